@@ -1,0 +1,60 @@
+// swift-tools-version:6.0
+// Interlude: a Linux audio-policy and notification-sound daemon on PulseAudio.
+// Dependencies point inward only: the policy imports nothing of ours, adapters never import
+// each other, executables are thin composition roots (see README "Layout").
+import PackageDescription
+
+let package = Package(
+    name: "Interlude",
+    platforms: [.macOS(.v14)],
+    products: [
+        .executable(name: "interluded", targets: ["interluded"]),
+        .executable(name: "interlude", targets: ["interlude"]),
+        .library(name: "InterludeClient", targets: ["InterludeClient"]),
+    ],
+    targets: [
+        // C libraries from Debian, one system-library target each.
+        .systemLibrary(name: "CPulse", pkgConfig: "libpulse", providers: [.apt(["libpulse-dev"])]),
+        .systemLibrary(name: "CSndfile", pkgConfig: "sndfile", providers: [.apt(["libsndfile1-dev"])]),
+        .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
+        // Tiny C shim for what Glibc does not import into Swift (struct ucred for SO_PEERCRED).
+        .target(name: "CInterludeSys"),
+
+        // Pure core: (state, event, now) -> (state, [effect]). No I/O, no clock reads.
+        .target(name: "InterludePolicy"),
+        // Config loading (JSON5, XDG order, file/line/key errors).
+        .target(name: "InterludeConfig", dependencies: ["InterludePolicy"]),
+        // Protocol contract shared by daemon, client library and CLI.
+        .target(name: "InterludeWire", dependencies: ["InterludePolicy"]),
+        // Adapters: each wraps one C library.
+        .target(name: "InterludePulse", dependencies: ["CPulse"]),
+        .target(name: "InterludeSound", dependencies: ["CSndfile"]),
+        .target(name: "InterludeStore", dependencies: ["CSQLite", "InterludePolicy"]),
+        // Engine: owns state, feeds the policies, carries out effects through ports.
+        .target(name: "InterludeEngine", dependencies: ["InterludePolicy", "InterludeConfig"]),
+        // Socket server: connections -> engine calls.
+        .target(name: "InterludeServer", dependencies: ["InterludeEngine", "InterludeWire", "CInterludeSys"]),
+        // Client library apps use; the CLI is its first user.
+        .target(name: "InterludeClient", dependencies: ["InterludeWire"]),
+        // Scenario files, tone analysis (Goertzel), reference apps, SVG plots.
+        .target(name: "InterludeScenario", dependencies: ["InterludeClient", "InterludePulse", "InterludeConfig"]),
+        // Fakes and a manual clock for tests.
+        .target(name: "InterludeTestSupport", dependencies: ["InterludePolicy", "InterludeEngine"]),
+
+        .executableTarget(name: "interluded", dependencies: [
+            "InterludeServer", "InterludeEngine", "InterludePulse", "InterludeSound", "InterludeStore", "InterludeConfig",
+        ]),
+        .executableTarget(name: "interlude", dependencies: ["InterludeClient", "InterludeScenario", "InterludePulse"]),
+        .executableTarget(name: "interlude-soundgen", dependencies: ["CSndfile"]),
+
+        .testTarget(name: "InterludePolicyTests", dependencies: ["InterludePolicy", "InterludeTestSupport"]),
+        .testTarget(name: "InterludeWireTests", dependencies: ["InterludeWire"]),
+        .testTarget(name: "InterludeConfigTests", dependencies: ["InterludeConfig"]),
+        .testTarget(name: "InterludePulseTests", dependencies: ["InterludePulse", "InterludeScenario"]),
+        .testTarget(name: "InterludeSoundTests", dependencies: ["InterludeSound"]),
+        .testTarget(name: "InterludeStoreTests", dependencies: ["InterludeStore"]),
+        .testTarget(name: "InterludeEndToEndTests", dependencies: [
+            "InterludeClient", "InterludeScenario", "InterludePulse", "InterludeServer", "InterludeEngine", "InterludeTestSupport",
+        ]),
+    ]
+)

@@ -1,0 +1,2 @@
+import Testing
+@Test func placeholder_InterludePulseTests() { #expect(Bool(true)) }
