@@ -1,0 +1,420 @@
+/// The audio-session arbiter: a pure reducer `(state, event, now) → (state, [effect])`.
+///
+/// Every rule of POLICY.md part A lives in a function named after it (`a1ExclusiveActivation`,
+/// `a3PauseSpokenAudio`, …). Ducks and mutes are not stored: they are derived from the sessions
+/// (``AudioPolicy/output(of:in:config:)``) after every event and compared with what was last
+/// applied, so nesting (A6) and reference counting (A2) hold by construction.
+
+/// One audio session as the policy tracks it.
+public struct AudioSession: Codable, Sendable, Equatable {
+    public var id: AudioSessionID
+    public var descriptor: AudioSessionDescriptor
+    public var state: AudioSessionState = .inactive
+    /// A6: the sessions that interrupt this one. Non-empty exactly when `state == .interrupted`.
+    public var interruptedBy: Set<AudioSessionID> = []
+    /// The reason sent with the first `interruptionBegan` of the current interruption.
+    public var interruptionReason: InterruptionReason?
+    /// When the current interruption began (seconds, engine clock).
+    public var interruptedAt: Double?
+    /// A5: whether a stream of the session was running when the current interruption began.
+    public var wasPlayingWhenInterrupted = false
+    /// Whether a stream of the session is running (uncorked), as observed by the engine.
+    public var isPlaying = false
+    /// Since when `isPlaying` has had its current value (seconds, engine clock).
+    public var playingChangedAt: Double = 0
+    /// A8: the daemon muted the session's streams because it kept playing while interrupted.
+    public var enforcedMute = false
+    /// A4: the delayed request's order, to activate waiting sessions first come, first served.
+    public var delayedSince: Double?
+
+    public init(id: AudioSessionID, descriptor: AudioSessionDescriptor) {
+        self.id = id; self.descriptor = descriptor
+    }
+
+    /// Active or interrupted: the session holds an activation.
+    public var holdsActivation: Bool { state == .active || state == .interrupted }
+}
+
+/// What the daemon applies to a session's streams: derived, never stored as a snapshot (A7).
+public struct SessionOutput: Codable, Sendable, Equatable {
+    /// Gain on top of the user's volume, dB (0 = none; the duck level while ducked).
+    public var gainDb: Double
+    /// Whether the streams are muted by the daemon (A8 enforcement or A12 ringer).
+    public var muted: Bool
+    /// Whether the session is ducked (A2, or by a call under A4).
+    public var ducked: Bool { gainDb < 0 }
+
+    public init(gainDb: Double = 0, muted: Bool = false) { self.gainDb = gainDb; self.muted = muted }
+    public static let unity = SessionOutput()
+}
+
+/// The whole state of the audio arbiter.
+public struct AudioPolicyState: Codable, Sendable, Equatable {
+    public var sessions: [AudioSessionID: AudioSession] = [:]
+    /// A12: the ringer switch.
+    public var ringerSilent = false
+    /// The outputs last handed to the engine, to emit only changes.
+    public var applied: [AudioSessionID: SessionOutput] = [:]
+    public init() {}
+
+    /// Active, non-interrupted calls (A4).
+    public var activeCalls: [AudioSession] {
+        sessions.values.filter { $0.state == .active && $0.descriptor.isCall }.sorted { $0.id < $1.id }
+    }
+}
+
+/// The answer to an activation request.
+public enum ActivationResult: Codable, Sendable, Equatable {
+    /// Activated. `promptStyle` is set for `voicePrompt` sessions (A4); `ducked` if it starts ducked.
+    case activated(promptStyle: PromptStyle?, ducked: Bool)
+    /// A4: the session will be activated when the call ends.
+    case delayed
+    /// Refused, with a stable error code (`insufficientPriority`, `notFound`).
+    case failed(code: String)
+}
+
+/// Something that happened, fed to the arbiter in order.
+public enum AudioPolicyEvent: Sendable, Equatable {
+    /// A session was registered (inactive). The engine chooses the id.
+    case register(AudioSessionID, AudioSessionDescriptor)
+    /// The app (or A10, for an implicit session) activates a session.
+    case activate(AudioSessionID, acceptsDelay: Bool)
+    /// The app deactivates a session; `notifyOthers` = `notifyOthersOnDeactivation`.
+    case deactivate(AudioSessionID, notifyOthers: Bool)
+    /// A session is forgotten (after deactivation, with the same notify semantics).
+    case unregister(AudioSessionID, notifyOthers: Bool)
+    /// A9: the owning client disconnected or crashed: its sessions deactivate, notifying others.
+    case clientGone([AudioSessionID])
+    /// Whether a stream of the session is running (uncorked).
+    case playing(AudioSessionID, Bool)
+    /// A12: the ringer switch.
+    case ringer(silent: Bool)
+    /// Time passed (A8 grace, A9 expiry).
+    case tick
+}
+
+/// What the engine must do or tell, in order.
+public enum AudioPolicyEffect: Sendable, Equatable {
+    /// Reply to an `activate` event.
+    case activationResult(AudioSessionID, ActivationResult)
+    /// Tell the session to pause.
+    case interruptionBegan(AudioSessionID, reason: InterruptionReason)
+    /// Tell the session its interruption ended; it may play again if `shouldResume` (A5).
+    case interruptionEnded(AudioSessionID, shouldResume: Bool)
+    /// A4: a delayed session was activated now that the call ended.
+    case delayedActivationCompleted(AudioSessionID, promptStyle: PromptStyle?)
+    /// A9: the daemon deactivated the session because it had no running stream for the expiry time.
+    case expired(AudioSessionID)
+    /// A8: the daemon muted (or unmuted) the session's streams; the session is told.
+    case enforcementChanged(AudioSessionID, muted: Bool)
+    /// Apply this output to the session's streams, ramped over `rampSeconds` (A2).
+    case setOutput(AudioSessionID, SessionOutput, rampSeconds: Double)
+}
+
+public enum AudioPolicy {
+    /// Feeds one event to the arbiter. Pure: the result depends only on the arguments.
+    /// - Parameters:
+    ///   - now: seconds on the engine's monotonic clock.
+    /// - Returns: the effects, in the order the engine must carry them out.
+    public static func reduce(_ state: inout AudioPolicyState, _ event: AudioPolicyEvent, now: Double,
+                              config: AudioPolicyConfig) -> [AudioPolicyEffect] {
+        var fx: [AudioPolicyEffect] = []
+        switch event {
+        case let .register(id, descriptor):
+            if state.sessions[id] == nil {
+                var s = AudioSession(id: id, descriptor: descriptor)
+                s.playingChangedAt = now
+                state.sessions[id] = s
+            }
+        case let .activate(id, acceptsDelay):
+            fx += activate(&state, id, acceptsDelay: acceptsDelay, now: now, config: config)
+        case let .deactivate(id, notify):
+            fx += deactivate(&state, id, notifyOthers: notify, now: now, config: config)
+        case let .unregister(id, notify):
+            fx += deactivate(&state, id, notifyOthers: notify, now: now, config: config)
+            state.sessions[id] = nil
+            state.applied[id] = nil
+        case let .clientGone(ids):
+            fx += a9ClientGone(&state, ids, now: now, config: config)
+        case let .playing(id, playing):
+            if var s = state.sessions[id], s.isPlaying != playing {
+                s.isPlaying = playing
+                s.playingChangedAt = now
+                state.sessions[id] = s
+            }
+        case let .ringer(silent):
+            state.ringerSilent = silent
+        case .tick:
+            break
+        }
+        fx += a8Enforce(&state, now: now, config: config)
+        fx += a9Expire(&state, now: now, config: config)
+        fx += outputChanges(&state, config: config)
+        return fx
+    }
+
+    /// The next time a `.tick` is needed (A8 grace or A9 expiry), or nil when nothing is timed.
+    public static func nextDeadline(_ state: AudioPolicyState, config: AudioPolicyConfig) -> Double? {
+        var best: Double?
+        func consider(_ t: Double) { best = min(best ?? t, t) }
+        for s in state.sessions.values {
+            if let t = a8GraceDeadline(s, config: config) { consider(t) }
+            if let t = a9ExpiryDeadline(s, in: state, config: config) { consider(t) }
+        }
+        return best
+    }
+
+    // MARK: Activation (A1, A3, A4)
+
+    static func activate(_ state: inout AudioPolicyState, _ id: AudioSessionID, acceptsDelay: Bool,
+                         now: Double, config: AudioPolicyConfig) -> [AudioPolicyEffect] {
+        guard let s = state.sessions[id] else { return [.activationResult(id, .failed(code: "notFound"))] }
+        if s.holdsActivation {
+            // Idempotent: activating an active (or interrupted) session changes nothing.
+            return [.activationResult(id, .activated(promptStyle: promptStyle(s, in: state),
+                                                     ducked: output(of: s, in: state, config: config).ducked))]
+        }
+        var fx: [AudioPolicyEffect] = []
+        if let refusal = a4RefuseDuringCall(&state, id, acceptsDelay: acceptsDelay, now: now) {
+            return [.activationResult(id, refusal)]
+        }
+        fx += activateNow(&state, id, now: now)
+        let s2 = state.sessions[id]!
+        fx.append(.activationResult(id, .activated(promptStyle: promptStyle(s2, in: state),
+                                                   ducked: output(of: s2, in: state, config: config).ducked)))
+        return fx
+    }
+
+    /// Makes a session active and interrupts whom the rules say it interrupts.
+    static func activateNow(_ state: inout AudioPolicyState, _ id: AudioSessionID, now: Double) -> [AudioPolicyEffect] {
+        guard var s = state.sessions[id] else { return [] }
+        s.state = .active
+        s.delayedSince = nil
+        s.playingChangedAt = s.isPlaying ? s.playingChangedAt : now
+        state.sessions[id] = s
+        var fx: [AudioPolicyEffect] = []
+        if s.descriptor.isCall {
+            fx += a4CallInterruptsAll(&state, by: id, now: now)
+        } else {
+            fx += a1ExclusiveActivation(&state, by: id, now: now)
+            fx += a3PauseSpokenAudio(&state, by: id, now: now)
+        }
+        return fx
+    }
+
+    /// A1: activating a non-mixable session interrupts every other active non-mixable session,
+    /// reason `otherSession`. Mixable sessions keep playing.
+    static func a1ExclusiveActivation(_ state: inout AudioPolicyState, by id: AudioSessionID, now: Double) -> [AudioPolicyEffect] {
+        guard let taker = state.sessions[id], !taker.descriptor.isMixable else { return [] }
+        let losers = state.sessions.values.filter {
+            $0.id != id && $0.holdsActivation && !$0.descriptor.isMixable
+        }.map(\.id).sorted()
+        return losers.flatMap { interrupt(&state, $0, by: id, reason: .otherSession, now: now) }
+    }
+
+    /// A3: a session with `interruptSpokenAudioAndMixWithOthers` interrupts (does not duck) every
+    /// active `spokenAudio` session, reason `otherSession`.
+    static func a3PauseSpokenAudio(_ state: inout AudioPolicyState, by id: AudioSessionID, now: Double) -> [AudioPolicyEffect] {
+        guard let taker = state.sessions[id], taker.descriptor.interruptsSpokenAudio else { return [] }
+        let losers = state.sessions.values.filter {
+            $0.id != id && $0.holdsActivation && $0.descriptor.mode == .spokenAudio
+        }.map(\.id).sorted()
+        return losers.flatMap { interrupt(&state, $0, by: id, reason: .otherSession, now: now) }
+    }
+
+    /// A4: a call interrupts every other session holding an activation, mixable or not, reason `call`.
+    static func a4CallInterruptsAll(_ state: inout AudioPolicyState, by id: AudioSessionID, now: Double) -> [AudioPolicyEffect] {
+        let losers = state.sessions.values.filter { $0.id != id && $0.holdsActivation }.map(\.id).sorted()
+        return losers.flatMap { interrupt(&state, $0, by: id, reason: .call, now: now) }
+    }
+
+    /// A4: while a call is active, a non-mixable session cannot activate: `insufficientPriority`, or
+    /// `delayed` when the request accepts delay. Mixable sessions may activate (ducked). Returns nil
+    /// when the activation may proceed.
+    static func a4RefuseDuringCall(_ state: inout AudioPolicyState, _ id: AudioSessionID, acceptsDelay: Bool,
+                                   now: Double) -> ActivationResult? {
+        guard let s = state.sessions[id], !s.descriptor.isCall, !s.descriptor.isMixable,
+              !state.activeCalls.isEmpty else { return nil }
+        guard acceptsDelay else { return .failed(code: "insufficientPriority") }
+        state.sessions[id]!.state = .delayed
+        state.sessions[id]!.delayedSince = now
+        return .delayed
+    }
+
+    /// A4: `voicePrompt` sessions get a prompt style: `short` during a call, `normal` otherwise.
+    static func promptStyle(_ s: AudioSession, in state: AudioPolicyState) -> PromptStyle? {
+        guard s.descriptor.mode == .voicePrompt else { return nil }
+        return state.activeCalls.contains { $0.id != s.id } ? .short : .normal
+    }
+
+    /// A6: interruptions stack. The first interrupter sends `interruptionBegan`; later ones only
+    /// join the set.
+    static func interrupt(_ state: inout AudioPolicyState, _ id: AudioSessionID, by taker: AudioSessionID,
+                          reason: InterruptionReason, now: Double) -> [AudioPolicyEffect] {
+        guard var s = state.sessions[id], s.holdsActivation else { return [] }
+        var fx: [AudioPolicyEffect] = []
+        if s.interruptedBy.isEmpty {
+            s.state = .interrupted
+            s.interruptionReason = reason
+            s.interruptedAt = now
+            s.wasPlayingWhenInterrupted = s.isPlaying
+            fx.append(.interruptionBegan(id, reason: reason))
+        }
+        s.interruptedBy.insert(taker)
+        state.sessions[id] = s
+        return fx
+    }
+
+    // MARK: Deactivation (A1, A5, A6, A9)
+
+    static func deactivate(_ state: inout AudioPolicyState, _ id: AudioSessionID, notifyOthers: Bool,
+                           now: Double, config: AudioPolicyConfig) -> [AudioPolicyEffect] {
+        guard var s = state.sessions[id], s.state != .inactive else { return [] }
+        let wasHolding = s.holdsActivation
+        let wasCall = s.descriptor.isCall && s.state == .active
+        s.state = .inactive
+        s.interruptedBy = []
+        s.interruptionReason = nil
+        s.interruptedAt = nil
+        s.delayedSince = nil
+        s.enforcedMute = false
+        state.sessions[id] = s
+        guard wasHolding else { return [] }
+        // Calls always notify others (A5).
+        var fx = a5ReleaseInterruptions(&state, by: id, notifyOthers: notifyOthers || s.descriptor.isCall, now: now)
+        if wasCall && state.activeCalls.isEmpty {
+            fx += a4ActivateDelayed(&state, now: now)
+        }
+        return fx
+    }
+
+    /// A5/A6: the deactivating session stops interrupting others. A session whose last interrupter
+    /// ends gets `interruptionEnded`, with `shouldResume` only if that interrupter notified others and
+    /// the session was playing when interrupted. A1: without notification the loss is permanent —
+    /// no event, and the session is inactive.
+    static func a5ReleaseInterruptions(_ state: inout AudioPolicyState, by id: AudioSessionID, notifyOthers: Bool,
+                                       now: Double) -> [AudioPolicyEffect] {
+        var fx: [AudioPolicyEffect] = []
+        for otherID in state.sessions.keys.sorted() {
+            guard var o = state.sessions[otherID], o.interruptedBy.contains(id) else { continue }
+            o.interruptedBy.remove(id)
+            if o.interruptedBy.isEmpty {
+                let wasMuted = o.enforcedMute
+                o.interruptionReason = nil
+                o.interruptedAt = nil
+                o.enforcedMute = false
+                if notifyOthers {
+                    o.state = .active
+                    fx.append(.interruptionEnded(otherID, shouldResume: o.wasPlayingWhenInterrupted))
+                } else {
+                    o.state = .inactive
+                }
+                if wasMuted { fx.append(.enforcementChanged(otherID, muted: false)) }
+            }
+            state.sessions[otherID] = o
+        }
+        return fx
+    }
+
+    /// A4: when the last call ends, sessions that accepted delay are activated, first come first served.
+    static func a4ActivateDelayed(_ state: inout AudioPolicyState, now: Double) -> [AudioPolicyEffect] {
+        let waiting = state.sessions.values.filter { $0.state == .delayed }
+            .sorted { ($0.delayedSince ?? 0, $0.id) < ($1.delayedSince ?? 0, $1.id) }
+        var fx: [AudioPolicyEffect] = []
+        for w in waiting {
+            fx += activateNow(&state, w.id, now: now)
+            fx.append(.delayedActivationCompleted(w.id, promptStyle: promptStyle(state.sessions[w.id]!, in: state)))
+        }
+        return fx
+    }
+
+    /// A9: a client that disconnects or crashes deactivates its sessions notifying others, releasing
+    /// its ducks and interruptions at once.
+    static func a9ClientGone(_ state: inout AudioPolicyState, _ ids: [AudioSessionID], now: Double,
+                             config: AudioPolicyConfig) -> [AudioPolicyEffect] {
+        var fx: [AudioPolicyEffect] = []
+        for id in ids.sorted() {
+            fx += deactivate(&state, id, notifyOthers: true, now: now, config: config)
+            state.sessions[id] = nil
+            state.applied[id] = nil
+        }
+        return fx
+    }
+
+    // MARK: Timed rules (A8, A9)
+
+    static func a8GraceDeadline(_ s: AudioSession, config: AudioPolicyConfig) -> Double? {
+        guard s.state == .interrupted, s.isPlaying, !s.enforcedMute, let at = s.interruptedAt else { return nil }
+        return max(at, s.playingChangedAt) + config.enforcementGrace
+    }
+
+    /// A8: an interrupted session whose streams keep playing past the grace period is muted; it is
+    /// unmuted at `interruptionEnded` (``a5ReleaseInterruptions``). The session is told either way.
+    static func a8Enforce(_ state: inout AudioPolicyState, now: Double, config: AudioPolicyConfig) -> [AudioPolicyEffect] {
+        var fx: [AudioPolicyEffect] = []
+        for id in state.sessions.keys.sorted() {
+            guard let s = state.sessions[id], let deadline = a8GraceDeadline(s, config: config), now >= deadline else { continue }
+            state.sessions[id]!.enforcedMute = true
+            fx.append(.enforcementChanged(id, muted: true))
+        }
+        return fx
+    }
+
+    /// Whether a session's activation affects others: it ducks, is a call, or interrupts someone.
+    static func isTransientHolder(_ s: AudioSession, in state: AudioPolicyState) -> Bool {
+        s.descriptor.ducksOthers || s.descriptor.isCall
+            || state.sessions.values.contains { $0.interruptedBy.contains(s.id) }
+    }
+
+    static func a9ExpiryDeadline(_ s: AudioSession, in state: AudioPolicyState, config: AudioPolicyConfig) -> Double? {
+        guard s.state == .active, !s.isPlaying, isTransientHolder(s, in: state) else { return nil }
+        return s.playingChangedAt + config.transientExpiry
+    }
+
+    /// A9: a ducking or interrupting session with no running stream for the expiry time is
+    /// deactivated by the daemon (notifying others) and told `expired`.
+    static func a9Expire(_ state: inout AudioPolicyState, now: Double, config: AudioPolicyConfig) -> [AudioPolicyEffect] {
+        var fx: [AudioPolicyEffect] = []
+        for id in state.sessions.keys.sorted() {
+            guard let s = state.sessions[id], let deadline = a9ExpiryDeadline(s, in: state, config: config),
+                  now >= deadline else { continue }
+            fx.append(.expired(id))
+            fx += deactivate(&state, id, notifyOthers: true, now: now, config: config)
+        }
+        return fx
+    }
+
+    // MARK: Derived outputs (A2, A4, A7, A8, A12)
+
+    /// The output a session's streams should have now. A2: ducked while any other active ducker
+    /// exists, unless the session ducks others itself (two prompts mix at full level); A4: mixable
+    /// sessions are ducked during a call (calls are never ducked). A8/A12: muted when enforced or
+    /// when the ringer is silent and the category is silenced by it.
+    public static func output(of s: AudioSession, in state: AudioPolicyState, config: AudioPolicyConfig) -> SessionOutput {
+        var out = SessionOutput()
+        out.muted = s.enforcedMute || (state.ringerSilent && s.descriptor.category.silencedByRinger)
+        guard s.holdsActivation, !s.descriptor.isCall else { return out }
+        let duckedByPrompt = !s.descriptor.ducksOthers && state.sessions.values.contains {
+            $0.id != s.id && $0.state == .active && $0.descriptor.ducksOthers
+        }
+        let duckedByCall = state.activeCalls.contains { $0.id != s.id }
+        if duckedByPrompt || duckedByCall { out.gainDb = config.duckLevelDb }
+        return out
+    }
+
+    /// Compares every session's derived output with what was last applied and emits the changes,
+    /// ramped down or up per A2.
+    static func outputChanges(_ state: inout AudioPolicyState, config: AudioPolicyConfig) -> [AudioPolicyEffect] {
+        var fx: [AudioPolicyEffect] = []
+        for id in state.sessions.keys.sorted() {
+            let s = state.sessions[id]!
+            let new = output(of: s, in: state, config: config)
+            let old = state.applied[id] ?? .unity
+            guard new != old else { continue }
+            let ramp = new.gainDb < old.gainDb ? config.duckRampDown : (new.gainDb > old.gainDb ? config.duckRampUp : 0)
+            state.applied[id] = new
+            fx.append(.setOutput(id, new, rampSeconds: ramp))
+        }
+        return fx
+    }
+}

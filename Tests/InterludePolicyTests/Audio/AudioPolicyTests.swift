@@ -1,0 +1,346 @@
+import Testing
+import InterludePolicy
+
+/// One suite per rule of POLICY.md part A; each test names the rule it proves.
+@Suite struct AudioPolicyRuleTests {
+
+    // MARK: A1 Exclusive activation
+
+    @Test func A1_nonMixableActivationInterruptsOtherNonMixable() {
+        var h = AudioHarness()
+        h.start("music", AudioHarness.music)
+        let fx = h.activate("radio")  // not registered yet
+        #expect(fx == [.activationResult(id("radio"), .failed(code: "notFound"))])
+        h.register("radio", AudioHarness.music2)
+        let fx2 = h.activate("radio")
+        #expect(fx2.contains(.interruptionBegan(id("music"), reason: .otherSession)))
+        #expect(h.stateOf("music") == .interrupted)
+        #expect(h.stateOf("radio") == .active)
+    }
+
+    @Test(arguments: [
+        ("ambient", AudioHarness.game), ("prompt", AudioHarness.nav), ("assistant", AudioHarness.assistant),
+    ])
+    func A1_mixableSessionsKeepPlaying(name: String, mixable: AudioSessionDescriptor) {
+        var h = AudioHarness()
+        h.start("music", AudioHarness.music)
+        h.start(name, mixable)
+        #expect(h.stateOf("music") == .active)
+        // And a mixable session is not interrupted by a later non-mixable one.
+        h.start("radio", AudioHarness.music2)
+        #expect(h.stateOf(name) == .active)
+        #expect(h.stateOf("music") == .interrupted)
+    }
+
+    @Test func A1_lossIsPermanentWithoutNotification() {
+        var h = AudioHarness()
+        h.start("music", AudioHarness.music)
+        h.start("radio", AudioHarness.music2)
+        let fx = h.deactivate("radio", notify: false)
+        #expect(!fx.contains { if case .interruptionEnded = $0 { return true } else { return false } })
+        #expect(h.stateOf("music") == .inactive)
+    }
+
+    @Test func A1_lossEndsWithNotification() {
+        var h = AudioHarness()
+        h.start("music", AudioHarness.music)
+        h.start("radio", AudioHarness.music2)
+        let fx = h.deactivate("radio", notify: true)
+        #expect(fx.contains(.interruptionEnded(id("music"), shouldResume: true)))
+        #expect(h.stateOf("music") == .active)
+    }
+
+    // MARK: A2 Ducking
+
+    @Test func A2_duckerLowersOthersWithRampDownThenUp() {
+        var h = AudioHarness()
+        h.start("music", AudioHarness.music)
+        let fx = h.activate("nav")  // not registered
+        #expect(fx.count == 1)
+        h.register("nav", AudioHarness.nav)
+        let down = h.activate("nav")
+        #expect(down.contains(.setOutput(id("music"), SessionOutput(gainDb: -14), rampSeconds: 0.3)))
+        #expect(h.output("nav") == .unity)
+        let up = h.deactivate("nav")
+        #expect(up.contains(.setOutput(id("music"), SessionOutput(gainDb: 0), rampSeconds: 0.5)))
+    }
+
+    @Test func A2_duckLevelAndRampsComeFromConfig() {
+        var h = AudioHarness()
+        h.config = AudioPolicyConfig(duckLevelDb: -20, duckRampDown: 0.1, duckRampUp: 0.2)
+        h.start("music", AudioHarness.music)
+        h.register("nav", AudioHarness.nav)
+        #expect(h.activate("nav").contains(.setOutput(id("music"), SessionOutput(gainDb: -20), rampSeconds: 0.1)))
+        #expect(h.deactivate("nav").contains(.setOutput(id("music"), SessionOutput(gainDb: 0), rampSeconds: 0.2)))
+    }
+
+    @Test func A2_twoPromptsMixAtFullLevel() {
+        var h = AudioHarness()
+        h.start("nav", AudioHarness.nav)
+        h.start("assistant", AudioHarness.assistant)
+        #expect(h.output("nav") == .unity)
+        #expect(h.output("assistant") == .unity)
+    }
+
+    @Test func A2_duckEndsWithTheLastDuckerNotTheFirst() {
+        var h = AudioHarness()
+        h.start("music", AudioHarness.music)
+        h.start("nav", AudioHarness.nav)
+        h.start("assistant", AudioHarness.assistant)
+        #expect(h.applied("music").gainDb == -14)
+        let first = h.deactivate("nav")
+        #expect(!first.contains { if case .setOutput(id("music"), _, _) = $0 { return true } else { return false } })
+        #expect(h.applied("music").gainDb == -14)
+        h.deactivate("assistant")
+        #expect(h.applied("music").gainDb == 0)
+    }
+
+    // MARK: A3 Spoken audio pauses
+
+    @Test func A3_promptInterruptsSpokenAudioInsteadOfDucking() {
+        var h = AudioHarness()
+        h.start("podcast", AudioHarness.podcast)
+        h.start("music", AudioHarness.game) // ambient: mixes with the podcast
+        h.register("nav", AudioHarness.nav)
+        let fx = h.activate("nav", at: 1)
+        #expect(fx.contains(.interruptionBegan(id("podcast"), reason: .otherSession)))
+        #expect(h.stateOf("podcast") == .interrupted)
+        #expect(h.applied("music").gainDb == -14)
+        let end = h.deactivate("nav", notify: true, at: 2.5)
+        #expect(end.contains(.interruptionEnded(id("podcast"), shouldResume: true)))
+        #expect(h.stateOf("podcast") == .active)
+    }
+
+    @Test func A3_duckOnlyPromptDucksSpokenAudio() {
+        var h = AudioHarness()
+        h.start("podcast", AudioHarness.podcast)
+        h.start("nav", AudioHarness.duckOnlyNav)
+        #expect(h.stateOf("podcast") == .active)
+        #expect(h.applied("podcast").gainDb == -14)
+    }
+
+    // MARK: A4 Primary interruption
+
+    @Test func A4_callInterruptsEverySessionMixableOrNot() {
+        var h = AudioHarness()
+        h.start("music", AudioHarness.music)
+        h.start("game", AudioHarness.game)
+        h.start("nav", AudioHarness.nav)
+        h.register("call", AudioHarness.call)
+        let fx = h.activate("call")
+        for s in ["music", "game", "nav"] {
+            #expect(fx.contains(.interruptionBegan(id(s), reason: .call)), "\(s)")
+            #expect(h.stateOf(s) == .interrupted)
+        }
+        #expect(h.output("call") == .unity)
+    }
+
+    @Test func A4_nonMixableActivationDuringCallFailsWithInsufficientPriority() {
+        var h = AudioHarness()
+        h.start("call", AudioHarness.call)
+        h.register("music", AudioHarness.music)
+        #expect(h.activate("music") == [.activationResult(id("music"), .failed(code: "insufficientPriority"))])
+        #expect(h.stateOf("music") == .inactive)
+    }
+
+    @Test func A4_delayedActivationHappensWhenTheCallEnds() {
+        var h = AudioHarness()
+        h.start("call", AudioHarness.call)
+        h.register("music", AudioHarness.music)
+        #expect(h.activate("music", acceptsDelay: true) == [.activationResult(id("music"), .delayed)])
+        #expect(h.stateOf("music") == .delayed)
+        let fx = h.deactivate("call")
+        #expect(fx.contains(.delayedActivationCompleted(id("music"), promptStyle: nil)))
+        #expect(h.stateOf("music") == .active)
+    }
+
+    @Test func A4_mixableSessionActivatesDuckedDuringCallAndPromptIsShort() {
+        var h = AudioHarness()
+        h.start("call", AudioHarness.call)
+        h.register("nav", AudioHarness.nav)
+        let fx = h.activate("nav")
+        #expect(fx.contains(.activationResult(id("nav"), .activated(promptStyle: .short, ducked: true))))
+        #expect(h.applied("nav").gainDb == -14)
+        h.deactivate("call")
+        #expect(h.applied("nav").gainDb == 0)
+        h.deactivate("nav")
+        #expect(h.activate("nav").contains(.activationResult(id("nav"), .activated(promptStyle: .normal, ducked: false))))
+    }
+
+    // MARK: A5 Resume
+
+    @Test(arguments: [
+        // (was playing when interrupted, interrupter notified) → shouldResume
+        (true, true, true as Bool?), (false, true, false as Bool?), (true, false, nil as Bool?),
+    ])
+    func A5_shouldResumeNeedsNotificationAndPlaying(playing: Bool, notify: Bool, expected: Bool?) {
+        var h = AudioHarness()
+        h.register("music", AudioHarness.music)
+        h.send(.playing(id("music"), playing))
+        _ = h.activate("music")
+        h.register("radio", AudioHarness.music2)
+        _ = h.activate("radio")
+        let fx = h.deactivate("radio", notify: notify)
+        let ended = fx.compactMap { e -> Bool? in
+            if case let .interruptionEnded(s, r) = e, s == id("music") { return r } else { return nil }
+        }
+        #expect(ended.first == expected)
+    }
+
+    @Test func A5_callsAlwaysNotify() {
+        var h = AudioHarness()
+        h.start("music", AudioHarness.music)
+        h.start("call", AudioHarness.call)
+        let fx = h.deactivate("call", notify: false)
+        #expect(fx.contains(.interruptionEnded(id("music"), shouldResume: true)))
+    }
+
+    @Test func A5_userPausedBeforeCallDoesNotResume() {
+        var h = AudioHarness()
+        h.start("music", AudioHarness.music)
+        h.send(.playing(id("music"), false), at: 0.5)
+        h.start("call", AudioHarness.call)
+        #expect(h.deactivate("call").contains(.interruptionEnded(id("music"), shouldResume: false)))
+    }
+
+    // MARK: A6 Nesting (the POLICY.md example, scenario 04)
+
+    @Test func A6_promptThenCallMusicReturnsAtFullLevelAfterCall() {
+        var h = AudioHarness()
+        h.start("music", AudioHarness.music)
+        h.register("nav", AudioHarness.duckOnlyNav)
+        h.register("call", AudioHarness.call)
+        h.send(.playing(id("nav"), true))
+        _ = h.activate("nav", at: 1)
+        #expect(h.applied("music").gainDb == -14)
+        let call = h.activate("call", at: 2)
+        #expect(call.contains(.interruptionBegan(id("music"), reason: .call)))
+        #expect(call.contains(.interruptionBegan(id("nav"), reason: .call)))
+        // The well-behaved app pauses.
+        h.send(.playing(id("music"), false), at: 2.05)
+        let navEnd = h.deactivate("nav", at: 3)
+        #expect(navEnd.filter { if case .interruptionEnded = $0 { return true } else { return false } }.isEmpty)
+        #expect(h.stateOf("music") == .interrupted)
+        let callEnd = h.deactivate("call", at: 4)
+        #expect(callEnd.contains(.interruptionEnded(id("music"), shouldResume: true)))
+        #expect(h.stateOf("music") == .active)
+        #expect(h.applied("music") == .unity)
+    }
+
+    @Test func A6_interruptionsStackAndEndWithTheLast() {
+        var h = AudioHarness()
+        h.start("podcast", AudioHarness.podcast)
+        h.start("nav", AudioHarness.nav)
+        h.start("call", AudioHarness.call)
+        #expect(h.session("podcast").interruptedBy == [id("nav"), id("call")])
+        #expect(h.deactivate("nav").isEmpty == false)
+        #expect(h.stateOf("podcast") == .interrupted)
+        #expect(h.deactivate("call").contains(.interruptionEnded(id("podcast"), shouldResume: true)))
+    }
+
+    // MARK: A8 Enforcement
+
+    @Test func A8_sessionStillPlayingAfterGraceIsMutedAndUnmutedAtEnd() {
+        var h = AudioHarness()
+        h.start("music", AudioHarness.music)
+        h.start("call", AudioHarness.call) // at t=0
+        #expect(AudioPolicy.nextDeadline(h.state, config: h.config) == 0.5)
+        #expect(h.tick(to: 0.49).isEmpty)
+        let fx = h.tick(to: 0.5)
+        #expect(fx.contains(.enforcementChanged(id("music"), muted: true)))
+        // Interrupted by a call, the session is also ducked by it, so it fades back in after (A4).
+        #expect(fx.contains(.setOutput(id("music"), SessionOutput(gainDb: -14, muted: true), rampSeconds: 0)))
+        let end = h.deactivate("call", at: 2)
+        #expect(end.contains(.enforcementChanged(id("music"), muted: false)))
+        #expect(h.applied("music").muted == false)
+    }
+
+    @Test func A8_obedientSessionIsNotMuted() {
+        var h = AudioHarness()
+        h.start("music", AudioHarness.music)
+        h.start("call", AudioHarness.call)
+        h.send(.playing(id("music"), false), at: 0.1)
+        #expect(h.tick(to: 5).allSatisfy { if case .enforcementChanged = $0 { return false } else { return true } })
+        #expect(h.applied("music").muted == false)
+    }
+
+    // MARK: A9 Disconnect and expiry
+
+    @Test func A9_disconnectReleasesDucksAndInterruptionsAtOnce() {
+        var h = AudioHarness()
+        h.start("music", AudioHarness.music)
+        h.start("podcast", AudioHarness.game)
+        h.start("call", AudioHarness.call)
+        let fx = h.send(.clientGone([id("call")]), at: 1)
+        #expect(fx.contains(.interruptionEnded(id("music"), shouldResume: true)))
+        #expect(fx.contains(.interruptionEnded(id("podcast"), shouldResume: true)))
+        #expect(h.state.sessions[id("call")] == nil)
+    }
+
+    @Test func A9_duckerWithoutRunningStreamExpires() {
+        var h = AudioHarness()
+        h.start("music", AudioHarness.music)
+        h.register("nav", AudioHarness.nav)
+        _ = h.activate("nav", at: 1)  // never plays
+        #expect(AudioPolicy.nextDeadline(h.state, config: h.config) == 11)
+        #expect(h.tick(to: 10.9).isEmpty)
+        let fx = h.tick(to: 11)
+        #expect(fx.first == .expired(id("nav")))
+        #expect(fx.contains(.setOutput(id("music"), SessionOutput(gainDb: 0), rampSeconds: 0.5)))
+        #expect(h.stateOf("nav") == .inactive)
+    }
+
+    @Test func A9_playingDuckerDoesNotExpire() {
+        var h = AudioHarness()
+        h.start("music", AudioHarness.music)
+        h.start("nav", AudioHarness.nav)
+        #expect(h.tick(to: 100).isEmpty)
+        #expect(h.stateOf("nav") == .active)
+    }
+
+    // MARK: A10 Unmodified apps
+
+    struct RoleCase: Sendable, CustomStringConvertible {
+        var role: String; var category: AudioCategory; var mode: AudioMode; var options: Set<AudioSessionOption>
+        var description: String { role }
+    }
+
+    @Test(arguments: [
+        RoleCase(role: "phone", category: .playAndRecord, mode: .voiceChat, options: []),
+        RoleCase(role: "music", category: .playback, mode: .default, options: []),
+        RoleCase(role: "video", category: .playback, mode: .moviePlayback, options: []),
+        RoleCase(role: "game", category: .playback, mode: .default, options: []),
+        RoleCase(role: "event", category: .playback, mode: .default, options: [.duckOthers]),
+        RoleCase(role: "a11y", category: .playback, mode: .default, options: [.duckOthers]),
+        RoleCase(role: "navigation", category: .playback, mode: .voicePrompt, options: [.duckOthers]),
+        RoleCase(role: "production", category: .playback, mode: .default, options: [.mixWithOthers]),
+    ])
+    func A10_implicitSessionFromMediaRole(c: RoleCase) {
+        let d = AudioSessionDescriptor.implicit(role: c.role, app: "paplay")
+        #expect(d.category == c.category)
+        #expect(d.mode == c.mode)
+        #expect(d.options == c.options)
+        #expect(d.implicit)
+    }
+
+    @Test func A10_phoneRoleStreamActsAsCall() {
+        var h = AudioHarness()
+        h.start("music", AudioHarness.music)
+        h.start("paplay-7", .implicit(role: "phone", app: "paplay"))
+        #expect(h.session("music").interruptionReason == .call)
+    }
+
+    // MARK: A12 Ringer silent
+
+    @Test(arguments: [
+        (AudioCategory.ambient, true), (.soloAmbient, true), (.playback, false), (.playAndRecord, false), (.record, false),
+    ])
+    func A12_ringerSilentMutesAmbientCategories(category: AudioCategory, muted: Bool) {
+        var h = AudioHarness()
+        h.start("s", AudioSessionDescriptor(app: "a", category: category))
+        h.send(.ringer(silent: true))
+        #expect(h.applied("s").muted == muted)
+        h.send(.ringer(silent: false))
+        #expect(h.applied("s").muted == false)
+    }
+}
