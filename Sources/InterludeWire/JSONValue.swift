@@ -1,0 +1,65 @@
+import Foundation
+
+/// Any JSON value: the untyped form of params, results and event data on the wire.
+public enum JSONValue: Codable, Sendable, Equatable, CustomStringConvertible {
+    case null
+    case bool(Bool)
+    case number(Double)
+    case string(String)
+    case array([JSONValue])
+    case object([String: JSONValue])
+
+    public init(from decoder: Decoder) throws {
+        let c = try decoder.singleValueContainer()
+        if c.decodeNil() { self = .null }
+        else if let b = try? c.decode(Bool.self) { self = .bool(b) }
+        else if let n = try? c.decode(Double.self) { self = .number(n) }
+        else if let s = try? c.decode(String.self) { self = .string(s) }
+        else if let a = try? c.decode([JSONValue].self) { self = .array(a) }
+        else { self = .object(try c.decode([String: JSONValue].self)) }
+    }
+
+    public func encode(to encoder: Encoder) throws {
+        var c = encoder.singleValueContainer()
+        switch self {
+        case .null: try c.encodeNil()
+        case let .bool(b): try c.encode(b)
+        case let .number(n):
+            if n.rounded() == n, abs(n) < 1e15 { try c.encode(Int64(n)) } else { try c.encode(n) }
+        case let .string(s): try c.encode(s)
+        case let .array(a): try c.encode(a)
+        case let .object(o): try c.encode(o)
+        }
+    }
+
+    /// The members of an object (nil for other values).
+    public var objectValue: [String: JSONValue]? { if case let .object(o) = self { return o } else { return nil } }
+    public var stringValue: String? { if case let .string(s) = self { return s } else { return nil } }
+    public var doubleValue: Double? { if case let .number(n) = self { return n } else { return nil } }
+    public var boolValue: Bool? { if case let .bool(b) = self { return b } else { return nil } }
+    public subscript(key: String) -> JSONValue? { objectValue?[key] }
+
+    public var description: String {
+        (try? String(decoding: WireCoding.encoder.encode(self), as: UTF8.self)) ?? "?"
+    }
+
+    /// Converts any Encodable to a JSONValue.
+    public init<T: Encodable>(encoding value: T) throws {
+        self = try WireCoding.decoder.decode(JSONValue.self, from: WireCoding.encoder.encode(value))
+    }
+
+    /// Decodes a typed value from this JSON value.
+    public func decode<T: Decodable>(_ type: T.Type) throws -> T {
+        try WireCoding.decoder.decode(T.self, from: WireCoding.encoder.encode(self))
+    }
+}
+
+/// The shared encoder and decoder settings of the protocol (sorted keys, no slash escaping).
+public enum WireCoding {
+    public static let encoder: JSONEncoder = {
+        let e = JSONEncoder()
+        e.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return e
+    }()
+    public static let decoder = JSONDecoder()
+}

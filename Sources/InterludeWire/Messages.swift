@@ -1,0 +1,139 @@
+import Foundation
+
+/// The protocol version spoken by this build. Bumped on incompatible changes.
+public let interludeProtocolVersion = 1
+
+/// The first line the daemon sends on a new connection: `{"greeting": {...}}`.
+public struct Greeting: Codable, Sendable, Equatable {
+    public var server: String
+    public var version: String
+    public var `protocol`: Int
+    public init(server: String = "interluded", version: String, protocol: Int = interludeProtocolVersion) {
+        self.server = server; self.version = version; self.protocol = `protocol`
+    }
+}
+
+/// A request: `{"id": 1, "method": "session.activate", "params": {...}}`. `id` is a number or a
+/// string chosen by the client and echoed in the reply.
+public struct WireRequest: Sendable, Equatable {
+    public var id: JSONValue
+    public var method: String
+    public var params: [String: JSONValue]
+
+    public init(id: JSONValue, method: String, params: [String: JSONValue] = [:]) {
+        self.id = id; self.method = method; self.params = params
+    }
+
+    /// Parses one line. Errors carry the id when it could be read, so the reply can echo it.
+    /// - Throws: ``WireParseError`` with code `badRequest` (not JSON, not an object, no method,
+    ///   bad id or params type) or `unknownField` (a top-level key other than id, method, params).
+    public static func parse(_ line: [UInt8]) throws(WireParseError) -> WireRequest {
+        let value: JSONValue
+        do { value = try WireCoding.decoder.decode(JSONValue.self, from: Data(line)) } catch {
+            throw WireParseError(id: nil, error: WireError(.badRequest, "not valid JSON: \(String(describing: error).prefix(200))"))
+        }
+        guard let obj = value.objectValue else {
+            throw WireParseError(id: nil, error: WireError(.badRequest, "a request must be a JSON object"))
+        }
+        let id = obj["id"]
+        switch id {
+        case .number?, .string?: break
+        default: throw WireParseError(id: nil, error: WireError(.badRequest, "\"id\" must be a number or a string"))
+        }
+        if let extra = Set(obj.keys).subtracting(["id", "method", "params"]).sorted().first {
+            throw WireParseError(id: id, error: WireError(.unknownField, "unknown top-level key \"\(extra)\""))
+        }
+        guard let method = obj["method"]?.stringValue, !method.isEmpty else {
+            throw WireParseError(id: id, error: WireError(.badRequest, "\"method\" must be a non-empty string"))
+        }
+        var params: [String: JSONValue] = [:]
+        switch obj["params"] {
+        case nil, .null?: break
+        case let .object(p)?: params = p
+        default: throw WireParseError(id: id, error: WireError(.badRequest, "\"params\" must be an object"))
+        }
+        return WireRequest(id: id!, method: method, params: params)
+    }
+
+    /// Decodes the params as `P`, refusing fields `P` does not define.
+    /// - Throws: ``WireError`` `unknownField` or `badRequest` (missing or mistyped field).
+    public func decodeParams<P: WireParams>(_: P.Type) throws(WireError) -> P {
+        if let extra = Set(params.keys).subtracting(P.fields).sorted().first {
+            throw WireError(.unknownField, "\(method) has no param \"\(extra)\" (known: \(P.fields.sorted().joined(separator: ", ")))")
+        }
+        do { return try JSONValue.object(params).decode(P.self) } catch let e as DecodingError {
+            throw WireError(.badRequest, "\(method): \(WireRequest.describe(e))")
+        } catch { throw WireError(.badRequest, "\(method): \(error)") }
+    }
+
+    /// A short human description of a decoding error: which key, what was wrong.
+    public static func describe(_ e: DecodingError) -> String {
+        func path(_ p: [CodingKey]) -> String { p.map { $0.intValue.map(String.init) ?? $0.stringValue }.joined(separator: ".") }
+        switch e {
+        case let .keyNotFound(k, c): return "missing param \"\(path(c.codingPath + [k]))\""
+        case let .typeMismatch(t, c): return "param \"\(path(c.codingPath))\" must be \(t)"
+        case let .valueNotFound(t, c): return "param \"\(path(c.codingPath))\" must be \(t), not null"
+        case let .dataCorrupted(c): return "param \"\(path(c.codingPath))\": \(c.debugDescription)"
+        @unknown default: return "\(e)"
+        }
+    }
+
+    /// Encodes the request as one line (without the newline).
+    public func encoded() throws -> Data {
+        try WireCoding.encoder.encode(JSONValue.object(["id": id, "method": .string(method), "params": .object(params)]))
+    }
+}
+
+/// A parse failure, with the request id when it could be read.
+public struct WireParseError: Error, Sendable {
+    public var id: JSONValue?
+    public var error: WireError
+}
+
+/// Params of one method. `fields` lists every key the method accepts (others → `unknownField`).
+public protocol WireParams: Codable, Sendable {
+    static var fields: Set<String> { get }
+}
+
+/// A reply: `{"id": 1, "result": {...}}` or `{"id": 1, "error": {"code": "...", "message": "..."}}`.
+public struct WireReply: Codable, Sendable, Equatable {
+    public var id: JSONValue
+    public var result: JSONValue?
+    public var error: WireError?
+    public init(id: JSONValue, result: JSONValue) { self.id = id; self.result = result; self.error = nil }
+    public init(id: JSONValue?, error: WireError) { self.id = id ?? .null; self.result = nil; self.error = error }
+}
+
+/// An event: `{"event": "interruptionBegan", "data": {...}, "time": 1764500000.123}` (time in
+/// seconds since the Unix epoch).
+public struct WireEvent: Codable, Sendable, Equatable {
+    public var event: String
+    public var data: JSONValue
+    public var time: Double
+    public init(event: String, data: JSONValue, time: Double) { self.event = event; self.data = data; self.time = time }
+}
+
+/// Anything the daemon sends, as the client reads it.
+public enum ServerMessage: Sendable, Equatable {
+    case greeting(Greeting)
+    case reply(WireReply)
+    case event(WireEvent)
+
+    /// Parses one line from the daemon.
+    public static func parse(_ line: [UInt8]) throws -> ServerMessage {
+        let v = try WireCoding.decoder.decode(JSONValue.self, from: Data(line))
+        guard let o = v.objectValue else { throw WireError(.badRequest, "not an object") }
+        if let g = o["greeting"] { return .greeting(try g.decode(Greeting.self)) }
+        if o["event"] != nil { return .event(try v.decode(WireEvent.self)) }
+        return .reply(try v.decode(WireReply.self))
+    }
+
+    /// Encodes as one line (without the newline).
+    public func encoded() throws -> Data {
+        switch self {
+        case let .greeting(g): return try WireCoding.encoder.encode(["greeting": g])
+        case let .reply(r): return try WireCoding.encoder.encode(r)
+        case let .event(e): return try WireCoding.encoder.encode(e)
+        }
+    }
+}

@@ -1,0 +1,221 @@
+import InterludePolicy
+
+/// Method names (PROTOCOL.md "Methods").
+public enum WireMethod {
+    public static let hello = "hello"
+    public static let sessionRegister = "session.register"
+    public static let sessionActivate = "session.activate"
+    public static let sessionDeactivate = "session.deactivate"
+    public static let sessionSetPlaying = "session.setPlaying"
+    public static let status = "status"
+    public static let subscribe = "subscribe"
+    public static let soundPlay = "sound.play"
+    public static let ringerSet = "ringer.set"
+}
+
+/// Event names (PROTOCOL.md "Events").
+public enum WireEventName {
+    public static let interruptionBegan = "interruptionBegan"
+    public static let interruptionEnded = "interruptionEnded"
+    public static let duckChanged = "duckChanged"
+    public static let activated = "activated"
+    public static let expired = "expired"
+    public static let enforcement = "enforcement"
+    public static let sessionChanged = "sessionChanged"
+    public static let soundPlayed = "soundPlayed"
+    public static let ringerChanged = "ringerChanged"
+}
+
+/// `hello`: the first request, naming the app.
+public struct HelloParams: WireParams, Equatable {
+    public static let fields: Set<String> = ["app", "protocol"]
+    /// Reverse-DNS app id, 1…255 characters.
+    public var app: String
+    public var `protocol`: Int?
+    public init(app: String, protocol: Int? = interludeProtocolVersion) { self.app = app; self.protocol = `protocol` }
+}
+public struct HelloResult: Codable, Sendable, Equatable {
+    /// The connection's client number (used in `status`).
+    public var client: Int
+    public var pid: Int32
+    public init(client: Int, pid: Int32) { self.client = client; self.pid = pid }
+}
+
+/// `session.register`: declares an audio session (inactive until activated).
+public struct RegisterParams: WireParams, Equatable {
+    public static let fields: Set<String> = ["category", "mode", "options"]
+    public var category: AudioCategory?
+    public var mode: AudioMode?
+    public var options: [AudioSessionOption]?
+    public init(category: AudioCategory, mode: AudioMode = .default, options: [AudioSessionOption] = []) {
+        self.category = category; self.mode = mode; self.options = options
+    }
+}
+public struct RegisterResult: Codable, Sendable, Equatable {
+    /// The session id; tag your PulseAudio streams with the property `interlude.session` = this id.
+    public var session: AudioSessionID
+    public init(session: AudioSessionID) { self.session = session }
+}
+
+/// `session.activate`.
+public struct ActivateParams: WireParams, Equatable {
+    public static let fields: Set<String> = ["session", "acceptsDelay"]
+    public var session: AudioSessionID
+    /// A4: wait for a call to end instead of failing with `insufficientPriority`.
+    public var acceptsDelay: Bool?
+    public init(session: AudioSessionID, acceptsDelay: Bool = false) { self.session = session; self.acceptsDelay = acceptsDelay }
+}
+public struct ActivateResult: Codable, Sendable, Equatable {
+    /// `active` or `delayed`.
+    public var state: AudioSessionState
+    public var promptStyle: PromptStyle?
+    public var ducked: Bool
+    public init(state: AudioSessionState, promptStyle: PromptStyle?, ducked: Bool) {
+        self.state = state; self.promptStyle = promptStyle; self.ducked = ducked
+    }
+}
+
+/// `session.deactivate`.
+public struct DeactivateParams: WireParams, Equatable {
+    public static let fields: Set<String> = ["session", "notifyOthers"]
+    public var session: AudioSessionID
+    /// `notifyOthersOnDeactivation`: lets interrupted sessions resume (A5). Default true.
+    public var notifyOthers: Bool?
+    public init(session: AudioSessionID, notifyOthers: Bool = true) { self.session = session; self.notifyOthers = notifyOthers }
+}
+
+/// `session.setPlaying`: the app says whether it is playing (used when its streams cannot be matched).
+public struct SetPlayingParams: WireParams, Equatable {
+    public static let fields: Set<String> = ["session", "playing"]
+    public var session: AudioSessionID
+    public var playing: Bool
+    public init(session: AudioSessionID, playing: Bool) { self.session = session; self.playing = playing }
+}
+
+/// `subscribe`: receive every event of the daemon, not only your own sessions'.
+public struct SubscribeParams: WireParams, Equatable {
+    public static let fields: Set<String> = []
+    public init() {}
+}
+
+/// `status` takes no params.
+public struct StatusParams: WireParams, Equatable {
+    public static let fields: Set<String> = []
+    public init() {}
+}
+
+/// One stream (sink input) in `status`.
+public struct StreamStatus: Codable, Sendable, Equatable {
+    public var index: UInt32
+    public var pid: Int32?
+    public var role: String?
+    public var corked: Bool
+    public var muted: Bool
+    /// The user's volume, dB; the gain the daemon applies on top, dB.
+    public var userVolumeDb: Double
+    public var gainDb: Double
+    public init(index: UInt32, pid: Int32?, role: String?, corked: Bool, muted: Bool, userVolumeDb: Double, gainDb: Double) {
+        self.index = index; self.pid = pid; self.role = role; self.corked = corked; self.muted = muted
+        self.userVolumeDb = userVolumeDb; self.gainDb = gainDb
+    }
+}
+
+/// One session in `status`.
+public struct SessionStatus: Codable, Sendable, Equatable {
+    public var session: AudioSessionID
+    public var app: String
+    public var client: Int?
+    public var category: AudioCategory
+    public var mode: AudioMode
+    public var options: [AudioSessionOption]
+    public var implicit: Bool
+    public var state: AudioSessionState
+    public var playing: Bool
+    public var ducked: Bool
+    /// The duck gain, dB (0 when not ducked).
+    public var duckDb: Double
+    public var muted: Bool
+    public var interruptedBy: [AudioSessionID]
+    public var streams: [StreamStatus]
+    public init(session: AudioSessionID, app: String, client: Int?, category: AudioCategory, mode: AudioMode,
+                options: [AudioSessionOption], implicit: Bool, state: AudioSessionState, playing: Bool, ducked: Bool,
+                duckDb: Double, muted: Bool, interruptedBy: [AudioSessionID], streams: [StreamStatus]) {
+        self.session = session; self.app = app; self.client = client; self.category = category; self.mode = mode
+        self.options = options; self.implicit = implicit; self.state = state; self.playing = playing
+        self.ducked = ducked; self.duckDb = duckDb; self.muted = muted; self.interruptedBy = interruptedBy; self.streams = streams
+    }
+}
+
+/// `status` result.
+public struct StatusResult: Codable, Sendable, Equatable {
+    public var version: String
+    /// Whether the daemon is connected to the audio server.
+    public var audioConnected: Bool
+    public var audioServer: String?
+    public var ringer: String
+    public var sessions: [SessionStatus]
+    /// Streams not matched to any session (for example ours, or ones without a role).
+    public var unmatchedStreams: [StreamStatus]
+    public var samples: [String]
+    public init(version: String, audioConnected: Bool, audioServer: String?, ringer: String,
+                sessions: [SessionStatus], unmatchedStreams: [StreamStatus], samples: [String]) {
+        self.version = version; self.audioConnected = audioConnected; self.audioServer = audioServer
+        self.ringer = ringer; self.sessions = sessions; self.unmatchedStreams = unmatchedStreams; self.samples = samples
+    }
+}
+
+/// `sound.play`: a sound by name (S2 lookup) or path, through the sample cache (S3).
+public struct SoundPlayParams: WireParams, Equatable {
+    public static let fields: Set<String> = ["sound", "volume"]
+    /// A name (`default`, `critical`, a freedesktop theme name) or an absolute path.
+    public var sound: String
+    /// Linear amplitude 0…1 (default 1).
+    public var volume: Double?
+    public init(sound: String, volume: Double? = nil) { self.sound = sound; self.volume = volume }
+}
+public struct SoundPlayResult: Codable, Sendable, Equatable {
+    /// The sample actually played (the default when the requested one could not be used).
+    public var played: String
+    /// Why the requested sound was replaced (S1), with its stable code.
+    public var warning: WireError?
+    /// Length of the sound, seconds.
+    public var duration: Double
+    public init(played: String, warning: WireError?, duration: Double) { self.played = played; self.warning = warning; self.duration = duration }
+}
+
+/// `ringer.set`.
+public struct RingerParams: WireParams, Equatable {
+    public static let fields: Set<String> = ["mode"]
+    /// `silent` or `ring`.
+    public var mode: String
+    public init(mode: String) { self.mode = mode }
+}
+
+/// Data of `interruptionBegan`.
+public struct InterruptionBeganData: Codable, Sendable, Equatable {
+    public var session: AudioSessionID
+    public var reason: InterruptionReason
+    public init(session: AudioSessionID, reason: InterruptionReason) { self.session = session; self.reason = reason }
+}
+/// Data of `interruptionEnded`.
+public struct InterruptionEndedData: Codable, Sendable, Equatable {
+    public var session: AudioSessionID
+    public var shouldResume: Bool
+    public init(session: AudioSessionID, shouldResume: Bool) { self.session = session; self.shouldResume = shouldResume }
+}
+/// Data of `duckChanged`: the session's streams are ducked by `levelDb` (0 = not ducked).
+public struct DuckChangedData: Codable, Sendable, Equatable {
+    public var session: AudioSessionID
+    public var ducked: Bool
+    public var levelDb: Double
+    public init(session: AudioSessionID, ducked: Bool, levelDb: Double) { self.session = session; self.ducked = ducked; self.levelDb = levelDb }
+}
+/// Data of `activated` (a delayed activation completed, A4), `expired` (A9) and `enforcement` (A8).
+public struct SessionEventData: Codable, Sendable, Equatable {
+    public var session: AudioSessionID
+    public var promptStyle: PromptStyle?
+    public var muted: Bool?
+    public init(session: AudioSessionID, promptStyle: PromptStyle? = nil, muted: Bool? = nil) {
+        self.session = session; self.promptStyle = promptStyle; self.muted = muted
+    }
+}

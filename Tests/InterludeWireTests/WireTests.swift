@@ -1,0 +1,140 @@
+import Foundation
+import Testing
+import InterludeWire
+import InterludePolicy
+
+@Suite struct FramingTests {
+    let lines: [String] = [
+        #"{"id":1,"method":"hello","params":{"app":"org.example.Music"}}"#,
+        #"{"id":2,"method":"status"}"#,
+        #"{"id":"x","method":"session.register","params":{"category":"playback","options":["duckOthers"]}}"#,
+        "{\"id\":3,\"method\":\"sound.play\",\"params\":{\"sound\":\"caf\u{e9} \u{1F514}\"}}",
+    ]
+    var stream: [UInt8] { Array(lines.map { $0 + "\n" }.joined().utf8) }
+
+    func feed(_ chunks: [[UInt8]]) throws -> [String] {
+        var f = LineFramer()
+        return try chunks.flatMap { try f.feed($0) }.map { String(decoding: $0, as: UTF8.self) }
+    }
+
+    @Test func allAtOnce() throws { #expect(try feed([stream]) == lines) }
+    @Test func oneByteAtATime() throws { #expect(try feed(stream.map { [$0] }) == lines) }
+    @Test(arguments: 1...20) func randomSplits(seed: Int) throws {
+        var rng = SplitMix(seed: UInt64(seed))
+        var chunks: [[UInt8]] = []
+        var rest = stream[...]
+        while !rest.isEmpty {
+            let n = min(rest.count, Int(rng.next() % 17) + 1)
+            chunks.append(Array(rest.prefix(n))); rest = rest.dropFirst(n)
+        }
+        #expect(try feed(chunks) == lines)
+    }
+    @Test func crlfIsAccepted() throws { #expect(try feed([Array("{\"a\":1}\r\n".utf8)]) == ["{\"a\":1}"]) }
+    @Test func partialLineIsKept() throws {
+        var f = LineFramer()
+        #expect(try f.feed(Array("{\"id\":1".utf8)).isEmpty)
+        #expect(f.pendingBytes == 7)
+        #expect(try f.feed(Array("}\n".utf8)).map { String(decoding: $0, as: UTF8.self) } == ["{\"id\":1}"])
+    }
+    @Test func lineOverCapIsRefusedEvenWithoutNewline() {
+        var f = LineFramer()
+        #expect(throws: LineFramer.Overflow.self) { try f.feed([UInt8](repeating: 0x61, count: 64 * 1024 + 1)) }
+        var g = LineFramer()
+        #expect(throws: LineFramer.Overflow.self) {
+            for _ in 0..<100 { _ = try g.feed([UInt8](repeating: 0x61, count: 1024)) }
+        }
+    }
+    @Test func lineAtCapIsAccepted() throws {
+        var f = LineFramer()
+        let out = try f.feed([UInt8](repeating: 0x61, count: 64 * 1024) + [0x0a])
+        #expect(out.count == 1 && out[0].count == 64 * 1024)
+    }
+}
+
+@Suite struct RequestParsingTests {
+    func parse(_ s: String) -> Result<WireRequest, WireParseError> {
+        do { return .success(try WireRequest.parse(Array(s.utf8))) } catch { return .failure(error) }
+    }
+    func code(_ s: String) -> WireErrorCode? {
+        if case let .failure(e) = parse(s) { return e.error.code } else { return nil }
+    }
+
+    @Test func validRequest() throws {
+        let r = try WireRequest.parse(Array(#"{"id":7,"method":"session.activate","params":{"session":"s1","acceptsDelay":true}}"#.utf8))
+        #expect(r.id == .number(7))
+        let p = try r.decodeParams(ActivateParams.self)
+        #expect(p == ActivateParams(session: AudioSessionID("s1"), acceptsDelay: true))
+    }
+    @Test(arguments: [
+        ("not json", WireErrorCode.badRequest), ("[1,2]", .badRequest), (#"{"method":"status"}"#, .badRequest),
+        (#"{"id":1}"#, .badRequest), (#"{"id":1,"method":5}"#, .badRequest), (#"{"id":1,"method":"x","params":[]}"#, .badRequest),
+        (#"{"id":1,"method":"status","extra":true}"#, .unknownField), (#"{"id":{},"method":"status"}"#, .badRequest),
+    ])
+    func malformedLinesGetStableCodes(line: String, expected: WireErrorCode) {
+        #expect(code(line) == expected)
+    }
+    @Test func idIsEchoedWhenReadable() {
+        if case let .failure(e) = parse(#"{"id":9,"method":"status","bogus":1}"#) { #expect(e.id == .number(9)) }
+        else { Issue.record("expected failure") }
+    }
+    @Test func unknownParamIsRefusedByName() throws {
+        let r = try WireRequest.parse(Array(#"{"id":1,"method":"session.register","params":{"category":"playback","colour":"red"}}"#.utf8))
+        #expect(throws: WireError.self) { try r.decodeParams(RegisterParams.self) }
+        do { _ = try r.decodeParams(RegisterParams.self) } catch {
+            #expect(error.code == .unknownField)
+            #expect(error.message.contains("colour"))
+        }
+    }
+    @Test func badEnumValueIsBadRequest() throws {
+        let r = try WireRequest.parse(Array(#"{"id":1,"method":"session.register","params":{"category":"loud"}}"#.utf8))
+        do { _ = try r.decodeParams(RegisterParams.self); Issue.record("accepted") } catch {
+            #expect(error.code == .badRequest)
+            #expect(error.message.contains("category"))
+        }
+    }
+}
+
+@Suite struct RoundTripTests {
+    @Test func serverMessagesRoundTrip() throws {
+        let msgs: [ServerMessage] = [
+            .greeting(Greeting(version: "1.2.3")),
+            .reply(WireReply(id: .number(1), result: try JSONValue(encoding: RegisterResult(session: AudioSessionID("s4"))))),
+            .reply(WireReply(id: .string("a"), error: WireError(.insufficientPriority, "a call is active"))),
+            .event(WireEvent(event: WireEventName.interruptionEnded,
+                             data: try JSONValue(encoding: InterruptionEndedData(session: AudioSessionID("s1"), shouldResume: true)),
+                             time: 1764500000.25)),
+        ]
+        for m in msgs {
+            let line = try m.encoded()
+            #expect(!line.contains(0x0a))
+            #expect(try ServerMessage.parse(Array(line)) == m)
+        }
+    }
+    @Test func requestRoundTrip() throws {
+        let r = WireRequest(id: .number(3), method: WireMethod.soundPlay,
+                            params: try JSONValue(encoding: SoundPlayParams(sound: "default", volume: 0.5)).objectValue!)
+        let back = try WireRequest.parse(Array(try r.encoded()))
+        #expect(back == r)
+        #expect(try back.decodeParams(SoundPlayParams.self) == SoundPlayParams(sound: "default", volume: 0.5))
+    }
+    @Test func everyErrorCodeIsDocumented() throws {
+        // PROTOCOL.md's error table must name every code (the table is the contract).
+        let here = URL(fileURLWithPath: #filePath)
+        let doc = try String(contentsOf: here.deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("PROTOCOL.md"), encoding: .utf8)
+        for c in WireErrorCode.allCases { #expect(doc.contains("`\(c.rawValue)`"), "\(c.rawValue) missing from PROTOCOL.md") }
+    }
+}
+
+/// A tiny deterministic generator for split points.
+struct SplitMix {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E3779B97F4A7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58476D1CE4E5B9
+        z = (z ^ (z >> 27)) &* 0x94D049BB133111EB
+        return z ^ (z >> 31)
+    }
+}
