@@ -1,0 +1,201 @@
+import Foundation
+import InterludePolicy
+
+/// A bad config file: names the file, the line and the key (or the syntax error's place).
+public struct ConfigError: Error, Sendable, Equatable, CustomStringConvertible {
+    public var file: String
+    public var line: Int
+    /// Dotted key path, or nil for a syntax error.
+    public var key: String?
+    public var message: String
+    /// Stable code: `configSyntax`, `configUnknownKey`, `configBadValue`, `configUnreadable`.
+    public var code: String
+    public var description: String {
+        "\(file):\(line): " + (key.map { "key '\($0)': " } ?? "") + message + " [\(code)]"
+    }
+}
+
+/// Loaded, validated configuration: every number the rules name.
+public struct InterludeConfig: Sendable {
+    /// The merged document (defaults from the schema, then each file in order).
+    public var document: ConfigValue
+    /// The files that were read, lowest precedence first.
+    public var files: [String]
+
+    /// A number or integer key (`audio.duckLevelDb`). Falls back to the schema default.
+    public func number(_ path: String) -> Double {
+        if case let .number(n)? = lookup(path) { return n }
+        switch ConfigSchema.index[path]?.kind {
+        case let .number(d, _, _)?: return d
+        case let .integer(d, _, _)?: return Double(d)
+        default: preconditionFailure("no number key \(path)")
+        }
+    }
+    public func string(_ path: String) -> String? {
+        if case let .string(s)? = lookup(path) { return s }
+        if case let .string(d, _)? = ConfigSchema.index[path]?.kind { return d }
+        return nil
+    }
+    public func strings(_ path: String) -> [String] {
+        if case let .array(a)? = lookup(path) { return a.compactMap { if case let .string(s) = $0 { return s } else { return nil } } }
+        if case let .strings(d)? = ConfigSchema.index[path]?.kind { return d }
+        return []
+    }
+    public func lookup(_ path: String) -> ConfigValue? {
+        var v: ConfigValue? = document
+        for part in path.split(separator: ".") { v = v?[String(part)] }
+        return v
+    }
+
+    /// The audio arbiter's numbers (A2, A8, A9).
+    public var audioPolicy: AudioPolicyConfig {
+        AudioPolicyConfig(duckLevelDb: number("audio.duckLevelDb"),
+                          duckRampDown: number("audio.duckRampDownMs") / 1000,
+                          duckRampUp: number("audio.duckRampUpMs") / 1000,
+                          enforcementGrace: number("audio.enforcementGraceMs") / 1000,
+                          transientExpiry: number("audio.transientExpirySeconds"))
+    }
+}
+
+/// Reads config files in XDG order and validates them against ``ConfigSchema``.
+public enum ConfigLoader {
+    /// The file name looked for in each config folder.
+    public static let fileName = "interlude.json5"
+
+    /// The folders to read, lowest precedence first: the project's `Config/` (built-in defaults),
+    /// `$XDG_CONFIG_DIRS/interlude` (last listed lowest), `$XDG_CONFIG_HOME/interlude`
+    /// (default `~/.config/interlude`), then `override` (`--config DIR`) or `INTERLUDE_CONFIG_DIR`.
+    public static func folders(builtin: String?, override: String?, environment: [String: String]) -> [String] {
+        var out: [String] = []
+        if let builtin { out.append(builtin) }
+        let dirs = (environment["XDG_CONFIG_DIRS"].flatMap { $0.isEmpty ? nil : $0 } ?? "/etc/xdg").split(separator: ":")
+        out += dirs.reversed().map { "\($0)/interlude" }
+        let home = environment["HOME"] ?? NSHomeDirectory()
+        out.append((environment["XDG_CONFIG_HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? "\(home)/.config") + "/interlude")
+        if let o = override ?? environment["INTERLUDE_CONFIG_DIR"] { out.append(o) }
+        return out
+    }
+
+    /// Loads `interlude.json5` from each folder that has one (missing files are skipped), then
+    /// applies `overlay` (a scenario's `config`) last.
+    /// - Throws: ``ConfigError`` for the first bad file.
+    public static func load(folders: [String], overlay: (name: String, value: ConfigValue)? = nil) throws(ConfigError) -> InterludeConfig {
+        var config = InterludeConfig(document: .object([]), files: [])
+        for folder in folders {
+            let path = folder.hasSuffix(".json5") || folder.hasSuffix(".json") ? folder : "\(folder)/\(fileName)"
+            guard FileManager.default.fileExists(atPath: path) else { continue }
+            let text: String
+            do { text = try String(contentsOfFile: path, encoding: .utf8) } catch {
+                throw ConfigError(file: path, line: 0, key: nil, message: "cannot read: \(error.localizedDescription)", code: "configUnreadable")
+            }
+            try apply(&config, text: text, name: path)
+        }
+        if let overlay {
+            try validate(overlay.value, path: [], file: overlay.name, line: 1)
+            config.document = merge(config.document, overlay.value)
+            config.files.append(overlay.name)
+        }
+        return config
+    }
+
+    /// Parses and validates one file's text and merges it over `config`.
+    public static func apply(_ config: inout InterludeConfig, text: String, name: String) throws(ConfigError) {
+        let value: ConfigValue
+        do { value = try JSON5.parse(text) } catch {
+            throw ConfigError(file: name, line: error.line, key: nil, message: "\(error.message) (column \(error.column))", code: "configSyntax")
+        }
+        guard case .object = value else {
+            throw ConfigError(file: name, line: 1, key: nil, message: "the file must hold one object", code: "configSyntax")
+        }
+        try validate(value, path: [], file: name, line: 1)
+        config.document = merge(config.document, value)
+        config.files.append(name)
+    }
+
+    /// Checks every member against the schema: known key, right type, in range.
+    static func validate(_ v: ConfigValue, path: [String], file: String, line: Int) throws(ConfigError) {
+        switch v {
+        case let .object(members):
+            for m in members {
+                let p = path + [m.key]
+                let dotted = p.joined(separator: ".")
+                guard let spec = ConfigSchema.key(for: p) else {
+                    throw ConfigError(file: file, line: m.line, key: dotted, message: "unknown key", code: "configUnknownKey")
+                }
+                try check(m.value, spec: spec, path: p, file: file, line: m.line)
+            }
+        default:
+            break
+        }
+    }
+
+    static func check(_ v: ConfigValue, spec: ConfigKey, path: [String], file: String, line: Int) throws(ConfigError) {
+        let dotted = path.joined(separator: ".")
+        func bad(_ m: String) -> ConfigError { ConfigError(file: file, line: line, key: dotted, message: m, code: "configBadValue") }
+        switch (spec.kind, v) {
+        case let (.number(_, r, unit), .number(n)):
+            guard r.contains(n) else { throw bad("\(n) is out of range \(r.lowerBound)…\(r.upperBound) \(unit)") }
+        case let (.integer(_, r, unit), .number(n)):
+            guard n.rounded() == n, n >= Double(r.lowerBound), n <= Double(r.upperBound) else {
+                throw bad("must be a whole number in \(r.lowerBound)…\(r.upperBound) \(unit), not \(n)")
+            }
+        case (.bool, .bool): break
+        case let (.string(_, allowed), .string(s)):
+            if let allowed, !allowed.contains(s) { throw bad("'\(s)' is not one of \(allowed.joined(separator: ", "))") }
+        case (.string, .null): break
+        case let (.strings, .array(items)):
+            for item in items { guard case .string = item else { throw bad("must be a list of strings") } }
+        case (.object, .object):
+            try validate(v, path: path, file: file, line: line)
+        case let (.objects, .array(items)):
+            for item in items {
+                guard case .object = item else { throw bad("must be a list of objects") }
+                var p = path; p[p.count - 1] += "[]"
+                try validate(item, path: p, file: file, line: line)
+            }
+        default:
+            throw bad("must be \(describe(spec.kind))")
+        }
+    }
+
+    static func describe(_ k: ConfigKey.Kind) -> String {
+        switch k {
+        case let .number(_, r, u): return "a number in \(r.lowerBound)…\(r.upperBound) \(u)"
+        case let .integer(_, r, u): return "a whole number in \(r.lowerBound)…\(r.upperBound) \(u)"
+        case .bool: return "true or false"
+        case let .string(_, allowed): return allowed.map { "one of \($0.joined(separator: ", "))" } ?? "a string"
+        case .strings: return "a list of strings"
+        case .object: return "an object"
+        case .objects: return "a list of objects"
+        }
+    }
+
+    /// Deep merge: objects merge member by member; anything else in `top` replaces `base`.
+    public static func merge(_ base: ConfigValue, _ top: ConfigValue) -> ConfigValue {
+        guard case var .object(b) = base, case let .object(t) = top else { return top }
+        for m in t {
+            if let i = b.firstIndex(where: { $0.key == m.key }) {
+                b[i] = (m.key, m.line, merge(b[i].value, m.value))
+            } else {
+                b.append(m)
+            }
+        }
+        return .object(b)
+    }
+}
+
+extension ConfigValue {
+    /// Plain JSON text of this value (for decoding into Codable types).
+    public var jsonText: String {
+        switch self {
+        case .null: return "null"
+        case let .bool(b): return b ? "true" : "false"
+        case let .number(n): return n.rounded() == n && abs(n) < 1e15 ? String(Int64(n)) : String(n)
+        case let .string(s):
+            let data = try? JSONEncoder().encode(s)
+            return data.map { String(decoding: $0, as: UTF8.self) } ?? "\"\""
+        case let .array(a): return "[" + a.map(\.jsonText).joined(separator: ",") + "]"
+        case let .object(m): return "{" + m.map { ConfigValue.string($0.key).jsonText + ":" + $0.value.jsonText }.joined(separator: ",") + "}"
+        }
+    }
+}

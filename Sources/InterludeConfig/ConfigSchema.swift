@@ -1,0 +1,76 @@
+/// Every config key, with its type, default, range and meaning. The single source of truth:
+/// validation, defaults and the README's config table come from here, and a test checks that
+/// `Config/interlude.json5` spells out exactly these defaults.
+///
+/// Paths are dot-separated; `*` stands for any key of a map (e.g. a focus mode's name) and `[]`
+/// for the elements of an array of objects.
+public struct ConfigKey: Sendable {
+    public enum Kind: Sendable {
+        case number(default: Double, range: ClosedRange<Double>, unit: String)
+        case integer(default: Int, range: ClosedRange<Int>, unit: String)
+        case bool(default: Bool)
+        case string(default: String?, allowed: [String]?)
+        case strings(default: [String])
+        /// An object whose members are described by other keys (a fixed section, or a `*` map).
+        case object
+        /// An array of objects whose members are described by `path[].member` keys.
+        case objects
+    }
+    public var path: String
+    public var kind: Kind
+    public var doc: String
+    public init(_ path: String, _ kind: Kind, _ doc: String) { self.path = path; self.kind = kind; self.doc = doc }
+}
+
+public enum ConfigSchema {
+    /// All keys. Sections come first so that a walker meets them before their members.
+    public static let keys: [ConfigKey] = audio + sounds + server + notifications
+
+    static let audio: [ConfigKey] = [
+        .init("audio", .object, "Audio-session arbitration (POLICY.md part A)."),
+        .init("audio.duckLevelDb", .number(default: -14, range: -60...0, unit: "dB"),
+              "A2: level of ducked streams relative to their user volume (−14 dB = 0.2 amplitude)."),
+        .init("audio.duckRampDownMs", .integer(default: 300, range: 0...5000, unit: "ms"), "A2: ramp time when a duck begins."),
+        .init("audio.duckRampUpMs", .integer(default: 500, range: 0...5000, unit: "ms"), "A2: ramp time when a duck ends."),
+        .init("audio.rampStepMs", .integer(default: 15, range: 5...50, unit: "ms"), "A2: time between two volume writes of a ramp."),
+        .init("audio.maxRampStepDb", .number(default: 1.5, range: 0.1...6, unit: "dB"), "A2: largest volume change of one ramp step."),
+        .init("audio.enforcementGraceMs", .integer(default: 500, range: 0...10000, unit: "ms"),
+              "A8: how long an interrupted session may keep playing before the daemon mutes it."),
+        .init("audio.transientExpirySeconds", .number(default: 10, range: 1...3600, unit: "s"),
+              "A9: a ducking or interrupting session with no running stream this long expires."),
+    ]
+
+    static let sounds: [ConfigKey] = [
+        .init("sounds", .object, "Notification sounds (POLICY.md part S)."),
+        .init("sounds.default", .string(default: "default", allowed: nil), "S1: the sound played when a requested one cannot be used."),
+        .init("sounds.maxDurationSeconds", .number(default: 30, range: 0.1...600, unit: "s"), "S1: longer sounds are refused."),
+        .init("sounds.maxSampleBytes", .integer(default: 16 * 1024 * 1024, range: 1024...(256 * 1024 * 1024), unit: "bytes"),
+              "S3: largest decoded sample kept in the sample cache."),
+        .init("sounds.theme", .string(default: "freedesktop", allowed: nil), "S2: the freedesktop sound theme to look names up in."),
+        .init("sounds.userFolder", .string(default: nil, allowed: nil),
+              "S2: the user's sound folder (default $XDG_DATA_HOME/interlude/sounds)."),
+        .init("sounds.appFolders", .strings(default: []), "S2: folders searched first (apps' own sounds)."),
+    ]
+
+    static let server: [ConfigKey] = [
+        .init("server", .object, "The socket server."),
+        .init("server.maxClients", .integer(default: 256, range: 1...65536, unit: "connections"),
+              "Connections beyond this are refused with rateLimited."),
+        .init("server.maxOutputBytes", .integer(default: 1024 * 1024, range: 65536...(64 * 1024 * 1024), unit: "bytes"),
+              "A client that does not read and lets this much pile up is disconnected."),
+    ]
+
+    /// The notification delivery core's keys (POLICY.md part N).
+    static let notifications: [ConfigKey] = []
+
+    /// The key spec for a concrete path like `focusModes.sleep.allowedApps`, matching `*` segments.
+    public static func key(for path: [String]) -> ConfigKey? {
+        let exact = path.joined(separator: ".")
+        if let k = index[exact] { return k }
+        return keys.first { k in
+            let parts = k.path.split(separator: ".").map(String.init)
+            return parts.count == path.count && zip(parts, path).allSatisfy { $0 == "*" || $0 == $1 }
+        }
+    }
+    static let index: [String: ConfigKey] = Dictionary(keys.map { ($0.path, $0) }, uniquingKeysWith: { a, _ in a })
+}

@@ -1,0 +1,112 @@
+import Foundation
+import Testing
+@testable import InterludeConfig
+import InterludePolicy
+
+@Suite struct JSON5Tests {
+    @Test func commentsUnquotedKeysTrailingCommas() throws {
+        let v = try JSON5.parse("""
+        // top
+        { a: 1, /* inline */ 'b': 'x', "c": [true, false, null,], d: 0x10, e: -1.5e1, }
+        """)
+        #expect(v["a"] == .number(1))
+        #expect(v["b"] == .string("x"))
+        #expect(v["c"] == .array([.bool(true), .bool(false), .null]))
+        #expect(v["d"] == .number(16))
+        #expect(v["e"] == .number(-15))
+    }
+    @Test func keysRememberTheirLines() throws {
+        let v = try JSON5.parse("{\n  a: {\n    b: 2,\n  },\n}")
+        guard case let .object(top) = v, case let .object(inner) = top[0].value else { Issue.record("shape"); return }
+        #expect(top[0].line == 2)
+        #expect(inner[0].line == 3)
+    }
+    @Test(arguments: [
+        ("{\n  a: 1,\n  b: ,\n}", 3), ("{\n a: 1\n b: 2 }", 3), ("{ a: 'x\n' }", 1), ("{\n\n a: yes }", 3), ("{ a: 1 } x", 1),
+    ])
+    func syntaxErrorsNameTheLine(text: String, line: Int) {
+        do { _ = try JSON5.parse(text); Issue.record("accepted \(text)") } catch { #expect(error.line == line) }
+    }
+}
+
+@Suite struct ConfigLoaderTests {
+    let builtin = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("Config").path
+
+    func tempDir(_ text: String) throws -> String {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("interlude-config-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        try text.write(to: dir.appendingPathComponent(ConfigLoader.fileName), atomically: true, encoding: .utf8)
+        return dir.path
+    }
+
+    @Test func builtinDefaultsFileMatchesTheSchema() throws {
+        let c = try ConfigLoader.load(folders: [builtin])
+        #expect(c.files.count == 1)
+        for key in ConfigSchema.keys {
+            switch key.kind {
+            case let .number(d, _, _): #expect(c.lookup(key.path) == .number(d), "\(key.path)")
+            case let .integer(d, _, _): #expect(c.lookup(key.path) == .number(Double(d)), "\(key.path)")
+            case let .bool(d): #expect(c.lookup(key.path) == .bool(d), "\(key.path)")
+            case let .string(d, _): #expect(c.lookup(key.path) == (d.map { .string($0) } ?? .null), "\(key.path)")
+            case let .strings(d): #expect(c.lookup(key.path) == .array(d.map { .string($0) }), "\(key.path)")
+            case .object, .objects: break
+            }
+        }
+        #expect(c.audioPolicy == AudioPolicyConfig())
+    }
+
+    @Test func laterFilesOverrideKeyByKey() throws {
+        let user = try tempDir("{ audio: { duckLevelDb: -20 } }")
+        let c = try ConfigLoader.load(folders: [builtin, "/nonexistent", user])
+        #expect(c.audioPolicy.duckLevelDb == -20)
+        #expect(c.audioPolicy.duckRampDown == 0.3)
+        #expect(c.files.count == 2)
+    }
+
+    @Test(arguments: [
+        ("{\n  audio: {\n    duckLevelDb: 5,\n  },\n}", 3, "audio.duckLevelDb", "configBadValue"),
+        ("{\n  audio: {\n    duckLevel: -5,\n  },\n}", 3, "audio.duckLevel", "configUnknownKey"),
+        ("{\n  sounds: {\n    default: 3,\n  },\n}", 3, "sounds.default", "configBadValue"),
+        ("{\n  audio: {\n    duckRampUpMs: 1.5,\n  },\n}", 3, "audio.duckRampUpMs", "configBadValue"),
+        ("{\n  audio: 1,\n}", 2, "audio", "configBadValue"),
+        ("{\n  colour: 'red',\n}", 2, "colour", "configUnknownKey"),
+    ])
+    func badFileNamesFileLineAndKey(text: String, line: Int, key: String, code: String) throws {
+        let dir = try tempDir(text)
+        do { _ = try ConfigLoader.load(folders: [builtin, dir]); Issue.record("accepted") } catch {
+            #expect(error.file == dir + "/interlude.json5")
+            #expect(error.line == line)
+            #expect(error.key == key)
+            #expect(error.code == code)
+            #expect(error.description.contains("\(dir)/interlude.json5:\(line): key '\(key)'"))
+        }
+    }
+
+    @Test func syntaxErrorNamesFileAndLine() throws {
+        let dir = try tempDir("{\n  audio: {\n    duckLevelDb: ,\n  },\n}")
+        do { _ = try ConfigLoader.load(folders: [dir]); Issue.record("accepted") } catch {
+            #expect(error.line == 3)
+            #expect(error.code == "configSyntax")
+        }
+    }
+
+    @Test func xdgOrder() {
+        let f = ConfigLoader.folders(builtin: "/b", override: nil,
+                                     environment: ["HOME": "/h", "XDG_CONFIG_DIRS": "/x1:/x2"])
+        #expect(f == ["/b", "/x2/interlude", "/x1/interlude", "/h/.config/interlude"])
+        let g = ConfigLoader.folders(builtin: "/b", override: "/o",
+                                     environment: ["HOME": "/h", "XDG_CONFIG_HOME": "/c", "INTERLUDE_CONFIG_DIR": "/e"])
+        #expect(g == ["/b", "/etc/xdg/interlude", "/c/interlude", "/o"])
+        let e = ConfigLoader.folders(builtin: nil, override: nil, environment: ["HOME": "/h", "INTERLUDE_CONFIG_DIR": "/e"])
+        #expect(e.last == "/e")
+    }
+
+    @Test func overlayIsValidatedAndApplied() throws {
+        let overlay = try JSON5.parse(#"{"audio": {"duckLevelDb": -10}}"#)
+        let c = try ConfigLoader.load(folders: [builtin], overlay: ("scenario.json", overlay))
+        #expect(c.audioPolicy.duckLevelDb == -10)
+        let bad = try JSON5.parse(#"{"audio": {"nope": 1}}"#)
+        #expect(throws: ConfigError.self) { try ConfigLoader.load(folders: [builtin], overlay: ("scenario.json", bad)) }
+    }
+}
