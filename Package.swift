@@ -31,7 +31,7 @@ let package = Package(
         .target(name: "InterludeSound", dependencies: ["CSndfile"]),
         .target(name: "InterludeStore", dependencies: ["CSQLite", "InterludePolicy"]),
         // Engine: owns state, feeds the policies, carries out effects through ports.
-        .target(name: "InterludeEngine", dependencies: ["InterludePolicy", "InterludeConfig"]),
+        .target(name: "InterludeEngine", dependencies: ["InterludePolicy", "InterludeConfig", "InterludeWire"]),
         // Socket server: connections -> engine calls.
         .target(name: "InterludeServer", dependencies: ["InterludeEngine", "InterludeWire", "CInterludeSys"]),
         // Client library apps use; the CLI is its first user.
@@ -50,6 +50,9 @@ let package = Package(
         .testTarget(name: "InterludePolicyTests", dependencies: ["InterludePolicy", "InterludeTestSupport"]),
         .testTarget(name: "InterludeWireTests", dependencies: ["InterludeWire"]),
         .testTarget(name: "InterludeConfigTests", dependencies: ["InterludeConfig"]),
+        .testTarget(name: "InterludeServerTests", dependencies: [
+            "InterludeServer", "InterludeClient", "InterludeEngine", "InterludeTestSupport", "InterludeConfig",
+        ]),
         .testTarget(name: "InterludePulseTests", dependencies: ["InterludePulse", "InterludeScenario"]),
         .testTarget(name: "InterludeSoundTests", dependencies: ["InterludeSound"]),
         .testTarget(name: "InterludeStoreTests", dependencies: ["InterludeStore"]),

@@ -1,0 +1,230 @@
+import Foundation
+import InterludePolicy
+import InterludeWire
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The client library apps use to talk to `interluded` (PROTOCOL.md). The `interlude` CLI is its
+/// first user.
+///
+/// ```swift
+/// let c = try InterludeClient.connect(app: "org.example.Music")
+/// let s = try await c.register(category: .playback)
+/// _ = try await c.activate(s)
+/// for await e in c.events { … }   // interruptionBegan / interruptionEnded / duckChanged …
+/// ```
+public final class InterludeClient: @unchecked Sendable {
+    /// The daemon's greeting.
+    public private(set) var greeting: Greeting
+    /// The result of `hello` (client number, our pid as the daemon sees it).
+    public private(set) var hello: HelloResult
+    /// Events from the daemon, in order: always those of our own sessions, every event after `subscribe()`.
+    public let events: AsyncStream<WireEvent>
+
+    let fd: Int32
+    let lock = NSLock()
+    var nextID = 1
+    var pending: [Int: CheckedContinuation<WireReply, Error>] = [:]
+    var closed = false
+    let eventSink: AsyncStream<WireEvent>.Continuation
+
+    /// Errors of the connection itself (the daemon's own errors are ``WireError``).
+    public struct ConnectionError: Error, CustomStringConvertible, Sendable {
+        public var description: String
+    }
+
+    /// Connects, reads the greeting and says `hello`.
+    /// - Parameters:
+    ///   - socket: the socket path; nil = `INTERLUDE_SOCKET` or `$XDG_RUNTIME_DIR/interlude/socket`.
+    ///   - app: our app id (reverse-DNS).
+    /// - Throws: ``ConnectionError`` when no daemon answers; ``WireError`` when `hello` is refused.
+    public static func connect(socket: String? = nil, app: String) async throws -> InterludeClient {
+        let path = socket ?? defaultSocketPath(environment: ProcessInfo.processInfo.environment)
+        let fd = Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw ConnectionError(description: "socket: \(String(cString: strerror(errno)))") }
+        var addr = sockaddr_un()
+        addr.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        guard bytes.count < MemoryLayout.size(ofValue: addr.sun_path) else {
+            Glibc.close(fd); throw ConnectionError(description: "socket path too long: \(path)")
+        }
+        withUnsafeMutableBytes(of: &addr.sun_path) { raw in
+            for (i, b) in bytes.enumerated() { raw[i] = b }
+            raw[bytes.count] = 0
+        }
+        let rc = withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        guard rc == 0 else {
+            let e = String(cString: strerror(errno))
+            Glibc.close(fd)
+            throw ConnectionError(description: "no daemon at \(path) (\(e)); start one with `interluded`")
+        }
+        let client = try InterludeClient(fd: fd)
+        client.startReader()
+        client.hello = try await client.call(WireMethod.hello, HelloParams(app: app), as: HelloResult.self)
+        return client
+    }
+
+    /// `INTERLUDE_SOCKET`, else `$XDG_RUNTIME_DIR/interlude/socket`, else `/tmp/interlude-UID/socket`.
+    public static func defaultSocketPath(environment: [String: String]) -> String {
+        if let env = environment["INTERLUDE_SOCKET"], !env.isEmpty { return env }
+        if let run = environment["XDG_RUNTIME_DIR"], !run.isEmpty { return run + "/interlude/socket" }
+        return "/tmp/interlude-\(getuid())/socket"
+    }
+
+    private init(fd: Int32) throws {
+        self.fd = fd
+        (events, eventSink) = AsyncStream.makeStream(of: WireEvent.self, bufferingPolicy: .unbounded)
+        greeting = Greeting(version: "?")
+        hello = HelloResult(client: 0, pid: 0)
+        // Read the greeting synchronously: it is the first line.
+        var framer = LineFramer()
+        var buf = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let n = buf.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            guard n > 0 else { Glibc.close(fd); throw ConnectionError(description: "the daemon closed the connection before greeting") }
+            let lines = (try? framer.feed(buf[0..<n])) ?? []
+            if let first = lines.first {
+                guard case let .greeting(g)? = try? ServerMessage.parse(first) else {
+                    Glibc.close(fd); throw ConnectionError(description: "no greeting from the daemon")
+                }
+                greeting = g
+                if lines.count > 1 || framer.pendingBytes > 0 {
+                    // The daemon only speaks after the greeting when asked; anything else is an error line.
+                    if let second = lines.dropFirst().first, case let .reply(r)? = try? ServerMessage.parse(second), let e = r.error {
+                        Glibc.close(fd); throw e
+                    }
+                }
+                return
+            }
+        }
+    }
+
+    private func startReader() {
+        let t = Thread { [self] in readLoop() }
+        t.name = "interlude-client-reader"
+        t.start()
+    }
+
+    private func readLoop() {
+        var framer = LineFramer(maxLineBytes: 16 << 20)
+        var buf = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let n = buf.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { break }
+            guard let lines = try? framer.feed(buf[0..<n]) else { break }
+            for line in lines {
+                guard let m = try? ServerMessage.parse(line) else { continue }
+                switch m {
+                case let .event(e): eventSink.yield(e)
+                case let .reply(r):
+                    lock.lock()
+                    let k: CheckedContinuation<WireReply, Error>?
+                    if case let .number(n) = r.id { k = pending.removeValue(forKey: Int(n)) } else { k = nil }
+                    let orphanError = k == nil ? r.error : nil
+                    lock.unlock()
+                    k?.resume(returning: r)
+                    if let orphanError { failAll(orphanError) }
+                case .greeting: break
+                }
+            }
+        }
+        failAll(ConnectionError(description: "the daemon closed the connection"))
+    }
+
+    private func failAll(_ error: Error) {
+        lock.lock()
+        let all = pending.values
+        pending = [:]
+        let wasClosed = closed
+        closed = true
+        lock.unlock()
+        for k in all { k.resume(throwing: error) }
+        if !wasClosed { eventSink.finish() }
+    }
+
+    /// Sends a request and waits for its reply.
+    /// - Throws: ``WireError`` from the daemon, ``ConnectionError`` if the connection is gone.
+    public func call<P: Encodable, R: Decodable>(_ method: String, _ params: P, as: R.Type) async throws -> R {
+        let reply = try await raw(method, params: try JSONValue(encoding: params))
+        if let e = reply.error { throw e }
+        return try (reply.result ?? .object([:])).decode(R.self)
+    }
+
+    /// Sends a request with untyped params and returns the raw reply.
+    public func raw(_ method: String, params: JSONValue) async throws -> WireReply {
+        try await withCheckedThrowingContinuation { (k: CheckedContinuation<WireReply, Error>) in
+            lock.lock()
+            if closed { lock.unlock(); k.resume(throwing: ConnectionError(description: "the connection is closed")); return }
+            let id = nextID
+            nextID += 1
+            pending[id] = k
+            lock.unlock()
+            do {
+                var line = try WireRequest(id: .number(Double(id)), method: method, params: params.objectValue ?? [:]).encoded()
+                line.append(0x0a)
+                let ok = line.withUnsafeBytes { raw -> Bool in
+                    var off = 0
+                    while off < raw.count {
+                        let n = write(fd, raw.baseAddress! + off, raw.count - off)
+                        if n < 0 && errno == EINTR { continue }
+                        if n <= 0 { return false }
+                        off += n
+                    }
+                    return true
+                }
+                if !ok { throw ConnectionError(description: "write failed: \(String(cString: strerror(errno)))") }
+            } catch {
+                lock.lock()
+                let kk = pending.removeValue(forKey: id)
+                lock.unlock()
+                kk?.resume(throwing: error)
+            }
+        }
+    }
+
+    /// Closes the connection. The daemon deactivates our sessions, notifying others (A9).
+    public func close() {
+        shutdown(fd, Int32(SHUT_RDWR))
+    }
+
+    deinit { Glibc.close(fd) }
+
+    // MARK: Typed methods
+
+    /// `session.register`. Returns the session id to tag our streams with (`interlude.session`).
+    public func register(category: AudioCategory, mode: AudioMode = .default, options: [AudioSessionOption] = []) async throws -> AudioSessionID {
+        try await call(WireMethod.sessionRegister, RegisterParams(category: category, mode: mode, options: options), as: RegisterResult.self).session
+    }
+    /// `session.activate`. Throws ``WireError`` `insufficientPriority` during a call unless `acceptsDelay` (A4).
+    public func activate(_ s: AudioSessionID, acceptsDelay: Bool = false) async throws -> ActivateResult {
+        try await call(WireMethod.sessionActivate, ActivateParams(session: s, acceptsDelay: acceptsDelay), as: ActivateResult.self)
+    }
+    /// `session.deactivate`, notifying others by default (A5).
+    public func deactivate(_ s: AudioSessionID, notifyOthers: Bool = true) async throws {
+        _ = try await call(WireMethod.sessionDeactivate, DeactivateParams(session: s, notifyOthers: notifyOthers), as: JSONValue.self)
+    }
+    /// `session.setPlaying`.
+    public func setPlaying(_ s: AudioSessionID, _ playing: Bool) async throws {
+        _ = try await call(WireMethod.sessionSetPlaying, SetPlayingParams(session: s, playing: playing), as: JSONValue.self)
+    }
+    /// `status`.
+    public func status() async throws -> StatusResult {
+        try await call(WireMethod.status, StatusParams(), as: StatusResult.self)
+    }
+    /// `subscribe`: from now on `events` carries every event of the daemon.
+    public func subscribe() async throws {
+        _ = try await call(WireMethod.subscribe, SubscribeParams(), as: JSONValue.self)
+    }
+    /// `sound.play`; volume is linear amplitude 0…1.
+    public func play(_ sound: String, volume: Double? = nil) async throws -> SoundPlayResult {
+        try await call(WireMethod.soundPlay, SoundPlayParams(sound: sound, volume: volume), as: SoundPlayResult.self)
+    }
+    /// `ringer.set` (A12).
+    public func setRinger(silent: Bool) async throws {
+        _ = try await call(WireMethod.ringerSet, RingerParams(mode: silent ? "silent" : "ring"), as: JSONValue.self)
+    }
+}

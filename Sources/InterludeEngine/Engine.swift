@@ -1,0 +1,358 @@
+import InterludeConfig
+import InterludePolicy
+import InterludeWire
+
+/// Where a client's events go (the server's connection writer). Must not block.
+public typealias EventSink = @Sendable (WireEvent) -> Void
+
+/// The daemon's heart: owns the state, feeds events to the pure policies in order, and carries
+/// out their effects through the ports (DESIGN.md "Shape"). The only place where the audio and
+/// notification policies meet.
+public actor Engine {
+    public nonisolated let version: String
+    let config: InterludeConfig
+    let audioConfig: AudioPolicyConfig
+    let clock: EngineClock
+    let audio: AudioBackend?
+    let sounds: SoundPlayer?
+    /// Log lines (one decision each), for the daemon's stderr.
+    let log: @Sendable (String) -> Void
+
+    var audioState = AudioPolicyState()
+
+    struct Client {
+        var id: Int
+        var pid: Int32
+        var app: String?
+        var sink: EventSink
+        var subscribed = false
+        var sessions: [AudioSessionID] = []
+    }
+    var clients: [Int: Client] = [:]
+    var nextClient = 1
+    var nextSession = 1
+    /// Owner of each explicit session; implicit ones (A10) have none.
+    var owner: [AudioSessionID: Int] = [:]
+    /// The implicit session of each unmatched stream (A10).
+    var implicitSession: [UInt32: AudioSessionID] = [:]
+    /// Order in which sessions were last activated (to match a multi-session client's untagged streams).
+    var activationSerial: [AudioSessionID: Int] = [:]
+    var serial = 0
+    /// App-reported playing state, for sessions without matched streams.
+    var reportedPlaying: [AudioSessionID: Bool] = [:]
+    var streams: [UInt32: AudioStream] = [:]
+    var audioConnected = false
+    var timer: Task<Void, Never>?
+    var timerDeadline: Double?
+
+    public init(config: InterludeConfig, audio: AudioBackend?, sounds: SoundPlayer?, clock: EngineClock = SystemClock(),
+                version: String, log: @escaping @Sendable (String) -> Void = { _ in }) {
+        self.config = config
+        self.audioConfig = config.audioPolicy
+        self.audio = audio
+        self.sounds = sounds
+        self.clock = clock
+        self.version = version
+        self.log = log
+    }
+
+    /// Starts consuming the audio backend's events. Returns at once.
+    public func start() {
+        guard let audio else { return }
+        let events = audio.events
+        Task { [weak self] in
+            for await e in events { await self?.handle(e) }
+        }
+    }
+
+    // MARK: Clients
+
+    /// A new connection from process `pid`. Returns its client number.
+    public func connect(pid: Int32, sink: @escaping EventSink) -> Int {
+        let id = nextClient
+        nextClient += 1
+        clients[id] = Client(id: id, pid: pid, sink: sink)
+        return id
+    }
+
+    /// `hello`: names the client's app.
+    public func hello(client: Int, app: String) throws(WireError) -> HelloResult {
+        guard !app.isEmpty, app.utf8.count <= 255, !app.contains(where: { $0.isWhitespace || $0.isNewline }) else {
+            throw WireError(.badRequest, "app must be 1…255 characters without spaces, e.g. org.example.Music")
+        }
+        clients[client]?.app = app
+        return HelloResult(client: client, pid: clients[client]?.pid ?? 0)
+    }
+
+    /// A9: the connection closed (or the client crashed): its sessions deactivate, notifying others.
+    public func disconnect(client: Int) {
+        guard let c = clients.removeValue(forKey: client) else { return }
+        if !c.sessions.isEmpty {
+            log("client \(client) (\(c.app ?? "?")) gone: releasing \(c.sessions.map(\.rawValue).joined(separator: ", ")) [A9]")
+            reduce(.clientGone(c.sessions))
+            for s in c.sessions { owner[s] = nil; activationSerial[s] = nil; reportedPlaying[s] = nil }
+        }
+    }
+
+    /// `subscribe`: the client receives every event.
+    public func subscribe(client: Int) { clients[client]?.subscribed = true }
+
+    // MARK: Audio sessions
+
+    /// `session.register`.
+    public func register(client: Int, _ p: RegisterParams) throws(WireError) -> RegisterResult {
+        guard let c = clients[client], let app = c.app else { throw WireError(.helloRequired, "say hello first") }
+        let options = Set(p.options ?? [])
+        let descriptor = AudioSessionDescriptor(app: app, category: p.category ?? .soloAmbient, mode: p.mode ?? .default, options: options)
+        let id = AudioSessionID("s\(nextSession)")
+        nextSession += 1
+        owner[id] = client
+        clients[client]?.sessions.append(id)
+        reduce(.register(id, descriptor))
+        log("\(id) registered by \(app): \(descriptor.category.rawValue)/\(descriptor.mode.rawValue) \(options.map(\.rawValue).sorted())")
+        refreshPlaying(id)
+        return RegisterResult(session: id)
+    }
+
+    func ownedSession(_ client: Int, _ id: AudioSessionID) throws(WireError) -> AudioSessionID {
+        guard owner[id] == client, audioState.sessions[id] != nil else {
+            throw WireError(.notFound, "no session \(id) on this connection")
+        }
+        return id
+    }
+
+    /// `session.activate`. For a `duckOthers` session the reply comes once the duck ramps have
+    /// finished (A11).
+    public func activate(client: Int, _ p: ActivateParams) async throws(WireError) -> ActivateResult {
+        let id = try ownedSession(client, p.session)
+        serial += 1
+        activationSerial[id] = serial
+        let (fx, ramps) = reduce(.activate(id, acceptsDelay: p.acceptsDelay ?? false))
+        guard let result = fx.lazy.compactMap({ e -> ActivationResult? in
+            if case let .activationResult(s, r) = e, s == id { return r } else { return nil }
+        }).first else { throw WireError(.internalError, "no activation result") }
+        switch result {
+        case let .activated(style, ducked):
+            // A11: the reply waits for the ducks this activation started.
+            for r in ramps { await r.value }
+            return ActivateResult(state: .active, promptStyle: style, ducked: ducked)
+        case .delayed:
+            return ActivateResult(state: .delayed, promptStyle: nil, ducked: false)
+        case let .failed(code):
+            throw WireError(WireErrorCode(rawValue: code) ?? .internalError,
+                            code == "insufficientPriority" ? "a call is active; activate with acceptsDelay to wait for it (A4)" : code)
+        }
+    }
+
+    /// `session.deactivate`.
+    public func deactivate(client: Int, _ p: DeactivateParams) throws(WireError) {
+        let id = try ownedSession(client, p.session)
+        reduce(.deactivate(id, notifyOthers: p.notifyOthers ?? true))
+    }
+
+    /// `session.setPlaying`.
+    public func setPlaying(client: Int, _ p: SetPlayingParams) throws(WireError) {
+        let id = try ownedSession(client, p.session)
+        reportedPlaying[id] = p.playing
+        refreshPlaying(id)
+    }
+
+    /// A12: the ringer switch.
+    public func setRinger(silent: Bool) {
+        log("ringer \(silent ? "silent" : "ring") [A12]")
+        reduce(.ringer(silent: silent))
+        broadcast(WireEventName.ringerChanged, .object(["mode": .string(silent ? "silent" : "ring")]))
+    }
+
+    /// `sound.play`.
+    public func playSound(client: Int, _ p: SoundPlayParams) async throws(WireError) -> SoundPlayResult {
+        guard let sounds else { throw WireError(.audioUnavailable, "no sound player") }
+        let volume = p.volume ?? 1
+        guard (0...1).contains(volume) else { throw WireError(.badRequest, "volume must be within 0…1") }
+        let app = clients[client]?.app ?? "?"
+        let result = try await sounds.play(p.sound, volume: volume, properties: ["application.id": app])
+        if let w = result.warning { log("sound \(p.sound) for \(app): \(w) → played \(result.played) [S1]") }
+        broadcast(WireEventName.soundPlayed, .object([
+            "app": .string(app), "requested": .string(p.sound), "played": .string(result.played),
+            "volume": .number(volume), "duration": .number(result.duration),
+        ]))
+        return result
+    }
+
+    // MARK: Status
+
+    /// `status`: sessions, their state and duck level, streams matched.
+    public func status() async -> StatusResult {
+        var byStream: [AudioSessionID: [StreamStatus]] = [:]
+        var unmatched: [StreamStatus] = []
+        for s in streams.values.sorted(by: { $0.index < $1.index }) {
+            let st = StreamStatus(index: s.index, pid: s.pid, role: s.role, corked: s.corked, muted: s.muted,
+                                  userVolumeDb: s.userVolumeDb, gainDb: s.gainDb)
+            if let id = session(for: s) { byStream[id, default: []].append(st) } else { unmatched.append(st) }
+        }
+        let sessions = audioState.sessions.values.sorted { $0.id.rawValue.count != $1.id.rawValue.count
+            ? $0.id.rawValue.count < $1.id.rawValue.count : $0.id < $1.id }.map { s -> SessionStatus in
+            let out = audioState.applied[s.id] ?? .unity
+            return SessionStatus(session: s.id, app: s.descriptor.app, client: owner[s.id], category: s.descriptor.category,
+                                 mode: s.descriptor.mode, options: s.descriptor.options.sorted(), implicit: s.descriptor.implicit,
+                                 state: s.state, playing: s.isPlaying, ducked: out.ducked, duckDb: out.gainDb, muted: out.muted,
+                                 interruptedBy: s.interruptedBy.sorted(), streams: byStream[s.id] ?? [])
+        }
+        return StatusResult(version: version, audioConnected: audioConnected, audioServer: nil,
+                            ringer: audioState.ringerSilent ? "silent" : "ring", sessions: sessions,
+                            unmatchedStreams: unmatched, samples: await sounds?.cachedSamples() ?? [])
+    }
+
+    // MARK: Policy plumbing
+
+    /// Feeds one event to the audio policy and carries out its effects. Returns the effects and
+    /// the ramps it started (for A11).
+    @discardableResult
+    func reduce(_ event: AudioPolicyEvent) -> ([AudioPolicyEffect], [Task<Void, Never>]) {
+        let fx = AudioPolicy.reduce(&audioState, event, now: clock.now, config: audioConfig)
+        var ramps: [Task<Void, Never>] = []
+        for e in fx { ramps += carryOut(e) }
+        scheduleTick()
+        return (fx, ramps)
+    }
+
+    func carryOut(_ e: AudioPolicyEffect) -> [Task<Void, Never>] {
+        switch e {
+        case .activationResult(let id, let r):
+            log("\(id) activate → \(r)")
+        case let .interruptionBegan(id, reason):
+            log("\(id) interruptionBegan reason=\(reason.rawValue)")
+            send(to: id, WireEventName.interruptionBegan, InterruptionBeganData(session: id, reason: reason))
+        case let .interruptionEnded(id, shouldResume):
+            log("\(id) interruptionEnded shouldResume=\(shouldResume) [A5]")
+            send(to: id, WireEventName.interruptionEnded, InterruptionEndedData(session: id, shouldResume: shouldResume))
+        case let .delayedActivationCompleted(id, style):
+            log("\(id) delayed activation completed [A4]")
+            send(to: id, WireEventName.activated, SessionEventData(session: id, promptStyle: style))
+        case let .expired(id):
+            log("\(id) expired: no running stream for \(audioConfig.transientExpiry) s [A9]")
+            send(to: id, WireEventName.expired, SessionEventData(session: id))
+        case let .enforcementChanged(id, muted):
+            log("\(id) \(muted ? "muted: still playing after the grace period" : "unmuted") [A8]")
+            send(to: id, WireEventName.enforcement, SessionEventData(session: id, muted: muted))
+        case let .setOutput(id, out, ramp):
+            log("\(id) output gain=\(out.gainDb) dB muted=\(out.muted) ramp=\(Int(ramp * 1000)) ms")
+            send(to: id, WireEventName.duckChanged, DuckChangedData(session: id, ducked: out.ducked, levelDb: out.gainDb))
+            return streams.values.filter { session(for: $0) == id }.map { apply(out, to: $0.index, ramp: ramp) }
+        }
+        return []
+    }
+
+    /// Applies a session output to one stream: mute at once, gain ramped.
+    func apply(_ out: SessionOutput, to stream: UInt32, ramp: Double) -> Task<Void, Never> {
+        let audio = self.audio
+        return Task {
+            guard let audio else { return }
+            await audio.setMute(stream: stream, out.muted)
+            await audio.rampGain(stream: stream, toDb: out.gainDb, duration: ramp)
+        }
+    }
+
+    func scheduleTick() {
+        let next = AudioPolicy.nextDeadline(audioState, config: audioConfig)
+        guard next != timerDeadline else { return }
+        timer?.cancel()
+        timerDeadline = next
+        guard let next else { timer = nil; return }
+        let clock = self.clock
+        timer = Task { [weak self] in
+            do { try await clock.sleep(until: next) } catch { return }
+            await self?.tick()
+        }
+    }
+
+    func tick() {
+        timerDeadline = nil
+        reduce(.tick)
+    }
+
+    func send<T: Encodable>(to id: AudioSessionID, _ name: String, _ data: T) {
+        let event = WireEvent(event: name, data: (try? JSONValue(encoding: data)) ?? .null, time: clock.wallTime)
+        let ownerID = owner[id]
+        for c in clients.values where c.id == ownerID || c.subscribed { c.sink(event) }
+    }
+
+    func broadcast(_ name: String, _ data: JSONValue) {
+        let event = WireEvent(event: name, data: data, time: clock.wallTime)
+        for c in clients.values where c.subscribed { c.sink(event) }
+    }
+
+    // MARK: Streams (matching, A10)
+
+    /// The session a stream belongs to: the explicit tag, else the newest-activated session of a
+    /// client with the stream's pid, else its implicit session (A10).
+    func session(for s: AudioStream) -> AudioSessionID? {
+        if let tag = s.sessionTag, audioState.sessions[AudioSessionID(tag)] != nil { return AudioSessionID(tag) }
+        if let pid = s.pid {
+            let candidates = clients.values.filter { $0.pid == pid }.flatMap(\.sessions)
+            if let best = candidates.max(by: { (activationSerial[$0] ?? 0, $0.rawValue) < (activationSerial[$1] ?? 0, $1.rawValue) }) {
+                return best
+            }
+        }
+        return implicitSession[s.index]
+    }
+
+    func handle(_ e: AudioBackendEvent) {
+        switch e {
+        case .connected:
+            audioConnected = true
+            log("audio server connected")
+            Task { await sounds?.serverRestarted() }
+        case .disconnected:
+            audioConnected = false
+            log("audio server gone; reconnecting")
+            // Streams vanished with the server; implicit sessions go with them.
+            for index in streams.keys.sorted() { streamRemoved(index) }
+        case let .streamAdded(s):
+            streams[s.index] = s
+            streamAppeared(s)
+        case let .streamChanged(s):
+            let old = streams[s.index]
+            streams[s.index] = s
+            if old == nil { streamAppeared(s) } else if let id = session(for: s), old?.corked != s.corked { refreshPlaying(id) }
+        case let .streamRemoved(index):
+            streamRemoved(index)
+        }
+    }
+
+    func streamAppeared(_ s: AudioStream) {
+        if session(for: s) == nil {
+            // A10: an unmodified client gets an implicit session from its media.role.
+            let id = AudioSessionID("i\(s.index)")
+            implicitSession[s.index] = id
+            let d = AudioSessionDescriptor.implicit(role: s.role, app: s.appName ?? "pid \(s.pid.map(String.init) ?? "?")")
+            log("stream \(s.index) (\(d.app), role \(s.role ?? "none")) → implicit \(id) \(d.category.rawValue)/\(d.mode.rawValue) [A10]")
+            reduce(.register(id, d))
+            reduce(.playing(id, !s.corked))
+            reduce(.activate(id, acceptsDelay: false))
+        } else if let id = session(for: s) {
+            refreshPlaying(id)
+        }
+        // A7: a stream of a ducked (or muted) session starts with that output.
+        if let id = session(for: s), let out = audioState.applied[id], out != .unity {
+            _ = apply(out, to: s.index, ramp: 0)
+        }
+    }
+
+    func streamRemoved(_ index: UInt32) {
+        guard let s = streams.removeValue(forKey: index) else { return }
+        if let id = implicitSession.removeValue(forKey: index) {
+            reduce(.unregister(id, notifyOthers: true))
+        } else if let id = session(for: s) {
+            refreshPlaying(id)
+        }
+    }
+
+    /// Recomputes whether a session is playing: any matched stream running (uncorked), or, with no
+    /// matched stream, what the app reported.
+    func refreshPlaying(_ id: AudioSessionID) {
+        let mine = streams.values.filter { session(for: $0) == id }
+        let playing = mine.isEmpty ? (reportedPlaying[id] ?? false) : mine.contains { !$0.corked }
+        if audioState.sessions[id]?.isPlaying != playing { reduce(.playing(id, playing)) }
+    }
+}

@@ -1,0 +1,96 @@
+import InterludeWire
+
+/// A playback stream of the audio server (a PulseAudio sink input), as the engine sees it.
+public struct AudioStream: Sendable, Equatable {
+    public var index: UInt32
+    /// `application.process.id` of the stream or its client.
+    public var pid: Int32?
+    /// The stream property `interlude.session` set by our client library (explicit session match).
+    public var sessionTag: String?
+    /// `media.role` (A10).
+    public var role: String?
+    public var appName: String?
+    /// Paused by its app.
+    public var corked: Bool
+    public var muted: Bool
+    /// The user's volume (dB) and the gain the daemon applies on top (dB), A7.
+    public var userVolumeDb: Double
+    public var gainDb: Double
+
+    public init(index: UInt32, pid: Int32? = nil, sessionTag: String? = nil, role: String? = nil, appName: String? = nil,
+                corked: Bool = false, muted: Bool = false, userVolumeDb: Double = 0, gainDb: Double = 0) {
+        self.index = index; self.pid = pid; self.sessionTag = sessionTag; self.role = role; self.appName = appName
+        self.corked = corked; self.muted = muted; self.userVolumeDb = userVolumeDb; self.gainDb = gainDb
+    }
+}
+
+/// What the audio server reports.
+public enum AudioBackendEvent: Sendable, Equatable {
+    /// Connected (also after a reconnect: the engine re-applies every output).
+    case connected
+    case disconnected
+    case streamAdded(AudioStream)
+    case streamChanged(AudioStream)
+    case streamRemoved(UInt32)
+}
+
+/// Port: the audio server (implemented by the PulseAudio adapter; a fake in tests).
+public protocol AudioBackend: Sendable {
+    /// Stream changes, in order. Consumed by one engine.
+    var events: AsyncStream<AudioBackendEvent> { get }
+    /// Ramps the gain on top of the stream's user volume to `gainDb` over `duration` seconds (A2,
+    /// A7) and returns when the ramp is done or superseded. Errors (stream gone) are swallowed.
+    func rampGain(stream: UInt32, toDb gainDb: Double, duration: Double) async
+    /// Mutes or unmutes the stream (A8, A12).
+    func setMute(stream: UInt32, _ muted: Bool) async
+}
+
+/// Port: plays notification sounds through the sample cache (S1–S3).
+public protocol SoundPlayer: Sendable {
+    /// Resolves (S2), decodes and caches (S1, S3) and plays a sound; falls back to the default sound
+    /// with a warning when the requested one cannot be used (S1).
+    /// - Parameters:
+    ///   - volume: linear amplitude 0…1.
+    /// - Throws: ``WireError`` `soundFailed` when not even the default can play, `audioUnavailable`
+    ///   when the server is away.
+    func play(_ nameOrPath: String, volume: Double, properties: [String: String]) async throws(WireError) -> SoundPlayResult
+    /// Names of the samples in the server's sample cache that the player uploaded.
+    func cachedSamples() async -> [String]
+    /// Forgets uploads after the server restarted, so they are uploaded again on demand.
+    func serverRestarted() async
+}
+
+/// Port: time. `now` is monotonic seconds (for the audio rules); `wallTime` seconds since the
+/// Unix epoch (for event stamps and wall-clock rules).
+public protocol EngineClock: Sendable {
+    var now: Double { get }
+    var wallTime: Double { get }
+    /// Sleeps until `now` reaches `deadline` (or throws on cancellation).
+    func sleep(until deadline: Double) async throws
+}
+
+/// The real clock: CLOCK_MONOTONIC and the system time.
+public struct SystemClock: EngineClock {
+    public init() {}
+    public var now: Double {
+        SystemClock.monotonic()
+    }
+    public var wallTime: Double {
+        var ts = timespec()
+        clock_gettime(CLOCK_REALTIME, &ts)
+        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+    }
+    public func sleep(until deadline: Double) async throws {
+        let delta = deadline - now
+        if delta > 0 { try await Task.sleep(nanoseconds: UInt64(delta * 1e9)) }
+    }
+    static func monotonic() -> Double {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+    }
+}
+
+#if canImport(Glibc)
+import Glibc
+#endif

@@ -1,0 +1,206 @@
+import CInterludeSys
+import Dispatch
+import Foundation
+import InterludeEngine
+import InterludeWire
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The Unix-socket server (PROTOCOL.md): greets, checks the peer's uid (`SO_PEERCRED`), requires
+/// `hello`, maps requests to engine calls, and routes events.
+public final class SocketServer: @unchecked Sendable {
+    public let path: String
+    let engine: Engine
+    let maxClients: Int
+    let maxOutputBytes: Int
+    let log: @Sendable (String) -> Void
+    private var listenFD: Int32 = -1
+    private var acceptSource: DispatchSourceRead?
+    private let queue = DispatchQueue(label: "interlude.server")
+    private var open = 0
+
+    /// The socket path: `--socket`, else `INTERLUDE_SOCKET`, else `$XDG_RUNTIME_DIR/interlude/socket`
+    /// (or `/tmp/interlude-UID/socket` without XDG_RUNTIME_DIR).
+    public static func defaultPath(flag: String?, environment: [String: String]) -> String {
+        if let flag { return flag }
+        if let env = environment["INTERLUDE_SOCKET"], !env.isEmpty { return env }
+        if let run = environment["XDG_RUNTIME_DIR"], !run.isEmpty { return run + "/interlude/socket" }
+        return "/tmp/interlude-\(getuid())/socket"
+    }
+
+    public init(path: String, engine: Engine, maxClients: Int = 256, maxOutputBytes: Int = 1 << 20,
+                log: @escaping @Sendable (String) -> Void) {
+        self.path = path; self.engine = engine; self.maxClients = maxClients; self.maxOutputBytes = maxOutputBytes; self.log = log
+    }
+
+    public struct StartError: Error, CustomStringConvertible {
+        public var description: String
+    }
+
+    /// Creates the folder (0700) and socket (0600), refusing to steal a live daemon's socket.
+    /// - Throws: ``StartError`` naming the path and the system error.
+    public func start() throws {
+        let dir = (path as NSString).deletingLastPathComponent
+        if mkdir(dir, 0o700) != 0 && errno != EEXIST {
+            throw StartError(description: "cannot create \(dir): \(String(cString: strerror(errno)))")
+        }
+        if FileManager.default.fileExists(atPath: path) {
+            if SocketServer.isLive(path) { throw StartError(description: "another daemon is listening on \(path)") }
+            unlink(path)
+        }
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw StartError(description: "socket: \(String(cString: strerror(errno)))") }
+        var addr = try SocketServer.address(path)
+        let rc = withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        guard rc == 0 else { close(fd); throw StartError(description: "bind \(path): \(String(cString: strerror(errno)))") }
+        chmod(path, 0o600)
+        guard listen(fd, 64) == 0 else { close(fd); throw StartError(description: "listen: \(String(cString: strerror(errno)))") }
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+        listenFD = fd
+        let src = DispatchSource.makeReadSource(fileDescriptor: fd, queue: queue)
+        src.setEventHandler { [weak self] in self?.acceptAll() }
+        acceptSource = src
+        src.resume()
+    }
+
+    /// Stops accepting and removes the socket file.
+    public func stop() {
+        acceptSource?.cancel()
+        if listenFD >= 0 { close(listenFD); listenFD = -1 }
+        unlink(path)
+    }
+
+    static func address(_ path: String) throws -> sockaddr_un {
+        var addr = sockaddr_un()
+        addr.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        guard bytes.count < MemoryLayout.size(ofValue: addr.sun_path) else {
+            throw StartError(description: "socket path too long: \(path)")
+        }
+        withUnsafeMutableBytes(of: &addr.sun_path) { raw in
+            for (i, b) in bytes.enumerated() { raw[i] = b }
+            raw[bytes.count] = 0
+        }
+        return addr
+    }
+
+    static func isLive(_ path: String) -> Bool {
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        guard var addr = try? address(path) else { return false }
+        return withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        } == 0
+    }
+
+    private func connectionClosed() { queue.async { self.open -= 1 } }
+
+    private func acceptAll() {
+        while true {
+            let fd = accept(listenFD, nil, nil)
+            if fd < 0 { return }
+            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+            var pid: Int32 = 0, uid: UInt32 = 0, gid: UInt32 = 0
+            let credOK = interlude_peer_credentials(fd, &pid, &uid, &gid) == 0
+            let conn = Connection(fd: fd, pid: pid, maxOutputBytes: maxOutputBytes, log: log)
+            conn.start()
+            conn.send(.greeting(Greeting(version: engine.version)))
+            guard credOK, uid == geteuid() else {
+                log("refused a client of uid \(uid) (pid \(pid)): not ours")
+                conn.send(.reply(WireReply(id: nil, error: WireError(.notAuthorized, "peer uid \(uid) is not the daemon's uid \(geteuid())"))))
+                conn.closeWhenFlushed()
+                continue
+            }
+            guard open < maxClients else {
+                conn.send(.reply(WireReply(id: nil, error: WireError(.rateLimited, "too many connections (\(maxClients))"))))
+                conn.closeWhenFlushed()
+                continue
+            }
+            open += 1
+            conn.onClose = { [weak self] in self?.connectionClosed() }
+            let engine = self.engine
+            let log = self.log
+            Task {
+                let client = await engine.connect(pid: pid) { [weak conn] event in conn?.send(.event(event)) }
+                await RequestHandler(engine: engine, client: client, connection: conn, log: log).run()
+                await engine.disconnect(client: client)
+            }
+        }
+    }
+}
+
+/// Serves one connection's requests, in order.
+struct RequestHandler {
+    let engine: Engine
+    let client: Int
+    let connection: Connection
+    let log: @Sendable (String) -> Void
+
+    func run() async {
+        var greeted = false
+        for await line in connection.lines {
+            let request: WireRequest
+            do { request = try WireRequest.parse(line) } catch {
+                connection.send(.reply(WireReply(id: error.id, error: error.error)))
+                continue
+            }
+            if !greeted && request.method != WireMethod.hello {
+                connection.send(.reply(WireReply(id: request.id, error: WireError(.helloRequired, "the first request must be hello"))))
+                continue
+            }
+            do {
+                let result = try await dispatch(request)
+                if request.method == WireMethod.hello { greeted = true }
+                connection.send(.reply(WireReply(id: request.id, result: result)))
+            } catch {
+                connection.send(.reply(WireReply(id: request.id, error: error)))
+            }
+        }
+    }
+
+    /// Maps one request to the engine. Params are validated (unknown fields refused) before any
+    /// side effect.
+    func dispatch(_ r: WireRequest) async throws(WireError) -> JSONValue {
+        func encode<T: Encodable>(_ v: T) throws(WireError) -> JSONValue {
+            do { return try JSONValue(encoding: v) } catch { throw WireError(.internalError, "cannot encode result") }
+        }
+        let empty = JSONValue.object([:])
+        switch r.method {
+        case WireMethod.hello:
+            let p = try r.decodeParams(HelloParams.self)
+            if let v = p.protocol, v != interludeProtocolVersion {
+                throw WireError(.badRequest, "protocol \(v) is not supported (this daemon speaks \(interludeProtocolVersion))")
+            }
+            return try encode(try await engine.hello(client: client, app: p.app))
+        case WireMethod.sessionRegister:
+            return try encode(try await engine.register(client: client, r.decodeParams(RegisterParams.self)))
+        case WireMethod.sessionActivate:
+            return try encode(try await engine.activate(client: client, r.decodeParams(ActivateParams.self)))
+        case WireMethod.sessionDeactivate:
+            try await engine.deactivate(client: client, r.decodeParams(DeactivateParams.self))
+            return empty
+        case WireMethod.sessionSetPlaying:
+            try await engine.setPlaying(client: client, r.decodeParams(SetPlayingParams.self))
+            return empty
+        case WireMethod.status:
+            _ = try r.decodeParams(StatusParams.self)
+            return try encode(await engine.status())
+        case WireMethod.subscribe:
+            _ = try r.decodeParams(SubscribeParams.self)
+            await engine.subscribe(client: client)
+            return empty
+        case WireMethod.soundPlay:
+            return try encode(try await engine.playSound(client: client, r.decodeParams(SoundPlayParams.self)))
+        case WireMethod.ringerSet:
+            let p = try r.decodeParams(RingerParams.self)
+            guard p.mode == "silent" || p.mode == "ring" else { throw WireError(.badRequest, "mode must be silent or ring") }
+            await engine.setRinger(silent: p.mode == "silent")
+            return empty
+        default:
+            throw WireError(.unknownMethod, "no method \"\(r.method)\"")
+        }
+    }
+}

@@ -1,0 +1,57 @@
+import Foundation
+import InterludeEngine
+import InterludeWire
+
+/// A fake audio server for engine and server tests: tests push stream events; the engine's
+/// ramps and mutes are recorded (and reflected on the fake streams).
+public final class FakeAudioBackend: AudioBackend, @unchecked Sendable {
+    public let events: AsyncStream<AudioBackendEvent>
+    let sink: AsyncStream<AudioBackendEvent>.Continuation
+    let lock = NSLock()
+    var _ramps: [(stream: UInt32, db: Double, duration: Double)] = []
+    var _mutes: [UInt32: Bool] = [:]
+
+    public init() { (events, sink) = AsyncStream.makeStream(of: AudioBackendEvent.self) }
+
+    /// Pushes an event as the audio server would.
+    public func push(_ e: AudioBackendEvent) { sink.yield(e) }
+
+    public func rampGain(stream: UInt32, toDb gainDb: Double, duration: Double) async {
+        lock.withLock { _ramps.append((stream, gainDb, duration)) }
+    }
+    public func setMute(stream: UInt32, _ muted: Bool) async {
+        lock.withLock { _mutes[stream] = muted }
+    }
+    /// The ramps requested so far, in order.
+    public var ramps: [(stream: UInt32, db: Double, duration: Double)] { lock.withLock { _ramps } }
+    /// The last gain requested for a stream (dB), nil if none.
+    public func lastGain(_ stream: UInt32) -> Double? { lock.withLock { _ramps.last { $0.stream == stream }?.db } }
+    public func muted(_ stream: UInt32) -> Bool { lock.withLock { _mutes[stream] ?? false } }
+}
+
+/// A clock the test moves by hand. `sleep(until:)` returns when the test advances past the deadline.
+public final class ManualClock: EngineClock, @unchecked Sendable {
+    let lock = NSLock()
+    var _now: Double
+    var waiters: [(Double, CheckedContinuation<Void, Error>)] = []
+    public init(now: Double = 1000) { _now = now }
+    public var now: Double { lock.withLock { _now } }
+    public var wallTime: Double { 1_764_500_000 + now }
+    public func sleep(until deadline: Double) async throws {
+        try await withCheckedThrowingContinuation { (k: CheckedContinuation<Void, Error>) in
+            lock.lock()
+            if _now >= deadline { lock.unlock(); k.resume(); return }
+            waiters.append((deadline, k))
+            lock.unlock()
+        }
+    }
+    /// Moves time forward and wakes the sleepers whose deadline passed.
+    public func advance(by seconds: Double) {
+        lock.lock()
+        _now += seconds
+        let due = waiters.filter { $0.0 <= _now }
+        waiters.removeAll { $0.0 <= _now }
+        lock.unlock()
+        for (_, k) in due { k.resume() }
+    }
+}

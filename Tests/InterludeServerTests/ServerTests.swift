@@ -1,0 +1,232 @@
+import Foundation
+import Testing
+import InterludeClient
+import InterludeConfig
+import InterludeEngine
+import InterludePolicy
+import InterludeServer
+import InterludeTestSupport
+import InterludeWire
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A daemon on a private socket with a fake audio server.
+final class TestDaemon: @unchecked Sendable {
+    let dir: String
+    let socket: String
+    let backend = FakeAudioBackend()
+    let engine: Engine
+    let server: SocketServer
+
+    init(maxOutputBytes: Int = 1 << 20) throws {
+        dir = NSTemporaryDirectory() + "interlude-srv-\(UUID().uuidString.prefix(8))"
+        socket = dir + "/socket"
+        let config = try ConfigLoader.load(folders: [])
+        engine = Engine(config: config, audio: backend, sounds: nil, version: "test")
+        server = SocketServer(path: socket, engine: engine, maxOutputBytes: maxOutputBytes, log: { _ in })
+        try server.start()
+    }
+    func start() async { await engine.start() }
+    deinit { server.stop(); try? FileManager.default.removeItem(atPath: dir) }
+
+    /// A raw connection: returns the fd after reading the greeting line.
+    func rawConnect() throws -> RawPeer { try RawPeer(path: socket) }
+}
+
+/// A hand-driven peer that writes arbitrary bytes and reads lines.
+final class RawPeer {
+    let fd: Int32
+    var framer = LineFramer(maxLineBytes: 1 << 20)
+    var lines: [[UInt8]] = []
+    init(path: String) throws {
+        fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        var addr = sockaddr_un()
+        addr.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &addr.sun_path) { raw in
+            for (i, b) in path.utf8.enumerated() { raw[i] = b }
+        }
+        let rc = withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        guard rc == 0 else { throw WireError(.internalError, "connect failed") }
+        var tv = timeval(tv_sec: 5, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+    }
+    deinit { close(fd) }
+    func send(_ s: String) { _ = s.utf8CString.withUnsafeBufferPointer { write(fd, $0.baseAddress, $0.count - 1) } }
+    func send(bytes: [UInt8]) { _ = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) } }
+    /// The next line from the daemon, or nil on EOF/timeout.
+    func readLine() -> ServerMessage? {
+        while lines.isEmpty {
+            var buf = [UInt8](repeating: 0, count: 65536)
+            let n = buf.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n <= 0 { return nil }
+            lines += (try? framer.feed(buf[0..<n])) ?? []
+        }
+        return try? ServerMessage.parse(lines.removeFirst())
+    }
+    func reply() -> WireReply? {
+        while let m = readLine() { if case let .reply(r) = m { return r } }
+        return nil
+    }
+}
+
+@Suite(.serialized) struct ProtocolErrorTests {
+    @Test func greetingThenHelloRequired() throws {
+        let d = try TestDaemon()
+        let p = try d.rawConnect()
+        guard case let .greeting(g)? = p.readLine() else { Issue.record("no greeting"); return }
+        #expect(g.protocol == interludeProtocolVersion)
+        p.send(#"{"id":1,"method":"status"}"# + "\n")
+        #expect(p.reply()?.error?.code == .helloRequired)
+    }
+
+    @Test func malformedLineUnknownMethodUnknownFieldThenServesNext() throws {
+        let d = try TestDaemon()
+        let p = try d.rawConnect()
+        _ = p.readLine()
+        p.send("this is not json\n")
+        #expect(p.reply()?.error?.code == .badRequest)
+        p.send(#"{"id":2,"method":"hello","params":{"app":"org.example.T"}}"# + "\n")
+        #expect(p.reply()?.error == nil)
+        p.send(#"{"id":3,"method":"frobnicate"}"# + "\n")
+        let r = p.reply()
+        #expect(r?.error?.code == .unknownMethod)
+        #expect(r?.id == .number(3))
+        p.send(#"{"id":4,"method":"session.register","params":{"category":"playback","volume":3}}"# + "\n")
+        #expect(p.reply()?.error?.code == .unknownField)
+        p.send(#"{"id":5,"method":"session.activate","params":{"session":"s999"}}"# + "\n")
+        #expect(p.reply()?.error?.code == .notFound)
+        p.send(#"{"id":6,"method":"status"}"# + "\n")
+        #expect(p.reply()?.result != nil)
+    }
+
+    @Test func oneMebibyteLineGetsTooLargeAndCloseThenNextClientIsServed() async throws {
+        let d = try TestDaemon()
+        let p = try d.rawConnect()
+        _ = p.readLine()
+        p.send(bytes: [UInt8](repeating: UInt8(ascii: "a"), count: 1 << 20))
+        let r = p.reply()
+        #expect(r?.error?.code == .tooLarge)
+        #expect(p.readLine() == nil)  // closed
+        let c = try await InterludeClient.connect(socket: d.socket, app: "org.example.Next")
+        #expect(try await c.status().version == "test")
+    }
+
+    @Test func clientVanishingMidMessageDoesNotDisturbTheDaemon() async throws {
+        let d = try TestDaemon()
+        do {
+            let p = try d.rawConnect()
+            _ = p.readLine()
+            p.send(#"{"id":1,"method":"hel"#)
+        }  // closed mid-message
+        let c = try await InterludeClient.connect(socket: d.socket, app: "org.example.Next")
+        #expect(try await c.status().sessions.isEmpty)
+    }
+
+    @Test func secondDaemonRefusesALiveSocket() throws {
+        let d = try TestDaemon()
+        let other = SocketServer(path: d.socket, engine: d.engine, log: { _ in })
+        #expect(throws: SocketServer.StartError.self) { try other.start() }
+    }
+
+    @Test func socketIsPrivate() throws {
+        let d = try TestDaemon()
+        let attrs = try FileManager.default.attributesOfItem(atPath: d.socket)
+        #expect((attrs[.posixPermissions] as? Int) == 0o600)
+        let dirAttrs = try FileManager.default.attributesOfItem(atPath: d.dir)
+        #expect((dirAttrs[.posixPermissions] as? Int) == 0o700)
+    }
+}
+
+@Suite(.serialized) struct SessionProtocolTests {
+    func nextEvent(_ c: InterludeClient, named name: String, timeout: Double = 3,
+                   where match: @escaping @Sendable (WireEvent) -> Bool = { _ in true }) async -> WireEvent? {
+        await withTaskGroup(of: WireEvent?.self) { g in
+            g.addTask { for await e in c.events where e.event == name && match(e) { return e }; return nil }
+            g.addTask { try? await Task.sleep(nanoseconds: UInt64(timeout * 1e9)); return nil }
+            let first = await g.next()!
+            g.cancelAll()
+            return first
+        }
+    }
+
+    @Test func callInterruptsMusicAndItResumes_A4_A5() async throws {
+        let d = try TestDaemon()
+        await d.start()
+        let music = try await InterludeClient.connect(socket: d.socket, app: "org.example.Music")
+        let phone = try await InterludeClient.connect(socket: d.socket, app: "org.example.Phone")
+        let m = try await music.register(category: .playback)
+        try await music.setPlaying(m, true)
+        #expect(try await music.activate(m).state == .active)
+        let c = try await phone.register(category: .playAndRecord, mode: .voiceChat)
+        _ = try await phone.activate(c)
+        let began = await nextEvent(music, named: WireEventName.interruptionBegan)
+        #expect(began?.data["reason"] == .string("call"))
+        try await phone.deactivate(c)
+        let ended = await nextEvent(music, named: WireEventName.interruptionEnded)
+        #expect(ended?.data["shouldResume"] == .bool(true))
+    }
+
+    @Test func activationDuringCallFailsWithInsufficientPriority_A4() async throws {
+        let d = try TestDaemon()
+        let phone = try await InterludeClient.connect(socket: d.socket, app: "org.example.Phone")
+        let music = try await InterludeClient.connect(socket: d.socket, app: "org.example.Music")
+        let c = try await phone.register(category: .playAndRecord, mode: .voiceChat)
+        _ = try await phone.activate(c)
+        let m = try await music.register(category: .playback)
+        await #expect(throws: WireError(.insufficientPriority, "a call is active; activate with acceptsDelay to wait for it (A4)")) {
+            _ = try await music.activate(m)
+        }
+        #expect(try await music.activate(m, acceptsDelay: true).state == .delayed)
+    }
+
+    @Test func disconnectReleasesTheDuck_A9() async throws {
+        let d = try TestDaemon()
+        await d.start()
+        let music = try await InterludeClient.connect(socket: d.socket, app: "org.example.Music")
+        let m = try await music.register(category: .playback)
+        d.backend.push(.streamAdded(AudioStream(index: 7, sessionTag: m.rawValue)))
+        _ = try await music.activate(m)
+        let nav = try await InterludeClient.connect(socket: d.socket, app: "org.example.Maps")
+        let n = try await nav.register(category: .playback, mode: .voicePrompt, options: [.duckOthers])
+        let r = try await nav.activate(n)
+        #expect(r.promptStyle == .normal)
+        #expect(d.backend.lastGain(7) == -14)
+        nav.close()
+        let back = await nextEvent(music, named: WireEventName.duckChanged) { $0.data["ducked"] == .bool(false) }
+        #expect(back?.data["ducked"] == .bool(false))
+        for _ in 0..<100 where d.backend.lastGain(7) != 0 { try await Task.sleep(nanoseconds: 10_000_000) }
+        #expect(d.backend.lastGain(7) == 0)
+    }
+
+    @Test func unmodifiedPhoneStreamInterruptsMusic_A10() async throws {
+        let d = try TestDaemon()
+        await d.start()
+        let music = try await InterludeClient.connect(socket: d.socket, app: "org.example.Music")
+        let m = try await music.register(category: .playback)
+        try await music.setPlaying(m, true)
+        _ = try await music.activate(m)
+        d.backend.push(.streamAdded(AudioStream(index: 40, pid: 99999, role: "phone", appName: "paplay")))
+        let began = await nextEvent(music, named: WireEventName.interruptionBegan)
+        #expect(began?.data["reason"] == .string("call"))
+        d.backend.push(.streamRemoved(40))
+        let ended = await nextEvent(music, named: WireEventName.interruptionEnded)
+        #expect(ended?.data["shouldResume"] == .bool(true))
+    }
+
+    @Test func subscriberSeesOtherClientsEvents() async throws {
+        let d = try TestDaemon()
+        let watcher = try await InterludeClient.connect(socket: d.socket, app: "org.example.Watch")
+        try await watcher.subscribe()
+        let music = try await InterludeClient.connect(socket: d.socket, app: "org.example.Music")
+        let radio = try await InterludeClient.connect(socket: d.socket, app: "org.example.Radio")
+        let m = try await music.register(category: .playback)
+        _ = try await music.activate(m)
+        let r = try await radio.register(category: .playback)
+        _ = try await radio.activate(r)
+        let e = await nextEvent(watcher, named: WireEventName.interruptionBegan)
+        #expect(e?.data["session"] == .string(m.rawValue))
+    }
+}
