@@ -44,7 +44,7 @@ let package = Package(
         .executableTarget(name: "interluded", dependencies: [
             "InterludeServer", "InterludeEngine", "InterludePulse", "InterludeSound", "InterludeStore", "InterludeConfig",
         ]),
-        .executableTarget(name: "interlude", dependencies: ["InterludeClient", "InterludeScenario", "InterludePulse"]),
+        .executableTarget(name: "interlude", dependencies: ["InterludeClient", "InterludeScenario", "InterludePulse", "InterludeSound"]),
         .executableTarget(name: "interlude-soundgen", dependencies: ["CSndfile"]),
 
         .testTarget(name: "InterludePolicyTests", dependencies: ["InterludePolicy", "InterludeTestSupport"]),

@@ -1,1 +1,4 @@
-print("not yet")
+import Foundation
+
+// interlude: the command-line client; see CLI.swift.
+exit(await CLI.run(Array(CommandLine.arguments.dropFirst())))

@@ -1,1 +1,4 @@
-print("not yet")
+import Foundation
+
+// interluded: composition root only; see Daemon.swift.
+exit(await Daemon.run(arguments: CommandLine.arguments))

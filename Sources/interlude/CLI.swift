@@ -1,0 +1,248 @@
+import Dispatch
+import Foundation
+import InterludeClient
+import InterludePolicy
+import InterludePulse
+import InterludeScenario
+import InterludeSound
+import InterludeWire
+
+/// The `interlude` command: the client library's first user.
+enum CLI {
+    static let usage = """
+    usage: interlude [--socket PATH] COMMAND [OPTIONS]
+
+    Commands:
+      status [--json]                         sessions, their state and duck level, streams matched
+      play NAME|PATH [--volume 0..1]          play a sound through the daemon (S1-S3)
+      ringer silent|ring                      the ringer switch (A12)
+      session --app ID --category C [--mode M] [--option O]... (--tone HZ | --file PATH)
+              [--for SECONDS] [--accepts-delay] [--ignore-interruptions]
+                                              a well-behaved reference app; prints its events as JSON lines
+      interrupt call|prompt --for SECONDS [--tone HZ]
+                                              act as a call or a navigation prompt for that long
+      watch                                   print every event of the daemon as JSON lines
+      demo                                    the main job in one go: music, prompt, podcast, call, notification sound
+
+    The socket is --socket, else $INTERLUDE_SOCKET, else $XDG_RUNTIME_DIR/interlude/socket.
+    """
+
+    static func fail(_ message: String, code: Int32 = 1) -> Int32 {
+        FileHandle.standardError.write(Data("interlude: \(message)\n".utf8))
+        return code
+    }
+
+    static func run(_ argv: [String]) async -> Int32 {
+        var args = argv
+        var socket: String?
+        if let i = args.firstIndex(of: "--socket"), i + 1 < args.count {
+            socket = args[i + 1]
+            args.removeSubrange(i...(i + 1))
+        }
+        guard let command = args.first else { print(usage); return 2 }
+        let rest = Array(args.dropFirst())
+        do {
+            switch command {
+            case "status": return try await status(socket: socket, rest)
+            case "play": return try await play(socket: socket, rest)
+            case "ringer": return try await ringer(socket: socket, rest)
+            case "session": return try await session(socket: socket, rest)
+            case "interrupt": return try await interrupt(socket: socket, rest)
+            case "watch": return try await watch(socket: socket, rest)
+            case "demo": return try await Demo.run(socket: socket, rest)
+            case "help", "--help", "-h": print(usage); return 0
+            default: return fail("unknown command \(command)\n\(usage)", code: 2)
+            }
+        } catch let e as Arguments.UsageError {
+            return fail(e.description, code: 2)
+        } catch let e as WireError {
+            return fail("\(e.code.rawValue): \(e.message)")
+        } catch {
+            return fail("\(error)")
+        }
+    }
+
+    // MARK: status
+
+    static func status(socket: String?, _ argv: [String]) async throws -> Int32 {
+        let a = try Arguments(argv, flagNames: ["json"])
+        try a.only(["json"])
+        let c = try await InterludeClient.connect(socket: socket, app: "org.interlude.CLI")
+        let s = try await c.status()
+        if a.has("json") {
+            let enc = JSONEncoder()
+            enc.outputFormatting = [.prettyPrinted, .sortedKeys]
+            print(String(decoding: try enc.encode(s), as: UTF8.self))
+            return 0
+        }
+        print("interluded \(s.version) — audio server \(s.audioConnected ? "connected" : "NOT connected"), ringer \(s.ringer)")
+        if s.sessions.isEmpty { print("no sessions") }
+        for x in s.sessions {
+            var line = "\(x.session)  \(x.app)  \(x.category.rawValue)/\(x.mode.rawValue)"
+            if !x.options.isEmpty { line += " [\(x.options.map(\.rawValue).joined(separator: ","))]" }
+            if x.implicit { line += " (implicit, A10)" }
+            line += "  \(x.state.rawValue)\(x.playing ? ", playing" : "")"
+            if x.ducked { line += ", ducked \(fmt(x.duckDb)) dB" }
+            if x.muted { line += ", muted" }
+            if !x.interruptedBy.isEmpty { line += ", interrupted by \(x.interruptedBy.map(\.rawValue).joined(separator: ","))" }
+            print(line)
+            for st in x.streams {
+                print("    stream \(st.index)  pid \(st.pid.map(String.init) ?? "?")  role \(st.role ?? "-")  \(st.corked ? "paused" : "running")"
+                      + "  volume \(fmt(st.userVolumeDb)) dB, gain \(fmt(st.gainDb)) dB\(st.muted ? ", muted" : "")")
+            }
+        }
+        if !s.unmatchedStreams.isEmpty { print("unmatched streams: \(s.unmatchedStreams.map { String($0.index) }.joined(separator: ", "))") }
+        if !s.samples.isEmpty { print("sample cache: \(s.samples.joined(separator: ", "))") }
+        return 0
+    }
+
+    static func fmt(_ d: Double) -> String { String(format: "%.1f", d) }
+
+    // MARK: play, ringer, watch
+
+    static func play(socket: String?, _ argv: [String]) async throws -> Int32 {
+        let a = try Arguments(argv, flagNames: [])
+        try a.only(["volume"])
+        guard a.positionals.count == 1 else { throw Arguments.UsageError(description: "play takes one NAME or PATH") }
+        var sound = a.positionals[0]
+        if sound.contains("/") { sound = URL(fileURLWithPath: sound).standardizedFileURL.path }
+        let c = try await InterludeClient.connect(socket: socket, app: "org.interlude.CLI")
+        let r = try await c.play(sound, volume: try a.double("volume", in: 0...1))
+        if let w = r.warning {
+            FileHandle.standardError.write(Data("interlude: warning: \(w.message) — played \(r.played) instead\n".utf8))
+        }
+        print("played \(r.played) (\(fmt(r.duration)) s)")
+        return 0
+    }
+
+    static func ringer(socket: String?, _ argv: [String]) async throws -> Int32 {
+        guard argv.count == 1, argv[0] == "silent" || argv[0] == "ring" else {
+            throw Arguments.UsageError(description: "ringer takes silent or ring")
+        }
+        let c = try await InterludeClient.connect(socket: socket, app: "org.interlude.CLI")
+        try await c.setRinger(silent: argv[0] == "silent")
+        print("ringer \(argv[0])")
+        return 0
+    }
+
+    static func watch(socket: String?, _ argv: [String]) async throws -> Int32 {
+        let c = try await InterludeClient.connect(socket: socket, app: "org.interlude.CLI")
+        try await c.subscribe()
+        for await e in c.events { printJSONLine(e) }
+        return 0
+    }
+
+    static func printJSONLine<T: Encodable>(_ v: T) {
+        if let d = try? WireCoding.encoder.encode(v) {
+            FileHandle.standardOutput.write(d + Data([0x0a]))
+        }
+    }
+
+    // MARK: session, interrupt
+
+    static func session(socket: String?, _ argv: [String]) async throws -> Int32 {
+        let a = try Arguments(argv, flagNames: ["accepts-delay", "ignore-interruptions"])
+        try a.only(["app", "category", "mode", "option", "tone", "file", "for", "accepts-delay", "ignore-interruptions"])
+        guard let app = a.value("app") else { throw Arguments.UsageError(description: "session needs --app ID") }
+        guard let cat = a.value("category") else { throw Arguments.UsageError(description: "session needs --category") }
+        guard let category = AudioCategory(rawValue: cat) else {
+            throw Arguments.UsageError(description: "unknown category \(cat) (one of \(AudioCategory.allCases.map(\.rawValue).joined(separator: ", ")))")
+        }
+        let modeName = a.value("mode") ?? "default"
+        guard let mode = AudioMode(rawValue: modeName) else {
+            throw Arguments.UsageError(description: "unknown mode \(modeName) (one of \(AudioMode.allCases.map(\.rawValue).joined(separator: ", ")))")
+        }
+        let options = try a.all("option").map { o -> AudioSessionOption in
+            guard let v = AudioSessionOption(rawValue: o) else {
+                throw Arguments.UsageError(description: "unknown option \(o) (one of \(AudioSessionOption.allCases.map(\.rawValue).joined(separator: ", ")))")
+            }
+            return v
+        }
+        let source = try sourceArgument(a, defaultTone: nil)
+        return try await runReferenceApp(socket: socket, app: app, category: category, mode: mode, options: options,
+                                         source: source, seconds: try a.double("for", in: 0...86400),
+                                         acceptsDelay: a.has("accepts-delay"), obeys: !a.has("ignore-interruptions"))
+    }
+
+    static func sourceArgument(_ a: Arguments, defaultTone: Double?) throws -> PulsePlaybackStream.Source {
+        if let path = a.value("file") {
+            let sound: DecodedSound
+            do { sound = try SoundDecoder.decode(path: path, maxDuration: 3600, maxBytes: 1 << 30) } catch {
+                throw Arguments.UsageError(description: "cannot play \(path): \(error)")
+            }
+            return .pcm(samples: sound.pcm, sampleRate: sound.sampleRate, channels: sound.channels, loop: true)
+        }
+        guard let hz = try a.double("tone", in: 20...20000) ?? defaultTone else {
+            throw Arguments.UsageError(description: "give --tone HZ or --file PATH")
+        }
+        return .sine(frequency: hz, amplitude: 0.25)
+    }
+
+    static func interrupt(socket: String?, _ argv: [String]) async throws -> Int32 {
+        let a = try Arguments(argv, flagNames: [])
+        try a.only(["for", "tone"])
+        guard a.positionals.count == 1, let kind = a.positionals.first, kind == "call" || kind == "prompt" else {
+            throw Arguments.UsageError(description: "interrupt takes call or prompt")
+        }
+        guard let seconds = try a.double("for", in: 0...86400) else { throw Arguments.UsageError(description: "interrupt needs --for SECONDS") }
+        if kind == "call" {
+            return try await runReferenceApp(socket: socket, app: "org.interlude.Call", category: .playAndRecord, mode: .voiceChat,
+                                             options: [], source: try sourceArgument(a, defaultTone: 990), seconds: seconds,
+                                             acceptsDelay: false, obeys: true)
+        }
+        return try await runReferenceApp(socket: socket, app: "org.interlude.Prompt", category: .playback, mode: .voicePrompt,
+                                         options: [.duckOthers, .interruptSpokenAudioAndMixWithOthers],
+                                         source: try sourceArgument(a, defaultTone: 1320), seconds: seconds,
+                                         acceptsDelay: false, obeys: true)
+    }
+
+    /// Runs a reference app until `seconds` pass (forever if nil) or SIGINT/SIGTERM, printing its
+    /// events as JSON lines, then deactivates notifying others.
+    static func runReferenceApp(socket: String?, app: String, category: AudioCategory, mode: AudioMode,
+                                options: [AudioSessionOption], source: PulsePlaybackStream.Source, seconds: Double?,
+                                acceptsDelay: Bool, obeys: Bool) async throws -> Int32 {
+        let pulse = PulseConnection(clientName: app, properties: ["application.name": app])
+        try pulse.connect(timeout: 5)
+        defer { pulse.disconnect() }
+        let ref = ReferenceApp(socket: socket, app: app, category: category, mode: mode, options: options,
+                               source: source, pulse: pulse, obeys: obeys) { e in printJSONLine(e) }
+        try await ref.register()
+        let r = try await ref.activate(acceptsDelay: acceptsDelay)
+        printJSONLine(WireEvent(event: "activate", data: (try? JSONValue(encoding: r)) ?? .null, time: Date().timeIntervalSince1970))
+        await waitForSignal(orSeconds: seconds)
+        await ref.stop(notifyOthers: true)
+        printJSONLine(WireEvent(event: "deactivated", data: .object(["session": .string(ref.session?.rawValue ?? "")]),
+                                time: Date().timeIntervalSince1970))
+        return 0
+    }
+}
+
+/// Waits for SIGINT/SIGTERM or the given time. Outside main.swift on purpose (DESIGN.md: handlers
+/// written in main-actor code trap under Swift 6).
+func waitForSignal(orSeconds seconds: Double?) async {
+    signal(SIGINT, SIG_IGN)
+    signal(SIGTERM, SIG_IGN)
+    let once = SignalOnce()
+    await withCheckedContinuation { (k: CheckedContinuation<Void, Never>) in
+        let queue = DispatchQueue(label: "interlude.cli.signals")
+        for sig in [SIGINT, SIGTERM] {
+            let s = DispatchSource.makeSignalSource(signal: sig, queue: queue)
+            s.setEventHandler { @Sendable in if once.claim() { k.resume() } }
+            s.resume()
+            once.keep(s)
+        }
+        if let seconds {
+            queue.asyncAfter(deadline: .now() + seconds) { @Sendable in if once.claim() { k.resume() } }
+        }
+    }
+    once.cancelAll()
+}
+
+final class SignalOnce: @unchecked Sendable {
+    private let lock = NSLock()
+    private var done = false
+    private var sources: [DispatchSourceSignal] = []
+    func claim() -> Bool { lock.withLock { if done { return false }; done = true; return true } }
+    func keep(_ s: DispatchSourceSignal) { lock.withLock { sources.append(s) } }
+    func cancelAll() { lock.withLock { sources.forEach { $0.cancel() }; sources = [] } }
+}

@@ -1,0 +1,136 @@
+import Foundation
+import InterludeClient
+import InterludePolicy
+import InterludePulse
+import InterludeScenario
+import InterludeWire
+
+/// `interlude demo`: the main job in one go, on the running daemon. Music plays; a navigation
+/// prompt ducks it (A2); a podcast is paused by a prompt and resumes (A3, A5); a call pauses it and
+/// it resumes (A4, A5); a notification sound plays (S3) and ducks the podcast for its length (S4).
+/// Prints the daemon's timeline with the levels it set, then the levels measured at the output.
+enum Demo {
+    struct Check { var at: Double; var who: String; var hz: Double; var expect: String; var range: ClosedRange<Double> }
+
+    static func run(socket: String?, _ argv: [String]) async throws -> Int32 {
+        let a = try Arguments(argv, flagNames: [])
+        try a.only([])
+        let pulse = PulseConnection(clientName: "interlude demo")
+        try pulse.connect(timeout: 5)
+        defer { pulse.disconnect() }
+        let watcher = try await InterludeClient.connect(socket: socket, app: "org.interlude.Demo")
+        try await watcher.subscribe()
+        let start = Date().timeIntervalSince1970
+        var names: [String: String] = [:]
+        let namesLock = NSLock()
+        let recorder = try? PulseRecorder(connection: pulse, source: (try pulse.defaultSinkName()) + ".monitor")
+        let monoStart = ProcessInfo.processInfo.systemUptime
+
+        print("Interlude demo on daemon \(watcher.greeting.version). Timeline (seconds from start):")
+        let printer = Task {
+            for await e in watcher.events {
+                let t = String(format: "%6.2f", e.time - start)
+                let sid = e.data["session"]?.stringValue ?? ""
+                let who = namesLock.withLock { names[sid] } ?? (sid.isEmpty ? "" : sid)
+                print("  \(t)  \(describe(e, who: who))")
+            }
+        }
+        func say(_ s: String) { print("  " + String(format: "%6.2f", Date().timeIntervalSince1970 - start) + "  ▶ " + s) }
+        func app(_ name: String, _ id: String, _ cat: AudioCategory, _ mode: AudioMode, _ opts: [AudioSessionOption], _ hz: Double) -> ReferenceApp {
+            ReferenceApp(socket: socket, app: id, category: cat, mode: mode, options: opts,
+                         source: .sine(frequency: hz, amplitude: 0.25), pulse: pulse)
+        }
+        func begin(_ r: ReferenceApp, _ label: String) async throws {
+            try await r.register()
+            namesLock.withLock { names[r.session!.rawValue] = label }
+            try await r.activate()
+        }
+        func sleep(until t: Double) async {
+            let d = t - (Date().timeIntervalSince1970 - start)
+            if d > 0 { try? await Task.sleep(nanoseconds: UInt64(d * 1e9)) }
+        }
+        let promptOptions: [AudioSessionOption] = [.duckOthers, .interruptSpokenAudioAndMixWithOthers]
+
+        say("music (440 Hz) starts playing")
+        let music = app("music", "org.example.Music", .playback, .default, [], 440)
+        try await begin(music, "music")
+        await sleep(until: 2)
+        say("navigation prompt (1320 Hz) for 1.5 s: music should duck to -14 dB")
+        let nav1 = app("nav", "org.example.Maps", .playback, .voicePrompt, promptOptions, 1320)
+        try await begin(nav1, "nav")
+        await sleep(until: 3.5)
+        await nav1.stop()
+        await sleep(until: 4.5)
+        say("music stops; a podcast (550 Hz, spokenAudio) starts")
+        await music.stop()
+        let podcast = app("podcast", "org.example.Podcasts", .playback, .spokenAudio, [], 550)
+        try await begin(podcast, "podcast")
+        await sleep(until: 6)
+        say("navigation prompt for 1.5 s: the podcast should pause, then resume")
+        let nav2 = app("nav", "org.example.Maps", .playback, .voicePrompt, promptOptions, 1320)
+        try await begin(nav2, "nav")
+        await sleep(until: 7.5)
+        await nav2.stop()
+        await sleep(until: 9)
+        say("a call (990 Hz) for 2.5 s: the podcast should pause, then resume")
+        let call = app("call", "org.example.Phone", .playAndRecord, .voiceChat, [], 990)
+        try await begin(call, "call")
+        await sleep(until: 11.5)
+        await call.stop()
+        await sleep(until: 12.5)
+        say("a notification sound plays (default)")
+        let r = try await watcher.play("default")
+        if let w = r.warning { say("warning: \(w.message)") }
+        await sleep(until: 14.5)
+        await podcast.stop()
+        await sleep(until: 15)
+        printer.cancel()
+        watcher.close()
+
+        guard let recorder else { print("(no recording of the output: the monitor source could not be opened)"); return 0 }
+        recorder.stop()
+        let samples = recorder.samples()
+        let offset = recorder.startTime - monoStart  // recording start relative to the demo's start
+        let checks = [
+            Check(at: 1.5, who: "music", hz: 440, expect: "0 dB", range: -1...1),
+            Check(at: 3.0, who: "music", hz: 440, expect: "ducked -14 dB", range: -16...(-12)),
+            Check(at: 4.3, who: "music", hz: 440, expect: "back to 0 dB", range: -1...1),
+            Check(at: 5.5, who: "podcast", hz: 550, expect: "0 dB", range: -1...1),
+            Check(at: 7.0, who: "podcast", hz: 550, expect: "paused (silent)", range: -200...(-50)),
+            Check(at: 8.5, who: "podcast", hz: 550, expect: "resumed 0 dB", range: -1...1),
+            Check(at: 10.5, who: "podcast", hz: 550, expect: "paused for the call (silent)", range: -200...(-50)),
+            Check(at: 10.5, who: "call", hz: 990, expect: "0 dB", range: -1...1),
+            Check(at: 12.2, who: "podcast", hz: 550, expect: "resumed 0 dB", range: -1...1),
+        ]
+        print("\nMeasured at the output (recording of the sink's monitor, level of each tone):")
+        var failures = 0
+        for c in checks {
+            let level = ToneAnalysis.level(samples: samples, sampleRate: 48000, frequency: c.hz, at: c.at - offset)
+            let ok = c.range.contains(level)
+            if !ok { failures += 1 }
+            print(String(format: "  %5.1f s  %-8@ %6.1f dB   expected %@  %@", c.at, c.who as NSString, max(level, -99),
+                         c.expect as NSString, ok ? "ok" : "MISMATCH"))
+        }
+        print(failures == 0 ? "\nEverything behaved as the rules say." : "\n\(failures) measurement(s) off.")
+        return failures == 0 ? 0 : 1
+    }
+
+    static func describe(_ e: WireEvent, who: String) -> String {
+        let d = e.data
+        switch e.event {
+        case WireEventName.duckChanged:
+            let lv = d["levelDb"]?.doubleValue ?? 0
+            return "\(who): " + (d["ducked"]?.boolValue == true ? "ducked to \(CLI.fmt(lv)) dB (ramped) [A2]" : "duck released → 0 dB (ramped)")
+        case WireEventName.interruptionBegan:
+            return "\(who): interruptionBegan (reason \(d["reason"]?.stringValue ?? "?")) → pauses"
+        case WireEventName.interruptionEnded:
+            return "\(who): interruptionEnded shouldResume=\(d["shouldResume"]?.boolValue ?? false) [A5]"
+        case WireEventName.enforcement:
+            return "\(who): \(d["muted"]?.boolValue == true ? "muted by the daemon [A8]" : "unmuted")"
+        case WireEventName.soundPlayed:
+            return "sound \(d["played"]?.stringValue ?? "?") played (\(CLI.fmt(d["duration"]?.doubleValue ?? 0)) s) [S3]"
+        default:
+            return "\(who.isEmpty ? "" : who + ": ")\(e.event) \(d)"
+        }
+    }
+}

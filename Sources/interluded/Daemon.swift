@@ -1,0 +1,121 @@
+import Dispatch
+import Foundation
+import InterludeConfig
+import InterludeEngine
+import InterludePulse
+import InterludeServer
+import InterludeSound
+
+/// The daemon's composition root: config → adapters → engine → socket server.
+enum Daemon {
+    static let version = "0.1.0"
+    static let usage = """
+    usage: interluded [--socket PATH] [--config DIR] [--state DIR] [--pulse-server SERVER] [--version]
+
+    Interlude's audio-policy and notification-sound daemon.
+      --socket PATH          socket to listen on (default $INTERLUDE_SOCKET or $XDG_RUNTIME_DIR/interlude/socket)
+      --config DIR           config folder read last (default $INTERLUDE_CONFIG_DIR); see Config/interlude.json5
+      --state DIR            state folder (default $XDG_STATE_HOME/interlude)
+      --pulse-server SERVER  PulseAudio server (default $PULSE_SERVER or the user's)
+    """
+
+    static func log(_ line: String) {
+        FileHandle.standardError.write(Data("interluded: \(line)\n".utf8))
+    }
+
+    static func run(arguments: [String]) async -> Int32 {
+        let env = ProcessInfo.processInfo.environment
+        var options: [String: String] = [:]
+        var i = 1
+        while i < arguments.count {
+            let a = arguments[i]
+            switch a {
+            case "--help", "-h": print(usage); return 0
+            case "--version": print("interluded \(version)"); return 0
+            case "--socket", "--config", "--state", "--pulse-server":
+                guard i + 1 < arguments.count else { log("\(a) needs a value"); return 2 }
+                options[String(a.dropFirst(2))] = arguments[i + 1]
+                i += 2
+            default:
+                log("unknown argument \(a)\n\(usage)")
+                return 2
+            }
+        }
+        let home = ProjectResources.home(environment: env)
+        let config: InterludeConfig
+        do {
+            config = try ConfigLoader.load(folders: ConfigLoader.folders(
+                builtin: home.map { $0 + "/Config" }, override: options["config"], environment: env))
+        } catch {
+            log("bad config: \(error)")
+            return 78  // EX_CONFIG
+        }
+        log("config from \(config.files.isEmpty ? "built-in defaults" : config.files.joined(separator: ", "))")
+
+        let pulse = PulseConnection(server: options["pulse-server"], clientName: "interluded",
+                                    properties: ["application.id": "org.interlude.Daemon"])
+        do { try pulse.connect(timeout: 5) } catch {
+            log("audio server not reachable yet (\(error)); will keep trying")
+        }
+        pulse.enableReconnect()
+        let backend = PulseAudioBackend(connection: pulse, stepSeconds: config.number("audio.rampStepMs") / 1000,
+                                        maxStepDb: config.number("audio.maxRampStepDb"))
+        let dataHome = env["XDG_DATA_HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory() + "/.local/share"
+        let lookup = SoundLookup(appFolders: config.strings("sounds.appFolders"),
+                                 userFolder: config.string("sounds.userFolder") ?? dataHome + "/interlude/sounds",
+                                 projectFolder: home.map { $0 + "/Sounds" },
+                                 dataDirs: SoundLookup.standardDataDirs(environment: env),
+                                 theme: config.string("sounds.theme") ?? "freedesktop")
+        let player = PulseSoundPlayer(connection: pulse, lookup: lookup, defaultName: config.string("sounds.default") ?? "default",
+                                      maxDuration: config.number("sounds.maxDurationSeconds"),
+                                      maxBytes: Int(config.number("sounds.maxSampleBytes")))
+        let engine = Engine(config: config, audio: backend, sounds: player, version: version, log: log)
+        await engine.start()
+
+        let path = SocketServer.defaultPath(flag: options["socket"], environment: env)
+        let server = SocketServer(path: path, engine: engine, maxClients: Int(config.number("server.maxClients")),
+                                  maxOutputBytes: Int(config.number("server.maxOutputBytes")), log: log)
+        do { try server.start() } catch {
+            log("cannot listen: \(error)")
+            return 1
+        }
+        log("listening on \(path)")
+        await waitForTerminationSignal()
+        log("stopping")
+        server.stop()
+        pulse.disconnect()
+        return 0
+    }
+}
+
+/// Waits for SIGINT or SIGTERM. Written outside main.swift: signal handlers in main-actor code
+/// trap under Swift 6 (DESIGN.md).
+func waitForTerminationSignal() async {
+    signal(SIGINT, SIG_IGN)
+    signal(SIGTERM, SIG_IGN)
+    signal(SIGPIPE, SIG_IGN)
+    await withCheckedContinuation { (k: CheckedContinuation<Void, Never>) in
+        let once = OnceFlag()
+        let queue = DispatchQueue(label: "interlude.signals")
+        let sources = [SIGINT, SIGTERM].map { sig -> DispatchSourceSignal in
+            let s = DispatchSource.makeSignalSource(signal: sig, queue: queue)
+            s.setEventHandler { @Sendable in if once.claim() { k.resume() } }
+            s.resume()
+            return s
+        }
+        SignalSources.keep(sources)
+    }
+}
+
+/// Keeps signal sources alive for the process's life.
+enum SignalSources {
+    nonisolated(unsafe) static var all: [DispatchSourceSignal] = []
+    static func keep(_ s: [DispatchSourceSignal]) { all += s }
+}
+
+/// A flag that can be claimed once, from any thread.
+final class OnceFlag: @unchecked Sendable {
+    private let lock = NSLock()
+    private var done = false
+    func claim() -> Bool { lock.withLock { if done { return false }; done = true; return true } }
+}

@@ -1,0 +1,75 @@
+import Foundation
+import InterludeEngine
+import InterludePulse
+import InterludeSound
+import InterludeWire
+
+/// The engine's sound port: S2 lookup, S1 decoding with libsndfile, S3 sample cache on PulseAudio.
+/// A sound that cannot be used is replaced by the default sound, with a warning (S1).
+actor PulseSoundPlayer: SoundPlayer {
+    let connection: PulseConnection
+    let lookup: SoundLookup
+    let defaultName: String
+    let maxDuration: Double
+    let maxBytes: Int
+    /// Uploaded samples by resolved file path: sample name and duration (seconds).
+    var cache: [String: (sample: String, duration: Double)] = [:]
+
+    init(connection: PulseConnection, lookup: SoundLookup, defaultName: String, maxDuration: Double, maxBytes: Int) {
+        self.connection = connection; self.lookup = lookup; self.defaultName = defaultName
+        self.maxDuration = maxDuration; self.maxBytes = maxBytes
+    }
+
+    func play(_ nameOrPath: String, volume: Double, properties: [String: String]) async throws(WireError) -> SoundPlayResult {
+        var warning: WireError?
+        let entry: (sample: String, duration: Double)
+        do {
+            entry = try load(nameOrPath)
+        } catch {
+            warning = error
+            do { entry = try load(defaultName) } catch {
+                throw WireError(.soundFailed, "neither \(nameOrPath) nor the default sound can play: \(error.message)")
+            }
+        }
+        var props = properties
+        props["media.role"] = "event"
+        props["event.id"] = nameOrPath
+        do {
+            _ = try connection.playSample(name: entry.sample, volume: volume, properties: props)
+        } catch {
+            // The server may have restarted and dropped the cache: upload again once.
+            cache = [:]
+            do {
+                let again = try load(warning == nil ? nameOrPath : defaultName)
+                _ = try connection.playSample(name: again.sample, volume: volume, properties: props)
+            } catch { throw WireError(.audioUnavailable, "cannot play on the audio server: \(error)") }
+        }
+        return SoundPlayResult(played: warning == nil ? nameOrPath : defaultName, warning: warning, duration: entry.duration)
+    }
+
+    /// Resolves, decodes and uploads a sound once (S3).
+    func load(_ nameOrPath: String) throws(WireError) -> (sample: String, duration: Double) {
+        let path: String
+        switch lookup.resolve(nameOrPath) {
+        case let .file(p): path = p
+        case let .disabled(p): throw WireError(.notFound, "\(nameOrPath) is disabled on purpose (\(p))")
+        case .notFound: throw WireError(.notFound, "no sound named \(nameOrPath) [soundNotFound]")
+        case let .refused(e): throw WireError(.notAuthorized, "\(e) [\(e.code)]")
+        }
+        if let hit = cache[path] { return hit }
+        let sound: DecodedSound
+        do { sound = try SoundDecoder.decode(path: path, maxDuration: maxDuration, maxBytes: maxBytes) } catch let e as SoundError {
+            throw WireError(.badRequest, "\(e) [\(e.code)]")
+        } catch { throw WireError(.badRequest, "\(error)") }
+        let sample = "interlude-\(cache.count)-" + (path as NSString).lastPathComponent
+        do { try connection.uploadSample(name: sample, pcm: sound.pcm, sampleRate: sound.sampleRate, channels: sound.channels) } catch {
+            throw WireError(.audioUnavailable, "cannot upload \(path) to the sample cache: \(error)")
+        }
+        cache[path] = (sample, sound.duration)
+        return (sample, sound.duration)
+    }
+
+    func cachedSamples() async -> [String] { cache.values.map(\.sample).sorted() }
+
+    func serverRestarted() async { cache = [:] }
+}
