@@ -51,7 +51,7 @@ let package = Package(
         .testTarget(name: "InterludeWireTests", dependencies: ["InterludeWire"]),
         .testTarget(name: "InterludeConfigTests", dependencies: ["InterludeConfig"]),
         .testTarget(name: "InterludePulseTests", dependencies: ["InterludePulse", "InterludeScenario"]),
-        .testTarget(name: "InterludeSoundTests", dependencies: ["InterludeSound"]),
+        .testTarget(name: "InterludeSoundTests", dependencies: ["InterludeSound", "CSndfile"]),  // CSndfile: tests write MP3/Opus/float files with libsndfile
         .testTarget(name: "InterludeStoreTests", dependencies: ["InterludeStore"]),
         .testTarget(name: "InterludeEndToEndTests", dependencies: [
             "InterludeClient", "InterludeScenario", "InterludePulse", "InterludeServer", "InterludeEngine", "InterludeTestSupport",

@@ -17,9 +17,13 @@ public enum SoundDecoder {
     /// (no resampling, no down-mixing). Implements S1.
     ///
     /// The file is opened with `open(2)` (`O_NONBLOCK`, so a FIFO cannot hang the caller) and
-    /// handed to `sf_open_fd`; floating-point sources are clipped, not wrapped
-    /// (`SFC_SET_CLIPPING`). The length is checked against the header before decoding and again
-    /// while decoding, so a 45-minute file is refused without being read.
+    /// handed to `sf_open_fd`. Samples are read with `sf_readf_float` (normalised to ±1.0) and
+    /// converted here: `round(x × 32768)`, clamped to the Int16 range, NaN → 0. This is exact for
+    /// 16-bit sources and correct for float WAV/AIFF/CAF, which `sf_readf_short` would return
+    /// unscaled (0.5 → 0) unless `SFC_SET_SCALE_FLOAT_INT_READ`, which peak-normalises instead.
+    /// The length is checked against the header
+    /// before decoding and again while decoding, so a 45-minute file is refused without being
+    /// read.
     ///
     /// - Parameters:
     ///   - path: the file to read (absolute or relative to the working directory). No S2 check
@@ -85,7 +89,8 @@ public enum SoundDecoder {
         guard channels > 0, rate > 0 else {
             throw .notAudio(path: path, reason: "invalid header: \(channels) channels at \(rate) Hz")
         }
-        _ = sf_command(file, Int32(SFC_SET_CLIPPING), nil, Int32(SF_TRUE))
+        // Normalised float reads (the default, made explicit): every format comes back as ±1.0.
+        _ = sf_command(file, Int32(SFC_SET_NORM_FLOAT), nil, Int32(SF_TRUE))
 
         // The header's frame count: exact for PCM containers, an estimate for some compressed
         // formats, SF_COUNT_MAX when unknown. Refuse early on it, then re-check while reading.
@@ -110,11 +115,11 @@ public enum SoundDecoder {
             pcm.reserveCapacity(Int(declared) * channels)
         }
         let chunkFrames = max(1, 65536 / channels)
-        var chunk = [Int16](repeating: 0, count: chunkFrames * channels)
+        var chunk = [Float](repeating: 0, count: chunkFrames * channels)
         var frames = 0
         while true {
             let got = chunk.withUnsafeMutableBufferPointer { buf in
-                sf_readf_short(file, buf.baseAddress, sf_count_t(chunkFrames))
+                sf_readf_float(file, buf.baseAddress, sf_count_t(chunkFrames))
             }
             if got <= 0 { break }
             frames += Int(got)
@@ -125,7 +130,9 @@ public enum SoundDecoder {
             if frames > maxFramesByBytes {
                 throw .tooLarge(path: path, bytes: frames * bytesPerFrame, limit: maxBytes)
             }
-            pcm.append(contentsOf: chunk[0..<(Int(got) * channels)])
+            for x in chunk[0..<(Int(got) * channels)] {
+                pcm.append(int16(x))
+            }
         }
         let status = sf_error(file)
         if status != 0, let message = sf_strerror(file) {
@@ -143,6 +150,16 @@ public enum SoundDecoder {
             throw .empty(path: path)
         }
         return DecodedSound(pcm: pcm, sampleRate: rate, channels: channels)
+    }
+
+    /// A normalised float sample (±1.0 = full scale) as Int16: `round(x × 32768)` clamped to
+    /// −32768…32767; NaN becomes 0. Exact inverse of libsndfile's 16-bit → float (`x / 32768`).
+    static func int16(_ x: Float) -> Int16 {
+        guard !x.isNaN else { return 0 }
+        let scaled = (x * 32768).rounded()
+        if scaled >= 32767 { return .max }
+        if scaled <= -32768 { return .min }
+        return Int16(scaled)
     }
 
     // MARK: - libsndfile global state
