@@ -92,8 +92,9 @@ struct SoundDecoderTests {
     @Test func S1_decodesMP3() throws {
         try withTempDir { dir in
             let path = dir + "/tone.mp3"
-            try sndfileWrite(path: path, format: Int32(SF_FORMAT_MPEG | SF_FORMAT_MPEG_LAYER_III), rate: 48000,
-                             channels: 2, shorts: sine(seconds: 1, rate: 48000, channels: 2, frequency: 440, amplitude: 0.5))
+            // Written from floats: libsndfile 1.2.0's sf_writef_short writes broken stereo MP3.
+            try sndfileWrite(path: path, format: Int32(SF_FORMAT_MPEG | SF_FORMAT_MPEG_LAYER_III), rate: 48000, channels: 2,
+                             floats: sine(seconds: 1, rate: 48000, channels: 2, frequency: 440, amplitude: 0.5).map { Float($0) / 32768 })
             let sound = try SoundDecoder.decode(path: path)
             #expect(sound.sampleRate == 48000)
             #expect(sound.channels == 2)
@@ -107,12 +108,23 @@ struct SoundDecoderTests {
         try withTempDir { dir in
             let path = dir + "/hot.wav"
             try sndfileWrite(path: path, format: Int32(SF_FORMAT_WAV | SF_FORMAT_FLOAT), rate: 48000, channels: 1,
-                             floats: [0, 0.5, 1.5, -1.5, 0.25])
+                             floats: [0, 0.5, 1.5, -1.5, 0.25, .nan, .infinity, -.infinity, -1])
             let sound = try SoundDecoder.decode(path: path)
-            #expect(sound.frames == 5)
-            #expect(sound.pcm[2] >= 32766)
-            #expect(sound.pcm[3] <= -32767)
-            #expect(abs(Int(sound.pcm[1]) - 16384) <= 1)
+            #expect(sound.pcm == [0, 16384, 32767, -32768, 8192, 0, 32767, -32768, -32768])
+        }
+    }
+
+    /// 24-bit and 32-bit float WAV of a 16-bit pattern (sox widens exactly) decode to the pattern.
+    @Test(arguments: [["-b", "24"], ["-b", "32"], ["-e", "floating-point", "-b", "32"], ["-e", "floating-point", "-b", "64"]])
+    func S1_decodesWideAndFloatWAVExactly(encoding: [String]) throws {
+        try withTempDir { dir in
+            let pcm = knownPattern(frames: 2000, channels: 2)
+            let source = dir + "/source.wav", path = dir + "/wide.wav"
+            try soxFromPCM(pcm, rate: 48000, channels: 2, to: source)
+            try sox([source] + encoding + [path])
+            let sound = try SoundDecoder.decode(path: path)
+            #expect(sound.sampleRate == 48000 && sound.channels == 2)
+            #expect(sound.pcm == pcm, "first difference at \(String(describing: Array(zip(sound.pcm, pcm)).firstIndex { $0.0 != $0.1 })), counts \(sound.pcm.count) vs \(pcm.count)")
         }
     }
 

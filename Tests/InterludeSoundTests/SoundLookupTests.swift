@@ -237,6 +237,8 @@ struct SoundLookupTests {
             let theme = try l.sound(l.system + "/sounds/other-theme/stereo/x.oga")
             let lookup = l.lookup()
             #expect(lookup.resolve(l.user + "/mine.wav") == .file(user))
+            #expect(lookup.resolve(l.user + "/./sub/../mine.wav") == .notFound)  // like open(2): "sub" must exist
+            try makeDir(l.user + "/sub")
             #expect(lookup.resolve(l.user + "/./sub/../mine.wav") == .file(user))
             #expect(lookup.resolve(l.user + "//mine.wav") == .file(user))
             #expect(lookup.resolve(theme) == .file(theme))        // anything under DATADIR/sounds
@@ -338,7 +340,7 @@ struct SoundLookupTests {
         try withTempDir { dir in
             let l = try Layout(root: dir)
             try soxFromPCM(knownPattern(frames: 480, channels: 1), rate: 48000, channels: 1,
-                           to: l.system + "/sounds/freedesktop/stereo/complete.oga")
+                           to: l.system + "/sounds/freedesktop/stereo/complete.oga", type: "ogg")
             guard case .file(let path) = l.lookup().resolve("complete-download") else {
                 Issue.record("not found"); return
             }

@@ -62,7 +62,7 @@ func sox(_ arguments: [String]) throws {
 
 /// Writes interleaved 16-bit `pcm` as raw little-endian and converts it with sox to `path`
 /// (format from the extension). Lossless targets keep the exact sample values.
-func soxFromPCM(_ pcm: [Int16], rate: Int, channels: Int, to path: String) throws {
+func soxFromPCM(_ pcm: [Int16], rate: Int, channels: Int, to path: String, type: String? = nil) throws {
     let raw = path + ".raw"
     var bytes: [UInt8] = []
     bytes.reserveCapacity(pcm.count * 2)
@@ -72,7 +72,8 @@ func soxFromPCM(_ pcm: [Int16], rate: Int, channels: Int, to path: String) throw
     }
     try writeFile(raw, bytes)
     defer { unlink(raw) }
-    try sox(["-t", "raw", "-r", "\(rate)", "-e", "signed-integer", "-b", "16", "-c", "\(channels)", "-L", raw, path])
+    try sox(["-t", "raw", "-r", "\(rate)", "-e", "signed-integer", "-b", "16", "-c", "\(channels)", "-L", raw]
+            + (type.map { ["-t", $0] } ?? []) + [path])
 }
 
 /// Writes a file with libsndfile directly (for formats sox cannot write here: Ogg Opus, MP3, and
