@@ -271,6 +271,40 @@ struct SoundDecoderTests {
         }
     }
 
+    /// Decoding from many tasks at once: each caller gets its own result and its own error text
+    /// (libsndfile keeps the last open error in a global, which the decoder reads under a lock).
+    @Test func S1_concurrentDecodesGetTheirOwnResults() async throws {
+        let root = try makeTempDir()
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let good = root + "/good.flac", text = root + "/text.wav", zero = root + "/zero.wav"
+        let pcm = knownPattern(frames: 4800, channels: 2)
+        try soxFromPCM(pcm, rate: 48000, channels: 2, to: good)
+        try writeText(text, "not audio")
+        try sndfileWrite(path: zero, format: Int32(SF_FORMAT_WAV | SF_FORMAT_PCM_16), rate: 48000, channels: 1, shorts: [])
+        let notAudioReason: String
+        if case .notAudio(_, let reason)? = decodeError(text) { notAudioReason = reason } else { notAudioReason = "?" }
+        let results = await withTaskGroup(of: (Int, String).self) { group in
+            for i in 0..<48 {
+                group.addTask {
+                    let path = [good, text, zero][i % 3]
+                    do throws(SoundError) {
+                        let sound = try SoundDecoder.decode(path: path)
+                        return (i, sound.pcm == pcm ? "ok" : "wrong samples")
+                    } catch {
+                        if case .notAudio(_, let reason) = error { return (i, "notAudio:" + reason) }
+                        return (i, error.code)
+                    }
+                }
+            }
+            var all: [Int: String] = [:]
+            for await (i, r) in group { all[i] = r }
+            return all
+        }
+        for (i, r) in results {
+            #expect(r == ["ok", "notAudio:" + notAudioReason, "soundEmpty"][i % 3], "task \(i)")
+        }
+    }
+
     @Test func S1_errorCodesAreStable() {
         let cases: [(SoundError, String)] = [
             (.notFound(path: "/p"), "soundNotFound"),

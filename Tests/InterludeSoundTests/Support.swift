@@ -3,13 +3,18 @@ import Foundation
 import Glibc
 import InterludeSound
 
-/// Runs `body` with a fresh temporary folder (mkdtemp under /tmp), removed afterwards.
-func withTempDir<T>(_ body: (String) throws -> T) throws -> T {
+/// A fresh temporary folder (mkdtemp under /tmp); the caller removes it.
+func makeTempDir() throws -> String {
     var template = Array("/tmp/interlude-sound-test-XXXXXX".utf8CString)
     guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
         throw TestFailure("mkdtemp failed")
     }
-    let path = String(cString: made)
+    return String(cString: made)
+}
+
+/// Runs `body` with a fresh temporary folder, removed afterwards.
+func withTempDir<T>(_ body: (String) throws -> T) throws -> T {
+    let path = try makeTempDir()
     defer { try? FileManager.default.removeItem(atPath: path) }
     return try body(path)
 }
