@@ -14,7 +14,8 @@ public enum SoundError: Error, Sendable, Equatable, CustomStringConvertible {
     case notAudio(path: String, reason: String)
     /// The file has no audio: a 0-byte file or a valid header with 0 frames (S1). Code `soundEmpty`.
     case empty(path: String)
-    /// Longer than the limit (S1: default 30 s). `seconds` and `limit` are in seconds.
+    /// Longer than the limit (S1: default 30 s). `seconds` and `limit` are in seconds; `seconds`
+    /// is the header's length, or the length decoded so far when the header understated it.
     /// Code `soundTooLong`.
     case tooLong(path: String, seconds: Double, limit: Double)
     /// Decoded PCM (16-bit, all channels) larger than the sample-cache limit (S3: default 16 MiB).
