@@ -54,7 +54,7 @@ let package = Package(
             "InterludeServer", "InterludeClient", "InterludeEngine", "InterludeTestSupport", "InterludeConfig",
         ]),
         .testTarget(name: "InterludePulseTests", dependencies: ["InterludePulse", "InterludeScenario"]),
-        .testTarget(name: "InterludeSoundTests", dependencies: ["InterludeSound"]),
+        .testTarget(name: "InterludeSoundTests", dependencies: ["InterludeSound", "CSndfile"]),  // CSndfile: tests write MP3/Opus/float files with libsndfile
         .testTarget(name: "InterludeStoreTests", dependencies: ["InterludeStore"]),
         .testTarget(name: "InterludeEndToEndTests", dependencies: [
             "InterludeClient", "InterludeScenario", "InterludePulse", "InterludeServer", "InterludeEngine", "InterludeTestSupport",
