@@ -1,0 +1,162 @@
+import CPulse
+
+extension PulseConnection {
+    /// Every sink input on the server, described as in ``PulseEvent`` (with the adapter's gains).
+    /// - Throws: `notConnected`, `timeout`, `operationFailed`, `wrongThread`.
+    public func sinkInputs() throws -> [PulseSinkInput] {
+        let pids = try perform("list clients", { context, userdata in
+            pa_context_get_client_info_list(context, clientListCallback, userdata)
+        }, result: { $0.clientPIDs })
+        return try perform("list sink inputs", { context, userdata in
+            clientPIDs.merge(pids) { _, new in new }  // the lock is held here
+            return pa_context_get_sink_input_info_list(context, sinkInputListCallback, userdata)
+        }, result: { $0.sinkInputs.map(\.input) })
+    }
+
+    /// One sink input, described now.
+    func describeSinkInput(_ index: UInt32) async throws -> SinkInputSnapshot {
+        try await performAsync("describe sink input \(index)", { context, userdata in
+            pa_context_get_sink_input_info(context, index, sinkInputListCallback, userdata)
+        }, result: { box in
+            guard let first = box.sinkInputs.first else { throw PulseError.noSuchEntity("no sink input \(index)") }
+            return first
+        })
+    }
+
+    /// Applies `gainDb` on top of the user's volume of a sink input, ramped (POLICY.md A2, A7).
+    ///
+    /// The volume written is `user volume × gain` per channel (`pa_sw_volume_multiply`). The gain
+    /// moves from its current value (0 dB if the adapter never touched this sink input) to `gainDb`
+    /// in equal dB steps of at most `maxStepDb`, written at most `stepSeconds` apart and spread over
+    /// `duration` seconds: the first step is written at once, the last at `duration`. `duration` 0
+    /// is a single write (a step change, whatever its size). Returns once the last write is
+    /// acknowledged by the server, so the caller can reply "duck done" (A11).
+    ///
+    /// A newer call for the same sink input supersedes a running ramp, which then returns early
+    /// without error; the newer ramp starts from wherever the gain got to. A volume change the
+    /// adapter did not write is the user's: it becomes the new user volume and the gain is re-applied
+    /// on top (A7: a duck is a limit, never a snapshot).
+    ///
+    /// - Parameters:
+    ///   - sinkInput: the sink input's index.
+    ///   - gainDb: the target gain in dB (0 = none; −14 = the A2 duck level; −200 or less = silent).
+    ///   - duration: seconds the ramp takes (A2 defaults: 0.3 down, 0.5 up, from `Config/`).
+    ///   - stepSeconds: most seconds between two writes (DESIGN.md: every ~10–20 ms).
+    ///   - maxStepDb: largest change of one write in dB.
+    /// - Throws: `noSuchEntity` if the sink input does not exist or vanishes during the ramp,
+    ///   `invalidArgument` for a NaN gain or a non-positive step, `notConnected`, `CancellationError`.
+    public func rampGain(sinkInput: UInt32, toDb gainDb: Double, duration: Double, stepSeconds: Double = 0.015,
+                         maxStepDb: Double = 1.5) async throws {
+        guard !gainDb.isNaN, duration.isFinite, duration >= 0, stepSeconds > 0, maxStepDb > 0 else {
+            throw PulseError.invalidArgument(
+                "rampGain: gain \(gainDb) dB, duration \(duration) s, step \(stepSeconds) s, max step \(maxStepDb) dB")
+        }
+        let target = max(gainDb, silenceDb)
+        if withLock({ gains[sinkInput] == nil }) {
+            let now = try await describeSinkInput(sinkInput)
+            withLock {
+                if gains[sinkInput] == nil {
+                    gains[sinkInput] = GainState(user: now.volumes, gainDb: 0, lastConfirmed: now.volumes, generation: 0)
+                }
+            }
+        }
+        let (generation, start): (Int, Double) = try withLock {
+            guard var gain = gains[sinkInput] else { throw PulseError.noSuchEntity("no sink input \(sinkInput)") }
+            gain.generation += 1
+            gains[sinkInput] = gain
+            return (gain.generation, gain.gainDb)
+        }
+        let change = target - start
+        var steps = 1
+        if duration > 0 && abs(change) > 1e-9 {
+            steps = max(Int((duration / stepSeconds).rounded(.up)) + 1, Int((abs(change) / maxStepDb).rounded(.up)), 2)
+        }
+        let clock = ContinuousClock()
+        let begin = clock.now
+        for k in 1...steps {
+            if k > 1 {
+                let at = duration * Double(k - 1) / Double(steps - 1)
+                try await Task.sleep(until: begin + .nanoseconds(Int64(at * 1e9)), clock: clock)
+            }
+            let value = k == steps ? target : start + change * Double(k) / Double(steps)
+            let superseded = try await writeGainStep(sinkInput, generation: generation, gainDb: value)
+            if superseded { return }
+        }
+    }
+
+    /// Sets the gain and writes `user × gain`, unless a newer ramp has started (then returns true).
+    private func writeGainStep(_ index: UInt32, generation: Int, gainDb: Double) async throws -> Bool {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Bool, Error>) in
+            withLock {
+                guard var gain = gains[index] else {
+                    continuation.resume(throwing: PulseError.noSuchEntity("sink input \(index) went away during the ramp"))
+                    return
+                }
+                guard gain.generation == generation else {
+                    continuation.resume(returning: true)
+                    return
+                }
+                gain.gainDb = gainDb
+                gains[index] = gain
+                writeVolumeLocked(index, applyGain(gain.user, gainDb: gainDb)) { outcome in
+                    continuation.resume(with: outcome.map { false })
+                }
+            }
+        }
+    }
+
+    /// Mutes or unmutes a sink input (`pa_context_set_sink_input_mute`); A8 enforcement, A12.
+    /// - Throws: `noSuchEntity`, `notConnected`.
+    public func setMute(sinkInput: UInt32, _ mute: Bool) async throws {
+        try await performAsync("set mute of sink input \(sinkInput)", { context, userdata in
+            pa_context_set_sink_input_mute(context, sinkInput, mute ? 1 : 0, contextSuccessCallback, userdata)
+        }, result: { _ in })
+    }
+
+    /// Sets a sink input's volume to `db` on every channel the way a mixer would: the adapter does
+    /// not mark the write as its own, so if it applies a gain it treats `db` as the user's new volume
+    /// and re-applies the gain on top moments later (A7). For tests and the scenario `volume` step.
+    /// - Throws: `noSuchEntity`, `invalidArgument` (NaN), `notConnected`.
+    public func setUserVolume(sinkInput: UInt32, db: Double) async throws {
+        guard !db.isNaN else { throw PulseError.invalidArgument("setUserVolume: NaN dB") }
+        let channels = try await describeSinkInput(sinkInput).volumes.count
+        try await performAsync("set volume of sink input \(sinkInput)", { context, userdata in
+            var cv = pa_cvolume()
+            pa_cvolume_set(&cv, UInt32(max(channels, 1)), volumeFromDb(db))
+            return pa_context_set_sink_input_volume(context, sinkInput, &cv, contextSuccessCallback, userdata)
+        }, result: { _ in })
+    }
+
+    // MARK: Sinks
+
+    /// The server's default sink name (`pa_context_get_server_info`).
+    /// - Throws: `noSuchEntity` if the server has none, `notConnected`, `timeout`.
+    public func defaultSinkName() throws -> String {
+        try perform("get server info", { context, userdata in
+            pa_context_get_server_info(context, serverInfoCallback, userdata)
+        }, result: { box in
+            guard let name = box.text, !name.isEmpty else { throw PulseError.noSuchEntity("the server has no default sink") }
+            return name
+        })
+    }
+
+    /// Whether a sink (an output) is muted. For critical sounds through a muted output (N3).
+    /// - Throws: `noSuchEntity`, `notConnected`, `timeout`.
+    public func sinkMuted(_ sink: String) throws -> Bool {
+        try perform("get sink \(sink)", { context, userdata in
+            pa_context_get_sink_info_by_name(context, sink, sinkInfoCallback, userdata)
+        }, result: { box in
+            guard box.found else { throw PulseError.noSuchEntity("no sink \(sink)") }
+            return box.flag
+        })
+    }
+
+    /// Mutes or unmutes a sink (`pa_context_set_sink_mute_by_name`): N3 unmutes the output for a
+    /// critical sound's length, then restores it.
+    /// - Throws: `noSuchEntity`, `notConnected`, `timeout`.
+    public func setSinkMute(_ sink: String, _ mute: Bool) throws {
+        try perform("set mute of sink \(sink)", { context, userdata in
+            pa_context_set_sink_mute_by_name(context, sink, mute ? 1 : 0, contextSuccessCallback, userdata)
+        }, result: { _ in })
+    }
+}

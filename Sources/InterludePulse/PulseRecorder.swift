@@ -1,0 +1,118 @@
+import CPulse
+
+/// Records a source (e.g. `interlude_out.monitor`, the null sink's monitor) as mono float32, with
+/// low latency (`fragsize` 10 ms), for measuring what was played (DESIGN.md "Testing").
+///
+/// Samples are appended on PulseAudio's mainloop thread; ``samples()`` copies them out.
+public final class PulseRecorder: @unchecked Sendable {
+    /// Fragment size asked of the server, seconds.
+    static let fragmentSeconds = 0.01
+    /// For this long after the first samples, the start time estimate keeps being refined.
+    static let settlingSeconds = 2.0
+
+    private let connection: PulseConnection
+    /// Frames per second of the recording.
+    public let sampleRate: Int
+    // Mainloop thread / lock only.
+    private var stream: OpaquePointer?
+    private var recorded: [Float] = []
+    private var firstChunkTime: Double?
+    private var estimatedStart: Double
+
+    /// Starts recording `source` at `sampleRate` Hz, mono (the server downmixes).
+    ///
+    /// - Throws: `noSuchEntity` if there is no such source, `invalidArgument` for a bad rate,
+    ///   `notConnected`, `timeout`.
+    public init(connection: PulseConnection, source: String, sampleRate: Int = 48000) throws {
+        guard sampleRate > 0, sampleRate <= Int(PA_RATE_MAX) else {
+            throw PulseError.invalidArgument("recording rate \(sampleRate) Hz")
+        }
+        guard !connection.inMainloopThread else { throw PulseError.wrongThread }
+        self.connection = connection
+        self.sampleRate = sampleRate
+        estimatedStart = PulseClock.monotonicSeconds()
+        try connection.withLock {
+            guard let context = connection.readyContextLocked() else {
+                throw PulseError.notConnected("record \(source): not connected")
+            }
+            var spec = pa_sample_spec(format: nativeFloat32, rate: UInt32(sampleRate), channels: 1)
+            var map = pa_channel_map()
+            pa_channel_map_init_mono(&map)
+            guard let stream = pa_stream_new(context, "interlude recorder", &spec, &map) else {
+                throw PulseError.fromPulse(pa_context_errno(context), "record \(source)")
+            }
+            self.stream = stream
+            pa_stream_set_state_callback(stream, signalStateCallback, UnsafeMutableRawPointer(connection.mainloop))
+            pa_stream_set_read_callback(stream, recorderReadCallback, Unmanaged.passUnretained(self).toOpaque())
+            let max = UInt32.max
+            let fragment = UInt32((Self.fragmentSeconds * Double(sampleRate)).rounded()) * UInt32(MemoryLayout<Float>.size)
+            var attr = pa_buffer_attr(maxlength: max, tlength: max, prebuf: max, minreq: max, fragsize: fragment)
+            guard pa_stream_connect_record(stream, source, &attr, PA_STREAM_ADJUST_LATENCY) >= 0 else {
+                let error = PulseError.fromPulse(pa_context_errno(context), "record \(source)")
+                stopLocked()
+                throw error
+            }
+            let settled = connection.waitLocked(timeout: PulseConnection.operationTimeout) {
+                pa_stream_get_state(stream) != PA_STREAM_CREATING
+            }
+            guard settled, pa_stream_get_state(stream) == PA_STREAM_READY else {
+                let error = settled ? PulseError.fromPulse(pa_context_errno(context), "record \(source)")
+                                    : PulseError.timeout("record \(source): not ready within \(PulseConnection.operationTimeout) s")
+                stopLocked()
+                throw error
+            }
+            estimatedStart = PulseClock.monotonicSeconds()
+        }
+    }
+
+    deinit { stop() }
+
+    /// `CLOCK_MONOTONIC` seconds (``PulseClock/monotonicSeconds()``) at which the first recorded
+    /// sample was captured. Estimated as the earliest over the first 2 s of callbacks of
+    /// "callback time − duration of everything read so far", which removes the scheduling delay of
+    /// the callbacks; before any sample arrives, the time the stream became ready.
+    public var startTime: Double { connection.withLock { estimatedStart } }
+
+    /// Everything recorded so far, mono, full scale ±1.
+    public func samples() -> [Float] { connection.withLock { recorded } }
+
+    /// Stops recording (the samples stay readable). Idempotent.
+    public func stop() { connection.withLock { stopLocked() } }
+
+    private func stopLocked() {
+        guard let stream else { return }
+        self.stream = nil
+        pa_stream_set_read_callback(stream, nil, nil)
+        pa_stream_set_state_callback(stream, nil, nil)
+        pa_stream_disconnect(stream)
+        pa_stream_unref(stream)
+    }
+
+    /// Takes everything readable (mainloop thread).
+    fileprivate func read(_ stream: OpaquePointer) {
+        let now = PulseClock.monotonicSeconds()
+        while pa_stream_readable_size(stream) > 0 {
+            var data: UnsafeRawPointer?
+            var length = 0
+            guard pa_stream_peek(stream, &data, &length) >= 0, length > 0 else { break }
+            let count = length / MemoryLayout<Float>.size
+            if let data {
+                recorded.append(contentsOf: UnsafeBufferPointer(start: data.assumingMemoryBound(to: Float.self), count: count))
+            } else {
+                recorded.append(contentsOf: repeatElement(0, count: count))  // a hole in the stream
+            }
+            pa_stream_drop(stream)
+        }
+        let first = firstChunkTime ?? now
+        if firstChunkTime == nil { firstChunkTime = now }
+        if now - first <= Self.settlingSeconds {
+            let estimate = now - Double(recorded.count) / Double(sampleRate)
+            estimatedStart = first == now ? estimate : min(estimatedStart, estimate)
+        }
+    }
+}
+
+private let recorderReadCallback: pa_stream_request_cb_t = { stream, _, userdata in
+    guard let stream, let userdata else { return }
+    Unmanaged<PulseRecorder>.fromOpaque(userdata).takeUnretainedValue().read(stream)
+}

@@ -1,2 +1,0 @@
-import Testing
-@Test func placeholder_InterludePulseTests() { #expect(Bool(true)) }
