@@ -21,8 +21,7 @@ enum Demo {
         let watcher = try await InterludeClient.connect(socket: socket, app: "org.interlude.Demo")
         try await watcher.subscribe()
         let start = Date().timeIntervalSince1970
-        var names: [String: String] = [:]
-        let namesLock = NSLock()
+        let names = SessionNames()
         let recorder = try? PulseRecorder(connection: pulse, source: (try pulse.defaultSinkName()) + ".monitor")
         let monoStart = ProcessInfo.processInfo.systemUptime
 
@@ -31,7 +30,7 @@ enum Demo {
             for await e in watcher.events {
                 let t = String(format: "%6.2f", e.time - start)
                 let sid = e.data["session"]?.stringValue ?? ""
-                let who = namesLock.withLock { names[sid] } ?? (sid.isEmpty ? "" : sid)
+                let who = names[sid] ?? sid
                 print("  \(t)  \(describe(e, who: who))")
             }
         }
@@ -42,7 +41,7 @@ enum Demo {
         }
         func begin(_ r: ReferenceApp, _ label: String) async throws {
             try await r.register()
-            namesLock.withLock { names[r.session!.rawValue] = label }
+            names[r.session!.rawValue] = label
             try await r.activate()
         }
         func sleep(until t: Double) async {
@@ -113,6 +112,16 @@ enum Demo {
         }
         print(failures == 0 ? "\nEverything behaved as the rules say." : "\n\(failures) measurement(s) off.")
         return failures == 0 ? 0 : 1
+    }
+
+    /// Session ids → the demo's names for them, shared with the event printer.
+    final class SessionNames: @unchecked Sendable {
+        private let lock = NSLock()
+        private var names: [String: String] = [:]
+        subscript(id: String) -> String? {
+            get { lock.withLock { names[id] } }
+            set { lock.withLock { names[id] = newValue } }
+        }
     }
 
     static func describe(_ e: WireEvent, who: String) -> String {
