@@ -43,6 +43,10 @@ public actor Engine {
     var streams: [UInt32: AudioStream] = [:]
     var audioConnected = false
     var timer: Task<Void, Never>?
+    /// This daemon's identity on the audio server (its socket path), and whether it manages only
+    /// streams marked with it (`--private`, the scenario runner's daemon).
+    var identity: String?
+    var onlyOwnStreams = false
     var timerDeadline: Double?
 
     public init(config: InterludeConfig, audio: AudioBackend?, sounds: SoundPlayer?, clock: EngineClock = SystemClock(),
@@ -54,6 +58,20 @@ public actor Engine {
         self.clock = clock
         self.version = version
         self.log = log
+    }
+
+    /// Names this daemon on the audio server: streams whose `interlude.daemon` property names
+    /// another daemon are left alone; with `onlyOwn`, so are unmarked streams (a private daemon on
+    /// a shared server must not duck the user's audio).
+    public func setIdentity(_ identity: String, onlyOwnStreams onlyOwn: Bool) {
+        self.identity = identity
+        self.onlyOwnStreams = onlyOwn
+    }
+
+    /// Whether the daemon manages a stream (see ``setIdentity(_:onlyOwnStreams:)``).
+    func manages(_ s: AudioStream) -> Bool {
+        if let tag = s.daemonTag { return identity == nil || tag == identity }
+        return !onlyOwnStreams
     }
 
     /// Starts consuming the audio backend's events. Returns at once.
@@ -170,7 +188,9 @@ public actor Engine {
         let volume = p.volume ?? 1
         guard (0...1).contains(volume) else { throw WireError(.badRequest, "volume must be within 0…1") }
         let app = clients[client]?.app ?? "?"
-        let result = try await sounds.play(p.sound, volume: volume, properties: ["application.id": app])
+        var props = ["application.id": app]
+        if let identity { props["interlude.daemon"] = identity }
+        let result = try await sounds.play(p.sound, volume: volume, properties: props)
         if let w = result.warning { log("sound \(p.sound) for \(app): \(w) → played \(result.played) [S1]") }
         broadcast(WireEventName.soundPlayed, .object([
             "app": .string(app), "requested": .string(p.sound), "played": .string(result.played),
@@ -309,9 +329,11 @@ public actor Engine {
             // Streams vanished with the server; implicit sessions go with them.
             for index in streams.keys.sorted() { streamRemoved(index) }
         case let .streamAdded(s):
+            guard manages(s) else { return }
             streams[s.index] = s
             streamAppeared(s)
         case let .streamChanged(s):
+            guard manages(s) else { return }
             let old = streams[s.index]
             streams[s.index] = s
             if old == nil { streamAppeared(s) } else if let id = session(for: s), old?.corked != s.corked { refreshPlaying(id) }

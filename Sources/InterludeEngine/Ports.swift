@@ -9,6 +9,9 @@ public struct AudioStream: Sendable, Equatable {
     public var sessionTag: String?
     /// `media.role` (A10).
     public var role: String?
+    /// The stream property `interlude.daemon`: the socket of the daemon that owns the stream's
+    /// session. A daemon leaves alone streams marked for another daemon on the same audio server.
+    public var daemonTag: String?
     public var appName: String?
     /// Paused by its app.
     public var corked: Bool
@@ -18,7 +21,9 @@ public struct AudioStream: Sendable, Equatable {
     public var gainDb: Double
 
     public init(index: UInt32, pid: Int32? = nil, sessionTag: String? = nil, role: String? = nil, appName: String? = nil,
-                corked: Bool = false, muted: Bool = false, userVolumeDb: Double = 0, gainDb: Double = 0) {
+                corked: Bool = false, muted: Bool = false, userVolumeDb: Double = 0, gainDb: Double = 0,
+                daemonTag: String? = nil) {
+        self.daemonTag = daemonTag
         self.index = index; self.pid = pid; self.sessionTag = sessionTag; self.role = role; self.appName = appName
         self.corked = corked; self.muted = muted; self.userVolumeDb = userVolumeDb; self.gainDb = gainDb
     }

@@ -1,4 +1,5 @@
 import CPulse
+import Foundation
 import Dispatch
 
 /// A sink input's description together with its raw per-channel volume.
@@ -20,6 +21,19 @@ struct GainState {
     var lastConfirmed: [pa_volume_t]
     /// Bumped by every `rampGain` call: a ramp that sees a newer value has been superseded.
     var generation: Int
+    /// The last volumes the adapter wrote, acknowledged or not. A ramp writes every ~15 ms, so an
+    /// info reply can show one of our writes that is not the last acknowledged one; only a volume
+    /// that matches none of these is the user's.
+    var recentWrites: [[pa_volume_t]] = []
+
+    init(user: [pa_volume_t], gainDb: Double, lastConfirmed: [pa_volume_t], generation: Int) {
+        self.user = user; self.gainDb = gainDb; self.lastConfirmed = lastConfirmed; self.generation = generation
+    }
+
+    /// Whether `observed` is a volume the adapter itself wrote recently.
+    func isOurs(_ observed: [pa_volume_t]) -> Bool {
+        sameVolume(observed, lastConfirmed) || recentWrites.contains { sameVolume(observed, $0) }
+    }
 }
 
 /// A connection to a PulseAudio server: one `pa_threaded_mainloop` and one `pa_context`.
@@ -355,7 +369,7 @@ public final class PulseConnection: @unchecked Sendable {
         let index = info.index
         if var gain = gains[index] {
             let observed = channelVolumes(info.volume)
-            if !sameVolume(observed, gain.lastConfirmed) {
+            if !gain.isOurs(observed) {
                 gain.user = observed
                 gain.lastConfirmed = observed
                 gains[index] = gain
@@ -394,6 +408,11 @@ public final class PulseConnection: @unchecked Sendable {
     /// adapter's own write and calls `completion`.
     func writeVolumeLocked(_ index: UInt32, _ volumes: [pa_volume_t],
                            completion: (@Sendable (Result<Void, Error>) -> Void)? = nil) {
+        if var gain = gains[index] {
+            gain.recentWrites.append(volumes)
+            if gain.recentWrites.count > 16 { gain.recentWrites.removeFirst(gain.recentWrites.count - 16) }
+            gains[index] = gain
+        }
         do {
             _ = try startLocked("set volume of sink input \(index)", prepare: { box in
                 box.onFinish = { box in

@@ -65,6 +65,7 @@ public final class ReferenceApp: @unchecked Sendable {
         guard stream == nil, let s = session else { return }
         stream = try PulsePlaybackStream(connection: pulse, name: "\(app) \(s)", source: source,
                                          properties: ["interlude.session": s.rawValue, "application.name": app,
+                                                      "interlude.daemon": socket ?? InterludeClient.defaultSocketPath(environment: ProcessInfo.processInfo.environment),
                                                       "media.role": mode == .voicePrompt ? "navigation" : (mode.isCall ? "phone" : "music")])
         if interrupted || userPaused { try? stream?.setCorked(true) }
     }

@@ -22,6 +22,8 @@ enum CLI {
       interrupt call|prompt --for SECONDS [--tone HZ]
                                               act as a call or a navigation prompt for that long
       watch                                   print every event of the daemon as JSON lines
+      scenario run FILE [--record FILE.wav] [--plot FILE.svg] [--connect] [--verbose]
+                                              run a scenario (SCENARIOS.md) on a private daemon and check it
       demo                                    the main job in one go: music, prompt, podcast, call, notification sound
 
     The socket is --socket, else $INTERLUDE_SOCKET, else $XDG_RUNTIME_DIR/interlude/socket.
@@ -50,6 +52,7 @@ enum CLI {
             case "interrupt": return try await interrupt(socket: socket, rest)
             case "watch": return try await watch(socket: socket, rest)
             case "demo": return try await Demo.run(socket: socket, rest)
+            case "scenario": return try await scenario(socket: socket, rest)
             case "help", "--help", "-h": print(usage); return 0
             default: return fail("unknown command \(command)\n\(usage)", code: 2)
             }
@@ -136,6 +139,38 @@ enum CLI {
         if let d = try? WireCoding.encoder.encode(v) {
             FileHandle.standardOutput.write(d + Data([0x0a]))
         }
+    }
+
+    // MARK: scenario
+
+    static func scenario(socket: String?, _ argv: [String]) async throws -> Int32 {
+        let a = try Arguments(argv, flagNames: ["connect", "verbose"])
+        try a.only(["record", "plot", "connect", "verbose"])
+        guard a.positionals.count == 2, a.positionals[0] == "run" else {
+            throw Arguments.UsageError(description: "usage: interlude scenario run FILE [--record FILE.wav] [--plot FILE.svg] [--connect]")
+        }
+        let file = a.positionals[1]
+        let text: String
+        do { text = try String(contentsOfFile: file, encoding: .utf8) } catch { return fail("cannot read \(file): \(error.localizedDescription)") }
+        let s: Scenario
+        do { s = try Scenario.parse(text, file: file) } catch { return fail("bad scenario: \(error)", code: 2) }
+        let verbose = a.has("verbose")
+        let connect = a.has("connect") ? (socket ?? InterludeClient.defaultSocketPath(environment: ProcessInfo.processInfo.environment)) : nil
+        print("scenario: \(s.name)")
+        let report = try await ScenarioRunner(s, options: .init(connectSocket: connect, log: { if verbose { print($0) } })).run()
+        for o in report.outcomes { print("\(o.held ? "held  " : "FAILED") line \(o.line): \(o.text)") }
+        if let path = a.value("record") {
+            try WAVFile.write(path: path, samples: report.recording, sampleRate: report.sampleRate)
+            print("recording: \(path) (starts at \(String(format: "%.3f", report.recordingStart)) s of scenario time)")
+        }
+        if let path = a.value("plot") {
+            try ScenarioPlot.svg(s, report).write(toFile: path, atomically: true, encoding: .utf8)
+            print("plot: \(path)")
+        }
+        if verbose { print("daemon log:\n" + report.daemonLog) }
+        let failed = report.outcomes.filter { !$0.held }.count
+        print("\(report.outcomes.count - failed) passed, \(failed) failed")
+        return failed == 0 ? 0 : 1
     }
 
     // MARK: session, interrupt

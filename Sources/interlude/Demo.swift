@@ -23,7 +23,7 @@ enum Demo {
         let start = Date().timeIntervalSince1970
         let names = SessionNames()
         let recorder = try? PulseRecorder(connection: pulse, source: (try pulse.defaultSinkName()) + ".monitor")
-        let monoStart = ProcessInfo.processInfo.systemUptime
+        let monoStart = PulseClock.monotonicSeconds()
 
         print("Interlude demo on daemon \(watcher.greeting.version). Timeline (seconds from start):")
         let printer = Task {

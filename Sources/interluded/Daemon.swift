@@ -10,13 +10,15 @@ import InterludeSound
 enum Daemon {
     static let version = "0.1.0"
     static let usage = """
-    usage: interluded [--socket PATH] [--config DIR] [--state DIR] [--pulse-server SERVER] [--version]
+    usage: interluded [--socket PATH] [--config DIR] [--state DIR] [--pulse-server SERVER] [--private] [--version]
 
     Interlude's audio-policy and notification-sound daemon.
       --socket PATH          socket to listen on (default $INTERLUDE_SOCKET or $XDG_RUNTIME_DIR/interlude/socket)
       --config DIR           config folder read last (default $INTERLUDE_CONFIG_DIR); see Config/interlude.json5
       --state DIR            state folder (default $XDG_STATE_HOME/interlude)
       --pulse-server SERVER  PulseAudio server (default $PULSE_SERVER or the user's)
+      --private              manage only streams marked with this daemon's socket (interlude.daemon);
+                             for the scenario runner's daemon beside a user's daemon
     """
 
     static func log(_ line: String) {
@@ -31,6 +33,7 @@ enum Daemon {
             let a = arguments[i]
             switch a {
             case "--help", "-h": print(usage); return 0
+            case "--private": options["private"] = "1"; i += 1
             case "--version": print("interluded \(version)"); return 0
             case "--socket", "--config", "--state", "--pulse-server":
                 guard i + 1 < arguments.count else { log("\(a) needs a value"); return 2 }
@@ -70,9 +73,10 @@ enum Daemon {
                                       maxDuration: config.number("sounds.maxDurationSeconds"),
                                       maxBytes: Int(config.number("sounds.maxSampleBytes")))
         let engine = Engine(config: config, audio: backend, sounds: player, version: version, log: log)
+        let path = SocketServer.defaultPath(flag: options["socket"], environment: env)
+        await engine.setIdentity(path, onlyOwnStreams: options["private"] != nil)
         await engine.start()
 
-        let path = SocketServer.defaultPath(flag: options["socket"], environment: env)
         let server = SocketServer(path: path, engine: engine, maxClients: Int(config.number("server.maxClients")),
                                   maxOutputBytes: Int(config.number("server.maxOutputBytes")), log: log)
         do { try server.start() } catch {

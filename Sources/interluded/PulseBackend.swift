@@ -33,7 +33,8 @@ final class PulseAudioBackend: AudioBackend, @unchecked Sendable {
 
     static func stream(_ s: PulseSinkInput) -> AudioStream {
         AudioStream(index: s.index, pid: s.processID, sessionTag: s.sessionTag, role: s.role, appName: s.applicationName,
-                    corked: s.corked, muted: s.muted, userVolumeDb: s.userVolumeDb, gainDb: s.gainDb)
+                    corked: s.corked, muted: s.muted, userVolumeDb: s.userVolumeDb, gainDb: s.gainDb,
+                    daemonTag: s.properties["interlude.daemon"])
     }
 
     func rampGain(stream: UInt32, toDb gainDb: Double, duration: Double) async {
