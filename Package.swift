@@ -16,7 +16,6 @@ let package = Package(
         // C libraries from Debian, one system-library target each.
         .systemLibrary(name: "CPulse", pkgConfig: "libpulse", providers: [.apt(["libpulse-dev"])]),
         .systemLibrary(name: "CSndfile", pkgConfig: "sndfile", providers: [.apt(["libsndfile1-dev"])]),
-        .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         // Tiny C shim for what Glibc does not import into Swift (struct ucred for SO_PEERCRED).
         .target(name: "CInterludeSys"),
 
@@ -29,7 +28,6 @@ let package = Package(
         // Adapters: each wraps one C library.
         .target(name: "InterludePulse", dependencies: ["CPulse"]),
         .target(name: "InterludeSound", dependencies: ["CSndfile"]),
-        .target(name: "InterludeStore", dependencies: ["CSQLite", "InterludePolicy"]),
         // Engine: owns state, feeds the policies, carries out effects through ports.
         .target(name: "InterludeEngine", dependencies: ["InterludePolicy", "InterludeConfig", "InterludeWire"]),
         // Socket server: connections -> engine calls.
@@ -42,7 +40,7 @@ let package = Package(
         .target(name: "InterludeTestSupport", dependencies: ["InterludePolicy", "InterludeEngine"]),
 
         .executableTarget(name: "interluded", dependencies: [
-            "InterludeServer", "InterludeEngine", "InterludePulse", "InterludeSound", "InterludeStore", "InterludeConfig",
+            "InterludeServer", "InterludeEngine", "InterludePulse", "InterludeSound", "InterludeConfig",
         ]),
         .executableTarget(name: "interlude", dependencies: ["InterludeClient", "InterludeScenario", "InterludePulse", "InterludeSound"]),
         .executableTarget(name: "interlude-soundgen", dependencies: ["CSndfile"]),
@@ -55,7 +53,6 @@ let package = Package(
         ]),
         .testTarget(name: "InterludePulseTests", dependencies: ["InterludePulse", "InterludeScenario"]),
         .testTarget(name: "InterludeSoundTests", dependencies: ["InterludeSound", "CSndfile"]),  // CSndfile: tests write MP3/Opus/float files with libsndfile
-        .testTarget(name: "InterludeStoreTests", dependencies: ["InterludeStore"]),
         .testTarget(name: "InterludeEndToEndTests", dependencies: [
             "InterludeClient", "InterludeScenario", "InterludePulse", "InterludeServer", "InterludeEngine", "InterludeTestSupport",
         ]),

@@ -118,7 +118,7 @@ public final class ScenarioRunner: @unchecked Sendable {
         }
         await sleep(until: scenario.duration)
         recorder.stop()
-        for p in players.values where p.isRunning { p.terminate() }
+        for p in players.values where p.isRunning { kill(p.processIdentifier, SIGKILL); p.waitUntilExit() }
         for a in apps.values { a.crash() }
         control.close()
 
@@ -214,7 +214,8 @@ public final class ScenarioRunner: @unchecked Sendable {
             try p.run()
             players[x] = p
         case let .closeStream(x):
-            players[x]?.terminate()
+            // The client goes away at once (SIGKILL: no drain of its buffer).
+            if let p = players[x], p.isRunning { kill(p.processIdentifier, SIGKILL); p.waitUntilExit() }
         case let .ringer(silent):
             try await control.setRinger(silent: silent)
         case .focus, .notify:
