@@ -116,7 +116,7 @@ struct NotificationReducer {
 
     /// The next summary time (N9) strictly after `t`.
     func nextSummaryTime(after t: NotificationTime) -> NotificationTime? {
-        config.summaryTimes.map { wall.nextOccurrence(of: $0, after: t) }.min()
+        config.summaryTimes.compactMap { wall.nextOccurrence(of: $0, after: t) }.min()
     }
 
     /// The first fire time of a trigger added at `t`, or nil if it never fires.

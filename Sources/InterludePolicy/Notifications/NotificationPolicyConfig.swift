@@ -106,6 +106,12 @@ public struct NotificationPolicyConfig: Codable, Sendable, Equatable {
         for (i, step) in bursts.cooldown.enumerated() where !(0...1).contains(step.volume) || step.within < 0 {
             out.append("bursts.cooldown[\(i)]: within must be ≥ 0 and volume 0…1")
         }
+        for (i, time) in summaryTimes.enumerated() where !time.isValid { out.append("summaryTimes[\(i)]: not a time of day") }
+        for (name, mode) in focusModes {
+            for (i, w) in mode.schedule.enumerated() where !w.start.isValid || !w.end.isValid {
+                out.append("focusModes.\(name).schedule[\(i)]: not a time of day")
+            }
+        }
         if maxActionsPerCategory < 0 { out.append("maxActionsPerCategory: must be ≥ 0") }
         if repeatedCallWindow < 0 { out.append("repeatedCallWindow: must be ≥ 0") }
         return out

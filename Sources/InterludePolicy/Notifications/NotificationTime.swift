@@ -21,6 +21,7 @@ public struct NotificationTime: Codable, Sendable, Hashable, Comparable, CustomS
         try c.encode(secondsSince1970)
     }
 
+    /// Earlier in time.
     public static func < (a: Self, b: Self) -> Bool { a.secondsSince1970 < b.secondsSince1970 }
     /// The instant `seconds` later (or earlier, if negative).
     public static func + (a: Self, seconds: Double) -> Self { Self(a.secondsSince1970 + seconds) }
@@ -29,6 +30,7 @@ public struct NotificationTime: Codable, Sendable, Hashable, Comparable, CustomS
     /// The signed distance `a − b` in seconds.
     public static func - (a: Self, b: Self) -> Double { a.secondsSince1970 - b.secondsSince1970 }
 
+    /// `t=<seconds>`, for test output.
     public var description: String { "t=\(secondsSince1970)" }
 }
 
@@ -80,5 +82,6 @@ public enum InterruptionLevel: Int, Codable, Sendable, Hashable, Comparable, Cas
         try c.encode(description)
     }
 
+    /// Less urgent.
     public static func < (a: Self, b: Self) -> Bool { a.rawValue < b.rawValue }
 }

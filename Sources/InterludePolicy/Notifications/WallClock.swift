@@ -70,6 +70,9 @@ public struct NotificationClockTime: Codable, Sendable, Hashable, Comparable, Cu
     /// Seconds after local midnight.
     public var secondOfDay: Int { hour * 3600 + minute * 60 }
 
+    /// Whether hour is 0…23 and minute 0…59 (always true for parsed values).
+    public var isValid: Bool { (0...23).contains(hour) && (0...59).contains(minute) }
+
     /// `"HH:MM"`.
     public var description: String {
         (hour < 10 ? "0" : "") + String(hour) + ":" + (minute < 10 ? "0" : "") + String(minute)
@@ -91,6 +94,7 @@ public struct NotificationClockTime: Codable, Sendable, Hashable, Comparable, Cu
         try c.encode(description)
     }
 
+    /// Earlier in the day.
     public static func < (a: Self, b: Self) -> Bool { a.secondOfDay < b.secondOfDay }
 }
 
@@ -313,9 +317,10 @@ public struct NotificationWallClock: Sendable {
         return nil
     }
 
-    /// The first instant strictly after `t` at the local time of day `time` (N9 summary times).
-    public func nextOccurrence(of time: NotificationClockTime, after t: NotificationTime) -> NotificationTime {
-        nextOccurrence(of: NotificationCalendarMatch(hour: time.hour, minute: time.minute, second: 0), after: t)!
+    /// The first instant strictly after `t` at the local time of day `time` (N9 summary times);
+    /// nil only if `time` is out of range.
+    public func nextOccurrence(of time: NotificationClockTime, after t: NotificationTime) -> NotificationTime? {
+        nextOccurrence(of: NotificationCalendarMatch(hour: time.hour, minute: time.minute, second: 0), after: t)
     }
 
     /// The interval of `window` that starts on local day `day`, if the window runs on that weekday.

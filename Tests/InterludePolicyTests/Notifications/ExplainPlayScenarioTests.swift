@@ -219,6 +219,17 @@ private let alarm = "org.example.Alarm"
         #expect(c.problems.count == 2)
     }
 
+    @Test func configBuiltInCodeWithABadSummaryTimeIsReportedAndDoesNotCrash() {
+        let c = NotificationPolicyConfig(authorization: .init(default: .grant), summaryTimes: [.init(hour: 25, minute: 0)],
+                                         timeZone: "UTC")
+        #expect(c.problems == ["summaryTimes[0]: not a time of day"])
+        var h = NotificationHarness(config: c)
+        h.authorize(chat)
+        h.send(.setSettings(app: chat, .init(scheduledSummary: true)))
+        #expect(h.post("n", from: chat)?.outcome == .held(until: nil))
+        #expect(NotificationPolicy.nextDeadline(h.state, config: h.config) == nil)
+    }
+
     @Test func stateAndEventsRoundTripThroughJSON() throws {
         var h = NotificationHarness(config: .init(authorization: .init(default: .grant), focusModes: ["sleep": .init()], timeZone: "UTC"))
         h.authorize(chat)
