@@ -71,7 +71,7 @@ public struct NotificationDecision: Codable, Sendable, Equatable {
     /// Short human-readable reasons, for `interlude explain`.
     public var notes: [String]
 
-    /// Makes a decision.
+    /// Makes a decision; repeated rule ids are kept once, in first-seen order.
     public init(outcome: Outcome, requestedLevel: InterruptionLevel, level: InterruptionLevel, banner: Bool = false,
                 sound: NotificationSoundDecision? = nil, badge: Int? = nil, rules: [String] = [], notes: [String] = []) {
         self.outcome = outcome
@@ -80,13 +80,10 @@ public struct NotificationDecision: Codable, Sendable, Equatable {
         self.banner = banner
         self.sound = sound
         self.badge = badge
-        self.rules = rules
+        var unique: [String] = []
+        for r in rules where !unique.contains(r) { unique.append(r) }
+        self.rules = unique
         self.notes = notes
-    }
-
-    /// A rejection with one rule and note.
-    static func rejected(_ code: NotificationErrorCode, level: InterruptionLevel, rule: String, note: String) -> Self {
-        Self(outcome: .rejected(code), requestedLevel: level, level: level, rules: [rule], notes: [note])
     }
 }
 

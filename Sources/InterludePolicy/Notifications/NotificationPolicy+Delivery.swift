@@ -38,6 +38,21 @@ extension NotificationReducer {
         }
     }
 
+    /// Whether a notification or sound goes quiet (no sound, no banner) before the sound gate:
+    /// provisional authorization (N1), passive (N5), or the focus in effect (N7, with N4 and N3
+    /// breaking through). `byFocus` says the focus silenced it (it is then "missed during focus").
+    func quietVerdict(record: NotificationAppRecord, app: String, sender: String?, level: InterruptionLevel,
+                      repeatedCall: Bool) -> (silenced: Bool, byFocus: Bool, rules: [String], notes: [String]) {
+        if record.settings.authorization == .provisional {
+            return (true, false, ["N1"], ["provisional authorization: delivered quietly"])
+        }
+        if level == .passive { return (true, false, ["N5"], ["passive: notification center only"]) }
+        if let verdict = focusVerdict(app: app, sender: sender, level: level, repeatedCall: repeatedCall) {
+            return (verdict.silenced, verdict.silenced, verdict.rules, verdict.notes)
+        }
+        return (false, false, [], [])
+    }
+
     /// What sound, if any, plays for `app` at `level` (N3, N2/N1 sound permission, A4 call,
     /// A12/N4 ringer-silent, N11 rate and cooldown), updating the N11 history. A critical level
     /// here is an honoured one. `rateLimited` says the per-app audible interval stopped it.
@@ -86,10 +101,8 @@ extension NotificationReducer {
 
         // N1 again at delivery: the user may have changed their answer since the request was added.
         guard record.isAuthorized else {
-            let d = NotificationDecision.rejected(.notAuthorized, level: content.interruptionLevel, rule: "N1",
-                                                  note: "the app is no longer authorized: dropped")
-            log(app, id, d, at: t)
-            effects.append(.emit(.decided(app: app, identifier: id, decision: d)))
+            let d = reject(.notAuthorized, app: app, identifier: id, level: content.interruptionLevel, rule: "N1",
+                           "the app is no longer authorized: dropped", at: t, reply: false)
             return (d, nil)
         }
 
@@ -124,22 +137,11 @@ extension NotificationReducer {
         }
 
         // N1 provisional, N5 passive, N7 focus: into the center without sound or banner.
-        var silenced = false
-        var missed = false
-        if record.settings.authorization == .provisional {
-            silenced = true
-            rules.append("N1")
-            notes.append("provisional authorization: delivered quietly")
-        } else if level == .passive {
-            silenced = true
-            rules.append("N5")
-            notes.append("passive: notification center only")
-        } else if let verdict = focusVerdict(app: app, sender: content.sender, level: level, repeatedCall: repeatedCall) {
-            silenced = verdict.silenced
-            missed = verdict.silenced
-            rules += verdict.rules
-            notes += verdict.notes
-        }
+        let quiet = quietVerdict(record: record, app: app, sender: content.sender, level: level, repeatedCall: repeatedCall)
+        let silenced = quiet.silenced
+        let missed = quiet.byFocus
+        rules += quiet.rules
+        notes += quiet.notes
 
         // N10: the same identifier replaces the delivered one; it alerts again unless alertOnce.
         let existing = state.delivered.firstIndex { $0.app == app && $0.request.identifier == id }
@@ -193,11 +195,9 @@ extension NotificationReducer {
 
         let outcome: NotificationDecision.Outcome = silenced ? .silenced
             : level < content.interruptionLevel ? .downgraded(from: content.interruptionLevel, to: level) : .delivered
-        var unique: [String] = []
-        for r in rules where !unique.contains(r) { unique.append(r) }
         let decision = NotificationDecision(outcome: outcome, requestedLevel: content.interruptionLevel, level: level,
                                             banner: banner, sound: sound, badge: badge,
-                                            rules: unique.isEmpty ? ["N1"] : unique, notes: notes)
+                                            rules: rules.isEmpty ? ["N1"] : rules, notes: notes)
         log(app, id, decision, at: t)
 
         var entry: DeliveredNotification?

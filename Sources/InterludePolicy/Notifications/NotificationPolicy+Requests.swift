@@ -216,33 +216,24 @@ extension NotificationReducer {
         }
         let record = state.apps[app] ?? NotificationAppRecord()
         guard record.isAuthorized else {
-            return reject(.notAuthorized, app: app, identifier: "", level: requested, rule: "N1",
-                          "the app is not authorized to make notification sounds", at: now)
+            reject(.notAuthorized, app: app, identifier: "", level: requested, rule: "N1",
+                   "the app is not authorized to make notification sounds", at: now)
+            return
         }
         let (level, levelRules, levelNotes) = effectiveLevel(requested, app: app, record: record, peerPath: peerPath)
         var rules = ["N17"] + levelRules
         var notes = levelNotes
-        var silenced = false
-        if record.settings.authorization == .provisional {
-            silenced = true
-            rules.append("N1")
-            notes.append("provisional authorization: no sound")
-        } else if level == .passive {
-            silenced = true
-            rules.append("N5")
-            notes.append("passive: no sound")
-        } else if let verdict = focusVerdict(app: app, sender: request.sender, level: level, repeatedCall: false) {
-            silenced = verdict.silenced
-            rules += verdict.rules
-            notes += verdict.notes
-        }
+        let quiet = quietVerdict(record: record, app: app, sender: request.sender, level: level, repeatedCall: false)
+        rules += quiet.rules
+        notes += quiet.notes
         var sound: NotificationSoundDecision?
-        if !silenced {
+        if !quiet.silenced {
             let gate = soundGate(app: app, record: record, name: request.sound, volume: request.volume, level: level,
                                  thread: request.threadIdentifier, at: now)
             if gate.rateLimited {
-                return reject(.rateLimited, app: app, identifier: "", level: requested, rule: "N11",
-                              gate.notes.joined(separator: "; "), at: now)
+                reject(.rateLimited, app: app, identifier: "", level: requested, rule: "N11",
+                       gate.notes.joined(separator: "; "), at: now)
+                return
             }
             sound = gate.sound
             rules += gate.rules

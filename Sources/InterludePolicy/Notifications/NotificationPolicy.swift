@@ -195,14 +195,16 @@ struct NotificationReducer {
         if excess > 0 { state.decisionLog.removeFirst(excess) }
     }
 
-    /// Replies `.failed` with a rejection decision, logged and told to watchers (N16).
+    /// A rejection decision, logged and told to watchers (N16), and by default the `.failed` reply.
+    @discardableResult
     mutating func reject(_ code: NotificationErrorCode, app: String, identifier: String, level: InterruptionLevel,
-                         rule: String?, _ message: String, at time: NotificationTime) {
+                         rule: String?, _ message: String, at time: NotificationTime, reply: Bool = true) -> NotificationDecision {
         let decision = NotificationDecision(outcome: .rejected(code), requestedLevel: level, level: level,
                                             rules: rule.map { [$0] } ?? [], notes: [message])
         log(app, identifier, decision, at: time)
         effects.append(.emit(.decided(app: app, identifier: identifier, decision: decision)))
-        effects.append(.reply(.failed(code: code, message: message, decision: decision)))
+        if reply { effects.append(.reply(.failed(code: code, message: message, decision: decision))) }
+        return decision
     }
 
     /// A reply that refuses a malformed or impossible event with no notification decision.

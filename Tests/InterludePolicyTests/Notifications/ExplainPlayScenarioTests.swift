@@ -124,6 +124,16 @@ private let alarm = "org.example.Alarm"
         #expect(h.errorCode == .badRequest)
     }
 
+    @Test func N17_timeSensitivePlayThroughFocusStillObeysRingerAndNamesEachRuleOnce() {
+        var h = Self.harness()
+        h.send(.setFocus(name: "work", until: nil))
+        h.send(.setRinger(silent: true))
+        h.send(.play(.init(sound: "ping", interruptionLevel: .timeSensitive), app: chat, peerExecutablePath: nil))
+        #expect(h.replyDecision?.outcome == .silenced)
+        #expect(h.replyDecision?.rules == ["N17", "N4", "A12"])
+        #expect(h.sounds().isEmpty)
+    }
+
     @Test func N17_nonEntitledCriticalPlayIsDowngraded() {
         var h = Self.harness()
         h.send(.setRinger(silent: true))
