@@ -1,0 +1,108 @@
+/// Stable error codes of notification requests (DESIGN "Protocol": codes separate from text).
+public enum NotificationErrorCode: String, Codable, Sendable, Hashable {
+    /// The app is not authorized (N1), or asked for something it was not granted.
+    case notAuthorized
+    /// A promotional request without the marketing opt-in, or at `timeSensitive`/`critical` (N6).
+    case promotionalNotAllowed
+    /// A category with more actions than allowed (N14).
+    case tooManyActions
+    /// A malformed request: bad identifier, out-of-range number, a trigger that never fires or
+    /// repeats faster than allowed (N8), an unknown focus name.
+    case badRequest
+    /// The notification or action named does not exist.
+    case notFound
+    /// A standalone sound within the per-app audible alert interval (N11, N17).
+    case rateLimited
+}
+
+/// The sound a decision lets play: name, volume and what it may bypass (N3, N11, S4).
+public struct NotificationSoundDecision: Codable, Sendable, Equatable {
+    /// Sound name to look up (S2).
+    public var name: String
+    /// Linear volume 0…1 (critical volume, or 1 × the N11 cooldown factor).
+    public var volume: Double
+    /// Plays through ringer-silent, focus and a call (critical only, N3).
+    public var bypassRingerAndFocus: Bool
+    /// The output is unmuted for the sound's length, then restored (critical only, N3).
+    public var unmuteOutput: Bool
+
+    /// Makes a sound decision.
+    public init(name: String, volume: Double, bypassRingerAndFocus: Bool = false, unmuteOutput: Bool = false) {
+        self.name = name
+        self.volume = volume
+        self.bypassRingerAndFocus = bypassRingerAndFocus
+        self.unmuteOutput = unmuteOutput
+    }
+}
+
+/// What the policy decided about one notification or standalone sound, and which rules made it (N16).
+public struct NotificationDecision: Codable, Sendable, Equatable {
+    /// The outcome of a decision.
+    public enum Outcome: Codable, Sendable, Equatable {
+        /// In the center, with banner and sound as `banner`/`sound` say.
+        case delivered
+        /// Not yet delivered: waiting for a trigger (N8), the scheduled summary (N9) or the end of a
+        /// coalescing window (N11), until the instant given (nil = unknown).
+        case held(until: NotificationTime?)
+        /// In the center, but no sound and no banner (focus N7, passive N5, provisional N1).
+        case silenced
+        /// Delivered at a lower level than requested (N3 critical without entitlement, N4
+        /// time-sensitive not allowed by the app's setting).
+        case downgraded(from: InterruptionLevel, to: InterruptionLevel)
+        /// Refused with a stable error code.
+        case rejected(NotificationErrorCode)
+    }
+
+    /// The outcome.
+    public var outcome: Outcome
+    /// The level the request asked for.
+    public var requestedLevel: InterruptionLevel
+    /// The level it was treated as (after N3/N4 downgrades).
+    public var level: InterruptionLevel
+    /// Whether a banner shows.
+    public var banner: Bool
+    /// The sound that plays, or nil for none.
+    public var sound: NotificationSoundDecision?
+    /// The app's badge after this decision, if it changed (N12).
+    public var badge: Int?
+    /// POLICY.md ids of the rules that made the decision, in the order they applied (N16), e.g.
+    /// `["N7"]` for a notification silenced by focus. A plain delivery says `["N1"]`.
+    public var rules: [String]
+    /// Short human-readable reasons, for `interlude explain`.
+    public var notes: [String]
+
+    /// Makes a decision; repeated rule ids are kept once, in first-seen order.
+    public init(outcome: Outcome, requestedLevel: InterruptionLevel, level: InterruptionLevel, banner: Bool = false,
+                sound: NotificationSoundDecision? = nil, badge: Int? = nil, rules: [String] = [], notes: [String] = []) {
+        self.outcome = outcome
+        self.requestedLevel = requestedLevel
+        self.level = level
+        self.banner = banner
+        self.sound = sound
+        self.badge = badge
+        var unique: [String] = []
+        for r in rules where !unique.contains(r) { unique.append(r) }
+        self.rules = unique
+        self.notes = notes
+    }
+}
+
+/// A decision kept for explanation (N16): which notification, when, and what was decided.
+public struct NotificationDecisionRecord: Codable, Sendable, Equatable {
+    /// App id.
+    public var app: String
+    /// Notification identifier (empty for a standalone sound).
+    public var identifier: String
+    /// When it was decided.
+    public var time: NotificationTime
+    /// The decision.
+    public var decision: NotificationDecision
+
+    /// Makes a record.
+    public init(app: String, identifier: String, time: NotificationTime, decision: NotificationDecision) {
+        self.app = app
+        self.identifier = identifier
+        self.time = time
+        self.decision = decision
+    }
+}

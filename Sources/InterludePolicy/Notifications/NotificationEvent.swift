@@ -1,0 +1,178 @@
+/// Something that happened, fed to `NotificationPolicy.reduce` in order.
+///
+/// Every event except `tick`, `appConnected`, `appDisconnected` and `setCallActive` produces
+/// exactly one `.reply` effect for whoever sent it. Every event first advances the policy to `now`
+/// (triggers fire, schedules begin or end, summaries and coalesced updates are released), so a
+/// late `tick` loses nothing.
+public enum NotificationEvent: Codable, Sendable, Equatable {
+    /// An app asks for authorization with options (N1). Replies `.authorization`.
+    case requestAuthorization(app: String, options: [NotificationAuthorizationOption])
+    /// The user changes an app's settings (N2), e.g. from the CLI. Replies `.done`.
+    case setSettings(app: String, NotificationSettingsChange)
+    /// An app adds a notification request; `peerExecutablePath` is the peer process's executable
+    /// (for N3). Replies `.accepted` with the decision, or `.failed`.
+    case add(NotificationRequest, app: String, peerExecutablePath: String?)
+    /// Remove pending (and held) requests of the app; nil = all. Replies `.done`.
+    case removePending(app: String, identifiers: [String]?)
+    /// Remove delivered (and held) notifications of the app, by the app or the user; nil = all.
+    /// Replies `.done`.
+    case removeDelivered(app: String, identifiers: [String]?)
+    /// The app sets its badge (N12). Replies `.done`.
+    case setBadge(app: String, count: Int)
+    /// The app registers its categories, replacing earlier ones (N14). Replies `.done` or
+    /// `.failed(tooManyActions)` with nothing registered.
+    case registerCategories(app: String, [NotificationCategory])
+    /// The user responds to a delivered notification (N14). Replies `.done` or `.failed(notFound)`.
+    case respondToAction(app: String, notificationIdentifier: String, actionIdentifier: String, text: String?)
+    /// The user turns focus `name` on (until an instant, or nil = until turned off) or off (nil
+    /// name) (N7). Replies `.done` or `.failed(badRequest)` for an unknown name.
+    case setFocus(name: String?, until: NotificationTime?)
+    /// The ringer switch. Replies `.done`.
+    case setRinger(silent: Bool)
+    /// A call began or ended (from the audio side, A4). No reply.
+    case setCallActive(Bool)
+    /// A standalone sound from an app (N17). Replies `.played` with the decision, or `.failed`.
+    case play(NotificationPlayRequest, app: String, peerExecutablePath: String?)
+    /// The app connected: queued action responses are sent (N14). No reply.
+    case appConnected(app: String)
+    /// The app disconnected. No reply.
+    case appDisconnected(app: String)
+    /// Time passed (see `NotificationPolicy.nextDeadline`). No reply.
+    case tick
+}
+
+/// What the engine must do after a `reduce` call, in order.
+public enum NotificationEffect: Codable, Sendable, Equatable {
+    /// Answer the sender of the event.
+    case reply(NotificationReply)
+    /// A notification entered the center, new or replacing one with its identifier (N10).
+    /// Carries the full content and its decision (N16).
+    case deliver(DeliveredNotification)
+    /// Play a sound now (S3, S4).
+    case playSound(NotificationSoundPlayback)
+    /// Tell subscribed watchers (bodies already hidden per N13).
+    case emit(NotificationWatcherEvent)
+    /// The app's badge is now `count` (N12).
+    case badgeChanged(app: String, count: Int)
+    /// Send an action response to the app, which is connected (N14).
+    case sendToApp(app: String, NotificationActionResponse)
+}
+
+/// A reply to the sender of an event.
+public enum NotificationReply: Codable, Sendable, Equatable {
+    /// Authorization answer (N1): the status and the options it covers.
+    case authorization(status: NotificationAuthorizationStatus, options: [NotificationAuthorizationOption])
+    /// The request was accepted; the decision says delivered, held, silenced or downgraded.
+    case accepted(identifier: String, decision: NotificationDecision)
+    /// A standalone sound's decision (N17).
+    case played(NotificationDecision)
+    /// Done, nothing to report.
+    case done
+    /// Refused: stable code, message, and the decision if there was one (N16).
+    case failed(code: NotificationErrorCode, message: String, decision: NotificationDecision?)
+}
+
+/// A sound for the engine to play (S3), with what it may bypass (N3) and that it ducks other audio
+/// for its length (S4).
+public struct NotificationSoundPlayback: Codable, Sendable, Equatable {
+    /// App whose sound it is.
+    public var app: String
+    /// Notification identifier, nil for a standalone sound (N17).
+    public var notificationIdentifier: String?
+    /// Sound name (S2 lookup).
+    public var name: String
+    /// Linear volume 0…1.
+    public var volume: Double
+    /// Plays through ringer-silent, focus and a call (N3).
+    public var bypassRingerAndFocus: Bool
+    /// Unmute the output for the sound's length, then restore it (N3).
+    public var unmuteOutput: Bool
+    /// Duck other audio for the sound's length (S4); true for every sound that plays.
+    public var duckOthers: Bool
+
+    /// Makes a playback.
+    public init(app: String, notificationIdentifier: String?, name: String, volume: Double,
+                bypassRingerAndFocus: Bool, unmuteOutput: Bool, duckOthers: Bool) {
+        self.app = app
+        self.notificationIdentifier = notificationIdentifier
+        self.name = name
+        self.volume = volume
+        self.bypassRingerAndFocus = bypassRingerAndFocus
+        self.unmuteOutput = unmuteOutput
+        self.duckOthers = duckOthers
+    }
+}
+
+/// A notification as watchers see it: the body is replaced by the placeholder when the app's
+/// previews are `never` (N13).
+public struct NotificationView: Codable, Sendable, Equatable {
+    /// App id.
+    public var app: String
+    /// Identifier.
+    public var identifier: String
+    /// Title.
+    public var title: String
+    /// Subtitle.
+    public var subtitle: String
+    /// Body, or the category's placeholder (default "Notification") when previews are hidden.
+    public var body: String
+    /// Whether `body` is the placeholder.
+    public var previewHidden: Bool
+    /// Category id.
+    public var categoryIdentifier: String?
+    /// Thread id.
+    public var threadIdentifier: String?
+    /// Level it was delivered at.
+    public var level: InterruptionLevel
+    /// Relevance 0…1.
+    public var relevanceScore: Double
+    /// When it was delivered.
+    public var deliveredAt: NotificationTime
+    /// Whether it was delivered late (N15).
+    public var late: Bool
+
+    /// Makes a view.
+    public init(app: String, identifier: String, title: String, subtitle: String, body: String, previewHidden: Bool,
+                categoryIdentifier: String?, threadIdentifier: String?, level: InterruptionLevel,
+                relevanceScore: Double, deliveredAt: NotificationTime, late: Bool) {
+        self.app = app
+        self.identifier = identifier
+        self.title = title
+        self.subtitle = subtitle
+        self.body = body
+        self.previewHidden = previewHidden
+        self.categoryIdentifier = categoryIdentifier
+        self.threadIdentifier = threadIdentifier
+        self.level = level
+        self.relevanceScore = relevanceScore
+        self.deliveredAt = deliveredAt
+        self.late = late
+    }
+}
+
+/// Events for subscribed watchers (the CLI, status bars).
+public enum NotificationWatcherEvent: Codable, Sendable, Equatable {
+    /// A new notification is in the center.
+    case delivered(NotificationView, NotificationDecision)
+    /// A notification in the center was replaced (N10).
+    case updated(NotificationView, NotificationDecision)
+    /// Notifications left the center. `reason` is `"app"`, `"user"`, or the rule id that removed
+    /// them (`"N11"` oldest dropped, `"N12"` badge 0, `"N14"` answered).
+    case removed(app: String, identifiers: [String], reason: String)
+    /// A decision that put nothing in the center: held (N8, N9, N11) or rejected (N1, N6, …) (N16).
+    case decided(app: String, identifier: String, decision: NotificationDecision)
+    /// The user answered an action (N14).
+    case actionResponse(app: String, NotificationActionResponse)
+    /// The focus in effect changed (N7): new focus (nil = none), the previous one, and whether the
+    /// new one is manual.
+    case focusChanged(focus: String?, previous: String?, manual: Bool)
+    /// The scheduled summary was delivered (N9), in its order.
+    case summaryDelivered([NotificationView])
+    /// Sent once when a focus ends (N7): what it silenced.
+    case missedDuringFocus(focus: String, missed: [NotificationMissedEntry])
+    /// An app asked for authorization and the default policy is `prompt` (N1): the user answers
+    /// with a settings change.
+    case authorizationRequested(app: String, options: [NotificationAuthorizationOption])
+    /// The user changed an app's settings (N2).
+    case settingsChanged(app: String, NotificationAppSettings)
+}

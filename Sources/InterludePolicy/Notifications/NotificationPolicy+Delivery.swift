@@ -1,0 +1,236 @@
+/// Delivery of one notification: level (N3, N4), summary (N9), focus (N7), passive (N5),
+/// provisional (N1), replacement (N10), badge (N12), sound (N3, N11, ringer, call), center limit (N11).
+extension NotificationReducer {
+    /// Where a delivery comes from.
+    enum Origin: Equatable {
+        /// An app's request with no trigger.
+        case request
+        /// A trigger fired; `late` if it was missed while the daemon was down (N15).
+        case trigger(late: Bool)
+        /// Released with the scheduled summary; only the first sound of a batch may play (N9).
+        case summary(soundAllowed: Bool)
+        /// Released at the end of a coalescing window (N11).
+        case coalesced
+
+        /// Whether this is a summary release.
+        var isSummary: Bool {
+            if case .summary = self { true } else { false }
+        }
+    }
+
+    /// The level a request is treated as (N3, N4), with the rule and note if it changed or was honoured.
+    func effectiveLevel(_ requested: InterruptionLevel, app: String, record: NotificationAppRecord,
+                        peerPath: String?) -> (level: InterruptionLevel, rules: [String], notes: [String]) {
+        switch requested {
+        case .critical:
+            let entitled = config.entitledCriticalApps.contains {
+                $0.app == app && ($0.executablePath == nil || $0.executablePath == peerPath)
+            }
+            if entitled, record.settings.criticalAlerts { return (.critical, ["N3"], ["entitled critical alert"]) }
+            let why = entitled ? "critical alerts are off in the app's settings"
+                : "the app (or its executable) is not entitled to critical alerts"
+            return (.active, ["N3"], [why + ": downgraded to active"])
+        case .timeSensitive:
+            if record.settings.timeSensitive { return (.timeSensitive, [], []) }
+            return (.active, ["N4"], ["time-sensitive is off in the app's settings: treated as active"])
+        case .passive, .active:
+            return (requested, [], [])
+        }
+    }
+
+    /// Whether a notification or sound goes quiet (no sound, no banner) before the sound gate:
+    /// provisional authorization (N1), passive (N5), or the focus in effect (N7, with N4 and N3
+    /// breaking through). `byFocus` says the focus silenced it (it is then "missed during focus").
+    func quietVerdict(record: NotificationAppRecord, app: String, sender: String?, level: InterruptionLevel,
+                      repeatedCall: Bool) -> (silenced: Bool, byFocus: Bool, rules: [String], notes: [String]) {
+        if record.settings.authorization == .provisional {
+            return (true, false, ["N1"], ["provisional authorization: delivered quietly"])
+        }
+        if level == .passive { return (true, false, ["N5"], ["passive: notification center only"]) }
+        if let verdict = focusVerdict(app: app, sender: sender, level: level, repeatedCall: repeatedCall) {
+            return (verdict.silenced, verdict.silenced, verdict.rules, verdict.notes)
+        }
+        return (false, false, [], [])
+    }
+
+    /// What sound, if any, plays for `app` at `level` (N3, N2/N1 sound permission, A4 call,
+    /// A12/N4 ringer-silent, N11 rate and cooldown), updating the N11 history. A critical level
+    /// here is an honoured one. `rateLimited` says the per-app audible interval stopped it.
+    mutating func soundGate(app: String, record: NotificationAppRecord, name: String, volume: Double,
+                            level: InterruptionLevel, thread: String?, at t: NotificationTime)
+        -> (sound: NotificationSoundDecision?, rules: [String], notes: [String], rateLimited: Bool) {
+        if level == .critical {
+            return (NotificationSoundDecision(name: name, volume: volume, bypassRingerAndFocus: true, unmuteOutput: true),
+                    [], ["critical sound at volume \(volume) through ringer-silent, focus, a call and a muted output"], false)
+        }
+        guard record.settings.sound else { return (nil, ["N2"], ["sounds are off in the app's settings"], false) }
+        guard record.granted(.sound) else { return (nil, ["N1"], ["the app did not ask for sound authorization"], false) }
+        let ts = level == .timeSensitive ? ["N4"] : []
+        if state.callActive { return (nil, ts + ["A4"], ["a call is in progress: no sound"], false) }
+        if state.ringerSilent { return (nil, ts + ["A12"], ["the ringer is silent: no sound"], false) }
+        let bursts = config.bursts
+        let thread = thread ?? ""
+        let previous = state.history.lastAlert[app]?[thread]
+        state.history.lastAlert[app, default: [:]][thread] = t
+        if let last = state.history.lastAudible[app], t - last < bursts.audibleAlertInterval {
+            return (nil, ["N11"], ["at most one audible alert per app per \(bursts.audibleAlertInterval) s"], true)
+        }
+        let factor = bursts.cooldownVolume(elapsed: previous.map { t - $0 })
+        let since = previous.map { "\(t - $0) s after the previous alert of this app and thread" } ?? ""
+        if factor <= 0 { return (nil, ["N11"], ["cooldown: " + since + ": no sound"], false) }
+        state.history.lastAudible[app] = t
+        let sound = NotificationSoundDecision(name: name, volume: volume * factor)
+        return factor < 1 ? (sound, ["N11"], ["cooldown: " + since + ": volume \(factor)"], false) : (sound, [], [], false)
+    }
+
+    /// Delivers (or holds for the summary, or refuses) one notification at `t` and returns the
+    /// decision and the center entry it made, if any. Emits `deliver`, watcher events, badge and
+    /// sound effects, and logs the decision (N16).
+    @discardableResult
+    mutating func deliver(_ request: NotificationRequest, app: String, peerPath: String?, at t: NotificationTime,
+                          origin: Origin) -> (NotificationDecision, DeliveredNotification?) {
+        let content = request.content
+        let id = request.identifier
+        let record = state.apps[app] ?? NotificationAppRecord()
+        var rules: [String] = []
+        var notes: [String] = []
+        if origin.isSummary {
+            rules.append("N9")
+            notes.append("delivered with the scheduled summary")
+        }
+
+        // N1 again at delivery: the user may have changed their answer since the request was added.
+        guard record.isAuthorized else {
+            let d = reject(.notAuthorized, app: app, identifier: id, level: content.interruptionLevel, rule: "N1",
+                           "the app is no longer authorized: dropped", at: t, reply: false)
+            return (d, nil)
+        }
+
+        // N3, N4: the level it is treated as.
+        let (level, levelRules, levelNotes) = effectiveLevel(content.interruptionLevel, app: app, record: record, peerPath: peerPath)
+        rules += levelRules
+        notes += levelNotes
+
+        // N7: remember calls per sender; a second one within the window may break through focus.
+        var repeatedCall = false
+        if content.isCall, let sender = content.sender, !origin.isSummary {
+            if let last = state.history.calls[sender], t - last <= config.repeatedCallWindow { repeatedCall = true }
+            state.history.calls[sender] = t
+        }
+
+        // N9: passive and active notifications of apps in the summary wait for the next summary time.
+        let inSummary = record.settings.scheduledSummary
+        if inSummary, level <= .active, !origin.isSummary {
+            state.summaryQueue.removeAll { $0.app == app && $0.request.identifier == id }
+            state.summaryQueue.append(HeldNotification(app: app, request: request, peerExecutablePath: peerPath,
+                                                       heldAt: t, until: nil))
+            let d = NotificationDecision(outcome: .held(until: nextSummaryTime(after: t - 0.001)),
+                                         requestedLevel: content.interruptionLevel, level: level,
+                                         rules: rules + ["N9"], notes: notes + ["held for the scheduled summary"])
+            log(app, id, d, at: t)
+            effects.append(.emit(.decided(app: app, identifier: id, decision: d)))
+            return (d, nil)
+        }
+        if inSummary, level == .timeSensitive {
+            rules.append("N4")
+            notes.append("time-sensitive: breaks through the scheduled summary")
+        }
+
+        // N1 provisional, N5 passive, N7 focus: into the center without sound or banner.
+        let quiet = quietVerdict(record: record, app: app, sender: content.sender, level: level, repeatedCall: repeatedCall)
+        let silenced = quiet.silenced
+        let missed = quiet.byFocus
+        rules += quiet.rules
+        notes += quiet.notes
+
+        // N10: the same identifier replaces the delivered one; it alerts again unless alertOnce.
+        let existing = state.delivered.firstIndex { $0.app == app && $0.request.identifier == id }
+        var alerts = !silenced
+        if existing != nil {
+            rules.append("N10")
+            notes.append("replaces the delivered notification with this identifier")
+            if content.alertOnce, alerts {
+                alerts = false
+                notes.append("alertOnce: no new sound or banner")
+            }
+        }
+        let banner = alerts && record.granted(.alert)
+
+        // Sound: the summary's one sound (N9), then the gate.
+        var sound: NotificationSoundDecision?
+        if alerts, let name = content.sound {
+            if case .summary(soundAllowed: false) = origin {
+                notes.append("the summary already played its one sound")
+            } else {
+                let volume = level == .critical ? (content.criticalVolume ?? config.defaultCriticalVolume) : 1
+                let gate = soundGate(app: app, record: record, name: name, volume: volume, level: level,
+                                     thread: content.threadIdentifier, at: t)
+                sound = gate.sound
+                rules += gate.rules
+                notes += gate.notes
+            }
+        }
+
+        // N12: a content badge sets the badge; 0 also clears the app's delivered notifications.
+        var badge: Int?
+        if let count = content.badge {
+            if count == 0 {
+                let cleared = removeDelivered(app: app, where: { $0.request.identifier != id }, reason: "N12")
+                if !cleared.isEmpty {
+                    rules.append("N12")
+                    notes.append("badge 0 cleared \(cleared.count) delivered notification(s)")
+                }
+            }
+            if record.badgesOn {
+                setBadge(app, count)
+                badge = count
+            } else {
+                rules.append("N12")
+                notes.append("badges are off for this app")
+            }
+        } else if existing == nil, !content.isEmpty, record.badgesOn {
+            badge = record.badge + 1
+            setBadge(app, record.badge + 1)
+        }
+
+        let outcome: NotificationDecision.Outcome = silenced ? .silenced
+            : level < content.interruptionLevel ? .downgraded(from: content.interruptionLevel, to: level) : .delivered
+        let decision = NotificationDecision(outcome: outcome, requestedLevel: content.interruptionLevel, level: level,
+                                            banner: banner, sound: sound, badge: badge,
+                                            rules: rules.isEmpty ? ["N1"] : rules, notes: notes)
+        log(app, id, decision, at: t)
+
+        var entry: DeliveredNotification?
+        if content.isEmpty {
+            effects.append(.emit(.decided(app: app, identifier: id, decision: decision)))
+        } else {
+            let late = origin == .trigger(late: true)
+            let e = DeliveredNotification(app: app, request: request, deliveredAt: t, late: late, decision: decision)
+            // Replacement is one entry, moved to the newest place.
+            if let i = state.delivered.firstIndex(where: { $0.app == app && $0.request.identifier == id }) {
+                state.delivered.remove(at: i)
+            }
+            state.delivered.append(e)
+            effects.append(.deliver(e))
+            effects.append(.emit(existing != nil ? .updated(view(of: e), decision) : .delivered(view(of: e), decision)))
+            if missed {
+                state.focus.missed.removeAll { $0.app == app && $0.identifier == id }
+                state.focus.missed.append(NotificationMissedEntry(app: app, identifier: id, title: content.title, time: t))
+            }
+            entry = e
+            // N11: at most maxDeliveredPerApp per app, the oldest dropped.
+            let mine = state.delivered.filter { $0.app == app }
+            let excess = mine.count - config.bursts.maxDeliveredPerApp
+            if excess > 0 {
+                let dropped = Set(mine.prefix(excess).map(\.request.identifier))
+                removeDelivered(app: app, where: { dropped.contains($0.request.identifier) }, reason: "N11")
+            }
+        }
+        if let sound {
+            effects.append(.playSound(NotificationSoundPlayback(
+                app: app, notificationIdentifier: id, name: sound.name, volume: sound.volume,
+                bypassRingerAndFocus: sound.bypassRingerAndFocus, unmuteOutput: sound.unmuteOutput, duckOthers: true)))
+        }
+        return (decision, entry)
+    }
+}

@@ -1,0 +1,254 @@
+/// Handling of each event: authorization (N1), settings (N2), adding requests (N6, N8, N10, N11),
+/// removal, badges (N12), categories and actions (N14), ringer, calls, standalone sounds (N17).
+extension NotificationReducer {
+    /// Handles one event at `now`, after `advance(to: now)`.
+    mutating func handle(_ event: NotificationEvent, at now: NotificationTime) {
+        switch event {
+        case .requestAuthorization(let app, let options): requestAuthorization(app: app, options: options, at: now)
+        case .setSettings(let app, let change):
+            let settings = change.applied(to: state.apps[app, default: .init()].settings)
+            state.apps[app, default: .init()].settings = settings
+            effects.append(.emit(.settingsChanged(app: app, settings)))
+            effects.append(.reply(.done))
+        case .add(let request, let app, let path): add(request, app: app, peerPath: path, at: now)
+        case .removePending(let app, let ids):
+            removeWaiting(app: app, identifiers: ids, pending: true, held: true)
+            effects.append(.reply(.done))
+        case .removeDelivered(let app, let ids):
+            removeWaiting(app: app, identifiers: ids, pending: false, held: true)
+            removeDelivered(app: app, where: { ids?.contains($0.request.identifier) ?? true }, reason: "request")
+            effects.append(.reply(.done))
+        case .setBadge(let app, let count): setBadgeRequest(app: app, count: count)
+        case .registerCategories(let app, let categories): registerCategories(app: app, categories)
+        case .respondToAction(let app, let id, let action, let text):
+            respond(app: app, notification: id, action: action, text: text, at: now)
+        case .setFocus(let name, let until): setFocus(name: name, until: until, at: now)
+        case .setRinger(let silent):
+            state.ringerSilent = silent
+            effects.append(.reply(.done))
+        case .setCallActive(let active): state.callActive = active
+        case .play(let request, let app, let path): play(request, app: app, peerPath: path, at: now)
+        case .appConnected(let app):
+            state.apps[app, default: .init()].connected = true
+            for response in state.apps[app]!.queuedResponses { effects.append(.sendToApp(app: app, response)) }
+            state.apps[app]!.queuedResponses = []
+        case .appDisconnected(let app):
+            state.apps[app]?.connected = false
+        case .tick:
+            break
+        }
+    }
+
+    /// N1: the answer comes from the app's settings; if there is none yet, from the config's
+    /// default policy (`grant`, `deny`, or `prompt`, which tells watchers and leaves it undetermined).
+    /// A `provisional` request is granted provisionally unless the policy denies. Asking again keeps
+    /// an answer the user gave, except that a provisional app asking for full authorization is
+    /// answered again.
+    mutating func requestAuthorization(app: String, options: [NotificationAuthorizationOption], at now: NotificationTime) {
+        var record = state.apps[app] ?? NotificationAppRecord()
+        var asked = record.requestedOptions ?? []
+        for o in options where !asked.contains(o) { asked.append(o) }
+        record.requestedOptions = asked
+        let wantsProvisional = options.contains(.provisional)
+        let status = record.settings.authorization
+        if status == .notDetermined || (status == .provisional && !wantsProvisional) {
+            switch config.authorization.default {
+            case .grant: record.settings.authorization = wantsProvisional ? .provisional : .authorized
+            case .deny: record.settings.authorization = .denied
+            case .prompt:
+                if wantsProvisional, status == .notDetermined {
+                    record.settings.authorization = .provisional
+                } else {
+                    effects.append(.emit(.authorizationRequested(app: app, options: options)))
+                }
+            }
+        }
+        state.apps[app] = record
+        let granted = record.isAuthorized ? asked : []
+        effects.append(.reply(.authorization(status: record.settings.authorization, options: granted)))
+    }
+
+    /// Adds a request: validation before any change (badRequest, N1, N6), then N10 replacement of
+    /// a waiting one, then pending with its trigger (N8), coalesced (N11) or delivered now.
+    mutating func add(_ request: NotificationRequest, app: String, peerPath: String?, at now: NotificationTime) {
+        let c = request.content
+        let id = request.identifier
+        func refuse(_ code: NotificationErrorCode, _ rule: String?, _ message: String) {
+            reject(code, app: app, identifier: id, level: c.interruptionLevel, rule: rule, message, at: now)
+        }
+        guard !id.isEmpty else { return refuse(.badRequest, nil, "identifier is empty") }
+        guard (0...1).contains(c.relevanceScore) else { return refuse(.badRequest, "N9", "relevanceScore must be 0…1") }
+        if let v = c.criticalVolume, !(0...1).contains(v) { return refuse(.badRequest, "N3", "criticalVolume must be 0…1") }
+        if let b = c.badge, b < 0 { return refuse(.badRequest, "N12", "badge must be ≥ 0") }
+        var fireAt: NotificationTime?
+        if let trigger = request.trigger {
+            if case .interval(let seconds, let repeats) = trigger {
+                guard seconds.isFinite, seconds > 0 else { return refuse(.badRequest, "N8", "interval must be > 0 s") }
+                if repeats, seconds < config.minimumRepeatingInterval {
+                    return refuse(.badRequest, "N8", "repeating interval triggers need ≥ \(config.minimumRepeatingInterval) s")
+                }
+            }
+            guard let first = firstFire(trigger, at: now) else {
+                return refuse(.badRequest, "N8", "the calendar trigger is invalid or never fires")
+            }
+            fireAt = first
+        }
+        let record = state.apps[app] ?? NotificationAppRecord()
+        guard record.isAuthorized else {
+            let why = record.requestedOptions == nil ? "the app has not requested authorization"
+                : "notifications are \(record.settings.authorization.rawValue) for this app"
+            return refuse(.notAuthorized, "N1", why)
+        }
+        if c.promotional {
+            guard c.interruptionLevel < .timeSensitive else {
+                return refuse(.promotionalNotAllowed, "N6", "promotional notifications may not be timeSensitive or critical")
+            }
+            guard record.settings.marketing else {
+                return refuse(.promotionalNotAllowed, "N6", "the user has not opted in to promotional notifications from this app")
+            }
+        }
+
+        let replaced = removeWaiting(app: app, identifiers: [id], pending: true, held: true)
+        if let fireAt {
+            state.pending.append(PendingNotification(app: app, request: request, peerExecutablePath: peerPath,
+                                                     addedAt: now, fireAt: fireAt))
+            let d = NotificationDecision(outcome: .held(until: fireAt), requestedLevel: c.interruptionLevel,
+                                         level: c.interruptionLevel, rules: replaced ? ["N8", "N10"] : ["N8"],
+                                         notes: ["waits for its trigger"])
+            log(app, id, d, at: now)
+            effects.append(.emit(.decided(app: app, identifier: id, decision: d)))
+            effects.append(.reply(.accepted(identifier: id, decision: d)))
+            return
+        }
+
+        // N11: updates of a delivered notification above the per-second limit are coalesced; the
+        // last one is released when the window allows.
+        if state.delivered.contains(where: { $0.app == app && $0.request.identifier == id }) {
+            var recent = (state.history.updates[app] ?? []).filter { $0 > now - 1 && $0 <= now }
+            if recent.count >= config.bursts.coalesceAbovePerSecond {
+                let until = max(now, recent.min()! + 1)
+                state.coalesced.append(HeldNotification(app: app, request: request, peerExecutablePath: peerPath,
+                                                        heldAt: now, until: until))
+                state.history.updates[app] = recent
+                let d = NotificationDecision(
+                    outcome: .held(until: until), requestedLevel: c.interruptionLevel, level: c.interruptionLevel,
+                    rules: ["N11"],
+                    notes: ["more than \(config.bursts.coalesceAbovePerSecond) updates per second: coalesced, the last one is kept"])
+                log(app, id, d, at: now)
+                effects.append(.emit(.decided(app: app, identifier: id, decision: d)))
+                effects.append(.reply(.accepted(identifier: id, decision: d)))
+                return
+            }
+            recent.append(now)
+            state.history.updates[app] = recent
+        }
+        let (decision, _) = deliver(request, app: app, peerPath: peerPath, at: now, origin: .request)
+        effects.append(.reply(.accepted(identifier: id, decision: decision)))
+    }
+
+    /// N12: the app sets its badge; kept only if badges are on for it.
+    mutating func setBadgeRequest(app: String, count: Int) {
+        guard count >= 0 else { return fail(.badRequest, "badge must be ≥ 0") }
+        let record = state.apps[app] ?? NotificationAppRecord()
+        guard record.isAuthorized else { return fail(.notAuthorized, "the app is not authorized (N1)") }
+        if record.badgesOn { setBadge(app, count) }
+        effects.append(.reply(.done))
+    }
+
+    /// N14: at most `maxActionsPerCategory` actions per category, else `tooManyActions` and nothing
+    /// is registered. Replaces the app's categories.
+    mutating func registerCategories(app: String, _ categories: [NotificationCategory]) {
+        var seen: Set<String> = []
+        for category in categories {
+            guard !category.identifier.isEmpty, seen.insert(category.identifier).inserted else {
+                return fail(.badRequest, "category identifiers must be non-empty and unique")
+            }
+            if category.actions.count > config.maxActionsPerCategory {
+                return fail(.tooManyActions,
+                            "category \"\(category.identifier)\" has \(category.actions.count) actions; at most \(config.maxActionsPerCategory) (N14)")
+            }
+            var actionIds: Set<String> = []
+            for action in category.actions {
+                guard !action.identifier.isEmpty, action.identifier != NotificationActionResponse.defaultAction,
+                      action.identifier != NotificationActionResponse.dismissAction,
+                      actionIds.insert(action.identifier).inserted else {
+                    return fail(.badRequest, "action identifiers in \"\(category.identifier)\" must be non-empty, unique, and not default/dismiss")
+                }
+            }
+        }
+        state.apps[app, default: .init()].categories = Dictionary(uniqueKeysWithValues: categories.map { ($0.identifier, $0) })
+        effects.append(.reply(.done))
+    }
+
+    /// N14: the user's response goes to the app now if it is connected, else it is queued until it
+    /// connects. The answered notification leaves the center.
+    mutating func respond(app: String, notification id: String, action: String, text: String?, at now: NotificationTime) {
+        guard let n = state.delivered.first(where: { $0.app == app && $0.request.identifier == id }) else {
+            return fail(.notFound, "no delivered notification \"\(id)\" of \(app)")
+        }
+        if action != NotificationActionResponse.defaultAction, action != NotificationActionResponse.dismissAction {
+            let category = n.request.content.categoryIdentifier.flatMap { state.apps[app]?.categories[$0] }
+            guard let a = category?.actions.first(where: { $0.identifier == action }) else {
+                return fail(.notFound, "notification \"\(id)\" has no action \"\(action)\"")
+            }
+            if text != nil, a.textInputPlaceholder == nil { return fail(.badRequest, "action \"\(action)\" takes no text") }
+        } else if text != nil {
+            return fail(.badRequest, "action \"\(action)\" takes no text")
+        }
+        let response = NotificationActionResponse(actionIdentifier: action, notificationIdentifier: id, text: text, time: now)
+        removeDelivered(app: app, where: { $0.request.identifier == id }, reason: "N14")
+        effects.append(.emit(.actionResponse(app: app, response)))
+        if state.apps[app]?.connected == true {
+            effects.append(.sendToApp(app: app, response))
+        } else {
+            state.apps[app, default: .init()].queuedResponses.append(response)
+        }
+        effects.append(.reply(.done))
+    }
+
+    /// N17: a standalone sound obeys the same authorization, level, focus, ringer, call and rate
+    /// rules as a notification's sound. Within the per-app audible interval it is refused with
+    /// `rateLimited`; otherwise the reply carries the decision (`delivered` = it plays).
+    mutating func play(_ request: NotificationPlayRequest, app: String, peerPath: String?, at now: NotificationTime) {
+        let requested = request.interruptionLevel
+        guard !request.sound.isEmpty, (0...1).contains(request.volume) else {
+            return fail(.badRequest, "a play request needs a sound name and a volume 0…1")
+        }
+        let record = state.apps[app] ?? NotificationAppRecord()
+        guard record.isAuthorized else {
+            reject(.notAuthorized, app: app, identifier: "", level: requested, rule: "N1",
+                   "the app is not authorized to make notification sounds", at: now)
+            return
+        }
+        let (level, levelRules, levelNotes) = effectiveLevel(requested, app: app, record: record, peerPath: peerPath)
+        var rules = ["N17"] + levelRules
+        var notes = levelNotes
+        let quiet = quietVerdict(record: record, app: app, sender: request.sender, level: level, repeatedCall: false)
+        rules += quiet.rules
+        notes += quiet.notes
+        var sound: NotificationSoundDecision?
+        if !quiet.silenced {
+            let gate = soundGate(app: app, record: record, name: request.sound, volume: request.volume, level: level,
+                                 thread: request.threadIdentifier, at: now)
+            if gate.rateLimited {
+                reject(.rateLimited, app: app, identifier: "", level: requested, rule: "N11",
+                       gate.notes.joined(separator: "; "), at: now)
+                return
+            }
+            sound = gate.sound
+            rules += gate.rules
+            notes += gate.notes
+        }
+        let outcome: NotificationDecision.Outcome = sound == nil ? .silenced
+            : level < requested ? .downgraded(from: requested, to: level) : .delivered
+        let decision = NotificationDecision(outcome: outcome, requestedLevel: requested, level: level, banner: false,
+                                            sound: sound, rules: rules, notes: notes)
+        log(app, "", decision, at: now)
+        if let sound {
+            effects.append(.playSound(NotificationSoundPlayback(
+                app: app, notificationIdentifier: nil, name: sound.name, volume: sound.volume,
+                bypassRingerAndFocus: sound.bypassRingerAndFocus, unmuteOutput: sound.unmuteOutput, duckOthers: true)))
+        }
+        effects.append(.reply(.played(decision)))
+    }
+}

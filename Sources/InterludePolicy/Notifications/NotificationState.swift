@@ -1,0 +1,235 @@
+/// Everything the notification policy remembers (N1, N2, N8–N12, N14, N7 focus): the engine owns
+/// it, the store persists it (or its parts), `NotificationPolicy.reduce` changes it.
+public struct NotificationState: Codable, Sendable, Equatable {
+    /// The last instant the policy advanced to; nil before the first event. Triggers, schedule
+    /// boundaries and summary times between this and `now` are processed, in order, on the next event.
+    public var clock: NotificationTime?
+    /// Per-app settings, authorization, categories, badge and queued responses, by app id.
+    public var apps: [String: NotificationAppRecord]
+    /// Requests waiting for their trigger (N8).
+    public var pending: [PendingNotification]
+    /// The notification center, oldest first.
+    public var delivered: [DeliveredNotification]
+    /// Notifications held for the scheduled summary (N9), in arrival order.
+    public var summaryQueue: [HeldNotification]
+    /// Updates held by N11 coalescing, at most one per app and identifier (the last one).
+    public var coalesced: [HeldNotification]
+    /// Focus state (N7).
+    public var focus: NotificationFocusState
+    /// Whether the ringer switch is on silent.
+    public var ringerSilent: Bool
+    /// Whether a call is in progress (set by the engine from the audio side, A4).
+    public var callActive: Bool
+    /// Timing history for N11 and N7 repeated calls.
+    public var history: NotificationAlertHistory
+    /// The most recent decisions, oldest first, at most `decisionLogLimit` (N16).
+    public var decisionLog: [NotificationDecisionRecord]
+
+    /// An empty state: no apps, nothing pending or delivered, no focus, ringer on, no call.
+    public init() {
+        clock = nil
+        apps = [:]
+        pending = []
+        delivered = []
+        summaryQueue = []
+        coalesced = []
+        focus = NotificationFocusState()
+        ringerSilent = false
+        callActive = false
+        history = NotificationAlertHistory()
+        decisionLog = []
+    }
+}
+
+/// What the policy knows about one app.
+public struct NotificationAppRecord: Codable, Sendable, Equatable {
+    /// The user's settings for the app (N2), including its authorization (N1).
+    public var settings: NotificationAppSettings
+    /// Options the app has asked for; nil if it never requested authorization (N1).
+    public var requestedOptions: [NotificationAuthorizationOption]?
+    /// Registered categories by identifier (N13, N14).
+    public var categories: [String: NotificationCategory]
+    /// The app's badge (N12).
+    public var badge: Int
+    /// Whether the app is connected now (action responses are queued otherwise, N14).
+    public var connected: Bool
+    /// Action responses waiting for the app to connect (N14), oldest first.
+    public var queuedResponses: [NotificationActionResponse]
+
+    /// A record for an app never seen before.
+    public init(settings: NotificationAppSettings = .init()) {
+        self.settings = settings
+        requestedOptions = nil
+        categories = [:]
+        badge = 0
+        connected = false
+        queuedResponses = []
+    }
+
+    /// Whether the app requested `option` and the user's answer allows delivery.
+    func granted(_ option: NotificationAuthorizationOption) -> Bool {
+        requestedOptions?.contains(option) == true && isAuthorized
+    }
+
+    /// Whether the app may deliver at all: it requested authorization and is authorized or provisional (N1).
+    var isAuthorized: Bool {
+        requestedOptions != nil && (settings.authorization == .authorized || settings.authorization == .provisional)
+    }
+
+    /// Whether the badge is kept for this app (N12).
+    var badgesOn: Bool { settings.badge && granted(.badge) }
+}
+
+/// A request waiting for its trigger (N8).
+public struct PendingNotification: Codable, Sendable, Equatable {
+    /// App id.
+    public var app: String
+    /// The request.
+    public var request: NotificationRequest
+    /// Executable path of the peer that added it (N3 entitlement).
+    public var peerExecutablePath: String?
+    /// When it was added.
+    public var addedAt: NotificationTime
+    /// When it fires next.
+    public var fireAt: NotificationTime
+
+    /// Makes a pending entry.
+    public init(app: String, request: NotificationRequest, peerExecutablePath: String?, addedAt: NotificationTime,
+                fireAt: NotificationTime) {
+        self.app = app
+        self.request = request
+        self.peerExecutablePath = peerExecutablePath
+        self.addedAt = addedAt
+        self.fireAt = fireAt
+    }
+}
+
+/// A request held for the summary (N9) or by coalescing (N11).
+public struct HeldNotification: Codable, Sendable, Equatable {
+    /// App id.
+    public var app: String
+    /// The request.
+    public var request: NotificationRequest
+    /// Executable path of the peer that added it (N3).
+    public var peerExecutablePath: String?
+    /// When it was held (N9 orders ties by this).
+    public var heldAt: NotificationTime
+    /// When it is released (coalescing); nil for the summary (next summary time).
+    public var until: NotificationTime?
+
+    /// Makes a held entry.
+    public init(app: String, request: NotificationRequest, peerExecutablePath: String?, heldAt: NotificationTime,
+                until: NotificationTime?) {
+        self.app = app
+        self.request = request
+        self.peerExecutablePath = peerExecutablePath
+        self.heldAt = heldAt
+        self.until = until
+    }
+}
+
+/// A notification in the center.
+public struct DeliveredNotification: Codable, Sendable, Equatable {
+    /// App id.
+    public var app: String
+    /// The request as delivered (full content; watchers see `NotificationView`, N13).
+    public var request: NotificationRequest
+    /// When it was delivered.
+    public var deliveredAt: NotificationTime
+    /// Whether its trigger was missed while the daemon was down and it is delivered late (N15).
+    public var late: Bool
+    /// The decision that delivered it (N16).
+    public var decision: NotificationDecision
+
+    /// Makes a delivered entry.
+    public init(app: String, request: NotificationRequest, deliveredAt: NotificationTime, late: Bool,
+                decision: NotificationDecision) {
+        self.app = app
+        self.request = request
+        self.deliveredAt = deliveredAt
+        self.late = late
+        self.decision = decision
+    }
+}
+
+/// Focus state (N7): the user's override, the focus in effect, and what it silenced.
+public struct NotificationFocusState: Codable, Sendable, Equatable {
+    /// The user's manual choice, which beats schedules while it lasts.
+    public enum Override: Codable, Sendable, Equatable {
+        /// Focus `name` on, until the instant (nil = until turned off).
+        case on(name: String, until: NotificationTime?)
+        /// Focus off until the instant (the end of the schedule window it was turned off in).
+        case off(until: NotificationTime)
+    }
+
+    /// The focus in effect.
+    public struct Active: Codable, Sendable, Equatable {
+        /// Focus mode name (a key of `focusModes`).
+        public var name: String
+        /// When it began.
+        public var since: NotificationTime
+        /// Whether it is on by the user's hand (else by schedule).
+        public var manual: Bool
+
+        /// Makes an active focus.
+        public init(name: String, since: NotificationTime, manual: Bool) {
+            self.name = name
+            self.since = since
+            self.manual = manual
+        }
+    }
+
+    /// The user's override, if any.
+    public var override: Override?
+    /// The focus in effect, if any.
+    public var active: Active?
+    /// Notifications silenced by the focus in effect, for the one summary at its end.
+    public var missed: [NotificationMissedEntry]
+
+    /// No focus.
+    public init() {
+        override = nil
+        active = nil
+        missed = []
+    }
+}
+
+/// A notification silenced by focus (N7), listed in the "missed during focus" event.
+public struct NotificationMissedEntry: Codable, Sendable, Equatable {
+    /// App id.
+    public var app: String
+    /// Notification identifier.
+    public var identifier: String
+    /// Title (bodies are never listed).
+    public var title: String
+    /// When it was delivered.
+    public var time: NotificationTime
+
+    /// Makes an entry.
+    public init(app: String, identifier: String, title: String, time: NotificationTime) {
+        self.app = app
+        self.identifier = identifier
+        self.title = title
+        self.time = time
+    }
+}
+
+/// Timing history for N11 (rate, cooldown, coalescing) and N7 (repeated calls).
+public struct NotificationAlertHistory: Codable, Sendable, Equatable {
+    /// Last audible alert per app (N11 "one audible alert per app per second").
+    public var lastAudible: [String: NotificationTime]
+    /// Last alert per app, then per thread (`""` for none): the N11 cooldown clock.
+    public var lastAlert: [String: [String: NotificationTime]]
+    /// Recent update times per app (within the last second), for coalescing.
+    public var updates: [String: [NotificationTime]]
+    /// Last incoming call per sender (N7 repeated calls).
+    public var calls: [String: NotificationTime]
+
+    /// No history.
+    public init() {
+        lastAudible = [:]
+        lastAlert = [:]
+        updates = [:]
+        calls = [:]
+    }
+}

@@ -1,0 +1,377 @@
+import InterludePolicy
+import Testing
+
+// N9 scheduled summary, N10 replacement, N11 bursts, N12 badges, N13 hidden previews, N14 actions.
+
+private let chat = "org.example.Chat"
+private let news = "org.example.News"
+private let utc = NotificationHarness.utc
+
+private func granted(_ config: NotificationPolicyConfig = .init(authorization: .init(default: .grant), timeZone: "UTC"),
+                     start: NotificationTime = NotificationTime(1_750_000_000)) -> NotificationHarness {
+    var h = NotificationHarness(config: config, start: start)
+    h.authorize(chat)
+    h.authorize(news)
+    return h
+}
+
+@Suite struct NotificationSummaryTests {
+    static func harness() -> NotificationHarness {
+        var h = granted(.init(authorization: .init(default: .grant), timeZone: "Europe/Berlin"), start: utc("2025-06-02T10:00:00Z"))
+        h.send(.setSettings(app: news, .init(scheduledSummary: true)))
+        return h
+    }
+
+    @Test func N9_passiveAndActiveAreHeldUntilTheSummaryTime() {
+        var h = Self.harness()
+        let d = h.post("a", from: news, .test(.active))
+        #expect(d?.outcome == .held(until: utc("2025-06-02T16:00:00Z")))  // 18:00 CEST
+        #expect(d?.rules == ["N9"])
+        #expect(h.post("p", from: news, .test(.passive))?.outcome == .held(until: utc("2025-06-02T16:00:00Z")))
+        #expect(h.sounds().isEmpty)
+        #expect(h.state.delivered.isEmpty)
+        #expect(NotificationPolicy.nextDeadline(h.state, config: h.config) == utc("2025-06-02T16:00:00Z"))
+        // An app not in the summary is unaffected.
+        #expect(h.post("c", from: chat)?.outcome == .delivered)
+    }
+
+    @Test func N9_deliveredTogetherByRelevanceThenTimeWithOneSound() {
+        var h = Self.harness()
+        h.post("low-early", from: news, .test(relevance: 0.2))
+        h.advance(60)
+        h.post("high", from: news, .test(relevance: 0.9))
+        h.advance(60)
+        h.post("low-late", from: news, .test(.passive, relevance: 0.2))
+        h.advance(60)
+        h.post("mid", from: news, .test(relevance: 0.5))
+        let e = h.tick(at: utc("2025-06-02T16:00:00Z"))
+        #expect(h.deliveries(in: e).map(\.request.identifier) == ["high", "mid", "low-early", "low-late"])
+        let summaries = h.events(in: e).compactMap { if case .summaryDelivered(let v) = $0 { v } else { nil } }
+        #expect(summaries.count == 1)
+        #expect(summaries.first?.map(\.identifier) == ["high", "mid", "low-early", "low-late"])
+        #expect(h.sounds(in: e).count == 1)
+        #expect(h.sounds(in: e).first?.notificationIdentifier == "high")
+        #expect(h.deliveries(in: e).allSatisfy { $0.decision.rules.first == "N9" })
+        #expect(h.state.summaryQueue.isEmpty)
+        #expect(NotificationPolicy.nextDeadline(h.state, config: h.config) == nil)
+    }
+
+    @Test func N9_morningSummaryAtEightLocal() {
+        var h = Self.harness()
+        h.tick(at: utc("2025-06-02T20:00:00Z"))  // 22:00 local, after the evening summary
+        #expect(h.post("n", from: news)?.outcome == .held(until: utc("2025-06-03T06:00:00Z")))
+        let e = h.tick(at: utc("2025-06-03T06:00:00Z"))
+        #expect(h.deliveries(in: e).map(\.request.identifier) == ["n"])
+    }
+
+    @Test func N9_criticalIsNotHeld() {
+        var h = granted(.init(authorization: .init(default: .grant), entitledCriticalApps: [.init(app: news)], timeZone: "UTC"))
+        h.send(.setSettings(app: news, .init(scheduledSummary: true)))
+        #expect(h.post("c", from: news, .test(.critical))?.outcome == .delivered)
+    }
+}
+
+@Suite struct NotificationReplacementTests {
+    @Test func N10_sameIdentifierReplacesDeliveredAndAlertsAgain() {
+        var h = granted()
+        h.post("score", from: chat, .test(body: "1:0"))
+        h.advance(120)
+        let d = h.post("score", from: chat, .test(body: "2:0"))
+        #expect(h.center(chat) == ["score"])
+        #expect(h.state.delivered.first?.request.content.body == "2:0")
+        #expect(d?.rules == ["N10"])
+        #expect(h.sounds().count == 1)
+        #expect(h.events().contains { if case .updated = $0 { true } else { false } })
+        #expect(h.state.apps[chat]?.badge == 1)  // a replacement is not a new unread notification
+    }
+
+    @Test func N10_alertOnceDoesNotAlertAgain() {
+        var h = granted()
+        h.post("dl", from: chat, .test(body: "10 %"))
+        h.advance(120)
+        let d = h.post("dl", from: chat, .test(alertOnce: true, body: "50 %"))
+        #expect(d?.sound == nil)
+        #expect(d?.banner == false)
+        #expect(d?.rules == ["N10"])
+        #expect(h.center(chat) == ["dl"])
+    }
+
+    @Test func N10_sameIdentifierReplacesPending() {
+        var h = granted()
+        h.post("r", from: chat, trigger: .interval(seconds: 100, repeats: false))
+        let d = h.post("r", from: chat, .test(body: "new"), trigger: .interval(seconds: 300, repeats: false))
+        #expect(d?.rules == ["N8", "N10"])
+        #expect(h.state.pending.count == 1)
+        #expect(h.state.pending.first?.fireAt == h.now + 300)
+        h.advance(200)
+        #expect(h.state.delivered.isEmpty)
+        h.advance(100)
+        #expect(h.center(chat) == ["r"])
+        #expect(h.state.delivered.first?.request.content.body == "new")
+    }
+
+    @Test func N10_firedRepeatingTriggerKeepsOneEntry() {
+        var h = granted()
+        h.post("hourly", from: chat, trigger: .interval(seconds: 3600, repeats: true))
+        h.advance(3600)
+        h.advance(3600)
+        h.advance(3600)
+        #expect(h.center(chat) == ["hourly"])
+        #expect(h.state.pending.count == 1)
+    }
+}
+
+@Suite struct NotificationBurstTests {
+    @Test func N11_twentyInTwoSecondsMakeOneFullVolumeSoundAndAllReachTheCenter() {
+        var h = granted()
+        var sounds: [NotificationSoundPlayback] = []
+        var decisions: [NotificationDecision] = []
+        for i in 0..<20 {
+            if i > 0 { h.advance(0.1) }
+            decisions.append(h.post("m\(i)", from: chat)!)
+            sounds += h.sounds()
+        }
+        #expect(sounds.count == 1)
+        #expect(sounds.first?.volume == 1)
+        #expect(sounds.first?.notificationIdentifier == "m0")
+        #expect(h.center(chat).count == 20)
+        #expect(decisions.dropFirst().allSatisfy { $0.rules == ["N11"] && $0.sound == nil && $0.outcome == .delivered })
+    }
+
+    @Test func N11_atMostOneAudibleAlertPerAppPerSecondAcrossThreads() {
+        var h = granted()
+        h.post("a", from: chat, .test(thread: "alice"))
+        #expect(h.sounds().count == 1)
+        h.advance(0.5)
+        let d = h.post("b", from: chat, .test(thread: "bob"))
+        #expect(h.sounds().isEmpty)
+        #expect(d?.rules == ["N11"])
+        h.advance(0.6)
+        h.post("c", from: chat, .test(thread: "carol"))
+        #expect(h.sounds().map(\.volume) == [1])
+        // Another app is not limited by this one.
+        h.post("n", from: news)
+        #expect(h.sounds().count == 1)
+    }
+
+    @Test(arguments: [(5.0, nil), (9.9, nil), (10.0, 0.3), (30.0, 0.3), (59.9, 0.3), (60.0, 1.0), (61.0, 1.0)] as [(Double, Double?)])
+    func N11_cooldownPerAppAndThread(gap: Double, volume: Double?) {
+        var h = granted()
+        h.post("first", from: chat, .test(thread: "t"))
+        h.advance(gap)
+        let d = h.post("second", from: chat, .test(thread: "t"))
+        #expect(h.sounds().first?.volume == volume)
+        #expect(d?.rules == (volume == 1 ? ["N1"] : ["N11"]))
+    }
+
+    @Test func N11_cooldownIsPerThread() {
+        var h = granted()
+        h.post("a1", from: chat, .test(thread: "alice"))
+        h.advance(5)
+        h.post("b1", from: chat, .test(thread: "bob"))
+        #expect(h.sounds().map(\.volume) == [1])
+    }
+
+    @Test func N11_quietRestoresFullVolumeOnlyAfterSixtySeconds() {
+        var h = granted()
+        h.post("1", from: chat)
+        h.advance(30)
+        h.post("2", from: chat)  // 30 % (30 s after the previous)
+        #expect(h.sounds().map(\.volume) == [0.3])
+        h.advance(40)
+        h.post("3", from: chat)  // 40 s after the previous: still 30 %
+        #expect(h.sounds().map(\.volume) == [0.3])
+        h.advance(61)
+        h.post("4", from: chat)
+        #expect(h.sounds().map(\.volume) == [1])
+    }
+
+    @Test func N11_updatesAboveFivePerSecondAreCoalescedKeepingTheLast() {
+        var h = granted()
+        h.post("progress", from: chat, .test(body: "0"))
+        let start = h.now
+        var held = 0
+        for i in 1...10 {
+            h.send(.add(NotificationRequest(identifier: "progress", content: .test(body: "\(i)")), app: chat, peerExecutablePath: nil),
+                   at: start + 0.05 * Double(i))
+            if case .held? = h.replyDecision?.outcome { held += 1 }
+        }
+        #expect(held == 5)
+        #expect(h.state.delivered.first?.request.content.body == "5")
+        #expect(h.state.coalesced.count == 1)
+        let release = start + 0.05 + 1  // the first update in the window falls out
+        #expect(NotificationPolicy.nextDeadline(h.state, config: h.config) == release)
+        let e = h.tick(at: release)
+        #expect(h.center(chat) == ["progress"])
+        #expect(h.state.delivered.first?.request.content.body == "10")
+        #expect(h.events(in: e).contains { if case .updated(let v, _) = $0 { v.body == "10" } else { false } })
+        #expect(h.state.coalesced.isEmpty)
+    }
+
+    @Test func N11_newNotificationsAreNotCoalesced() {
+        var h = granted()
+        for i in 0..<10 { h.send(.add(NotificationRequest(identifier: "n\(i)", content: .test()), app: chat, peerExecutablePath: nil)) }
+        #expect(h.center(chat).count == 10)
+        #expect(h.state.coalesced.isEmpty)
+    }
+
+    @Test func N11_atMostFiftyDeliveredPerAppOldestDropped() {
+        var h = granted()
+        var removed: [String] = []
+        for i in 0..<55 {
+            h.post("n\(i)", from: chat, .test(sound: nil))
+            for case .removed(chat, let ids, "N11") in h.events() { removed += ids }
+        }
+        #expect(h.center(chat).count == 50)
+        #expect(h.center(chat).first == "n5")
+        #expect(removed == ["n0", "n1", "n2", "n3", "n4"])
+        h.post("other", from: news)
+        #expect(h.center(news) == ["other"])
+    }
+}
+
+@Suite struct NotificationBadgeTests {
+    @Test func N12_badgeCountsUnreadAndContentBadgeSetsIt() {
+        var h = granted()
+        h.post("a", from: chat, .test(sound: nil))
+        h.post("b", from: chat, .test(sound: nil))
+        #expect(h.state.apps[chat]?.badge == 2)
+        #expect(h.last.contains(.badgeChanged(app: chat, count: 2)))
+        let d = h.post("c", from: chat, .test(sound: nil, badge: 7))
+        #expect(d?.badge == 7)
+        #expect(h.state.apps[chat]?.badge == 7)
+        h.send(.setBadge(app: chat, count: 3))
+        #expect(h.reply == .done)
+        #expect(h.last.contains(.badgeChanged(app: chat, count: 3)))
+    }
+
+    @Test func N12_contentBadgeZeroClearsTheAppsDeliveredNotifications() {
+        var h = granted()
+        h.post("a", from: chat, .test(sound: nil))
+        h.post("b", from: chat, .test(sound: nil))
+        h.post("x", from: news, .test(sound: nil))
+        let d = h.post("clear", from: chat, NotificationContent(badge: 0))  // badge only: takes no place in the center
+        #expect(h.center(chat) == [])
+        #expect(h.center(news) == ["x"])
+        #expect(h.state.apps[chat]?.badge == 0)
+        #expect(d?.rules == ["N12"])
+        #expect(h.events().contains(.removed(app: chat, identifiers: ["a", "b"], reason: "N12")))
+    }
+
+    @Test func N12_badgesCanBeTurnedOffPerApp() {
+        var h = granted()
+        h.send(.setSettings(app: chat, .init(badge: false)))
+        h.post("a", from: chat, .test(sound: nil))
+        let d = h.post("b", from: chat, .test(sound: nil, badge: 5))
+        #expect(h.state.apps[chat]?.badge == 0)
+        #expect(d?.badge == nil)
+        #expect(d?.rules == ["N12"])
+        #expect(!h.all.contains { if case .badgeChanged(chat, _) = $0 { true } else { false } })
+        h.send(.setBadge(app: chat, count: 4))
+        #expect(h.state.apps[chat]?.badge == 0)
+    }
+
+    @Test func N12_negativeBadgeIsBadRequest() {
+        var h = granted()
+        h.send(.setBadge(app: chat, count: -1))
+        #expect(h.errorCode == .badRequest)
+        h.post("a", from: chat, .test(badge: -2))
+        #expect(h.errorCode == .badRequest)
+    }
+}
+
+@Suite struct NotificationHiddenPreviewTests {
+    @Test(arguments: [
+        (NotificationPreviewSetting.always, nil as String?, "secret body"),
+        (.never, nil, "Notification"),
+        (.never, "New message", "New message"),
+    ])
+    func N13_hiddenPreviewsReplaceTheBodyForWatchers(previews: NotificationPreviewSetting, placeholder: String?, shown: String) {
+        var h = granted()
+        h.send(.registerCategories(app: chat, [.init(identifier: "msg", hiddenPreviewsBodyPlaceholder: placeholder)]))
+        h.send(.setSettings(app: chat, .init(showPreviews: previews)))
+        h.post("m", from: chat, .test(category: "msg", body: "secret body"))
+        let views = h.events().compactMap { if case .delivered(let v, _) = $0 { v } else { nil } }
+        #expect(views.map(\.body) == [shown])
+        #expect(views.first?.previewHidden == (previews == .never))
+        #expect(views.first?.title == "title")
+        // The engine and store still get the full content.
+        #expect(h.deliveries().first?.request.content.body == "secret body")
+        #expect(NotificationPolicy.view(of: h.state.delivered[0], in: h.state, config: h.config).body == shown)
+    }
+
+    @Test func N13_configPlaceholderIsUsedWithoutCategory() {
+        var h = granted(.init(authorization: .init(default: .grant), placeholderText: "Benachrichtigung", timeZone: "UTC"))
+        h.send(.setSettings(app: chat, .init(showPreviews: .never)))
+        h.post("m", from: chat)
+        #expect(h.events().contains { if case .delivered(let v, _) = $0 { v.body == "Benachrichtigung" } else { false } })
+    }
+}
+
+@Suite struct NotificationActionTests {
+    static func actions(_ n: Int) -> [NotificationAction] {
+        (0..<n).map { NotificationAction(identifier: "a\($0)", title: "A\($0)") }
+    }
+
+    @Test(arguments: [(0, true), (4, true), (5, false)])
+    func N14_atMostFourActionsPerCategory(count: Int, ok: Bool) {
+        var h = granted()
+        h.send(.registerCategories(app: chat, [.init(identifier: "ok", actions: Self.actions(1)),
+                                              .init(identifier: "c", actions: Self.actions(count))]))
+        if ok {
+            #expect(h.reply == .done)
+            #expect(h.state.apps[chat]?.categories.count == 2)
+        } else {
+            #expect(h.errorCode == .tooManyActions)
+            #expect(h.state.apps[chat]?.categories.isEmpty == true)  // nothing registered
+        }
+    }
+
+    static func withCategory() -> NotificationHarness {
+        var h = granted()
+        h.send(.registerCategories(app: chat, [.init(identifier: "msg", actions: [
+            .init(identifier: "reply", title: "Reply", textInputPlaceholder: "Message"),
+            .init(identifier: "delete", title: "Delete", options: [.destructive]),
+        ])]))
+        h.post("m1", from: chat, .test(category: "msg"))
+        h.post("m2", from: chat, .test(category: "msg"))
+        return h
+    }
+
+    @Test func N14_responseReachesConnectedAppAtOnce() {
+        var h = Self.withCategory()
+        h.send(.appConnected(app: chat))
+        h.send(.respondToAction(app: chat, notificationIdentifier: "m1", actionIdentifier: "reply", text: "hi"))
+        #expect(h.reply == .done)
+        #expect(h.last.contains(.sendToApp(app: chat, .init(actionIdentifier: "reply", notificationIdentifier: "m1", text: "hi", time: h.now))))
+        #expect(h.center(chat) == ["m2"])
+    }
+
+    @Test func N14_responsesAreQueuedWhileTheAppIsOfflineAndSentInOrderOnConnect() {
+        var h = Self.withCategory()
+        h.send(.appConnected(app: chat))
+        h.send(.appDisconnected(app: chat))
+        h.send(.respondToAction(app: chat, notificationIdentifier: "m1", actionIdentifier: "delete", text: nil))
+        #expect(!h.last.contains { if case .sendToApp = $0 { true } else { false } })
+        h.advance(10)
+        h.send(.respondToAction(app: chat, notificationIdentifier: "m2", actionIdentifier: "default", text: nil))
+        #expect(h.state.apps[chat]?.queuedResponses.count == 2)
+        let e = h.send(.appConnected(app: chat))
+        let sent = e.compactMap { if case .sendToApp(chat, let r) = $0 { r.actionIdentifier } else { nil } }
+        #expect(sent == ["delete", "default"])
+        #expect(h.state.apps[chat]?.queuedResponses.isEmpty == true)
+    }
+
+    @Test(arguments: [
+        ("nope", "reply", "x", NotificationErrorCode.notFound),
+        ("m1", "archive", nil, .notFound),
+        ("m1", "delete", "x", .badRequest),
+        ("m1", "dismiss", "x", .badRequest),
+    ] as [(String, String, String?, NotificationErrorCode)])
+    func N14_unknownNotificationOrActionIsRefused(id: String, action: String, text: String?, code: NotificationErrorCode) {
+        var h = Self.withCategory()
+        h.send(.respondToAction(app: chat, notificationIdentifier: id, actionIdentifier: action, text: text))
+        #expect(h.errorCode == code)
+        #expect(h.center(chat) == ["m1", "m2"])
+    }
+}

@@ -1,0 +1,188 @@
+import InterludePolicy
+import Testing
+
+// N8 schedules and wall-clock triggers across daylight-saving changes (Europe/Berlin, 2025), and
+// N15's missed-trigger handling, with the clock injected.
+
+private let app = "org.example.Calendar"
+private let utc = NotificationHarness.utc
+
+@Suite struct NotificationScheduleTests {
+    static func berlin(start: String) -> NotificationHarness {
+        var h = NotificationHarness(config: .init(authorization: .init(default: .grant), focusModes: [:], timeZone: "Europe/Berlin"),
+                                    start: utc(start))
+        h.authorize(app)
+        return h
+    }
+
+    /// Runs the clock like the engine does, waking only at `nextDeadline`, until `end`; returns delivery times.
+    static func runByDeadlines(_ h: inout NotificationHarness, until end: NotificationTime) -> [NotificationTime] {
+        var times: [NotificationTime] = []
+        while let d = NotificationPolicy.nextDeadline(h.state, config: h.config), d <= end {
+            h.tick(at: d)
+            times += h.deliveries().map(\.deliveredAt)
+        }
+        return times
+    }
+
+    /// Runs the clock in fixed steps (a polling engine, or a late one) until `end`; returns delivery times.
+    static func runByPolling(_ h: inout NotificationHarness, every step: Double, until end: NotificationTime) -> [NotificationTime] {
+        var times: [NotificationTime] = []
+        while h.now < end {
+            h.advance(step)
+            times += h.deliveries().map(\.deliveredAt)
+        }
+        return times
+    }
+
+    struct DSTCase: CustomTestStringConvertible, Sendable {
+        var name: String
+        var start: String
+        var end: String
+        var hour: Int
+        var minute: Int
+        var expected: [String]
+        var testDescription: String { name }
+    }
+
+    static let dstCases: [DSTCase] = [
+        DSTCase(name: "spring forward: 02:30 does not exist, fires once at 03:00 CEST",
+                start: "2025-03-29T12:00:00Z", end: "2025-03-31T12:00:00Z", hour: 2, minute: 30,
+                expected: ["2025-03-30T01:00:00Z", "2025-03-31T00:30:00Z"]),
+        DSTCase(name: "fall back: 02:30 occurs twice, fires once (the first)",
+                start: "2025-10-25T12:00:00Z", end: "2025-10-27T12:00:00Z", hour: 2, minute: 30,
+                expected: ["2025-10-26T00:30:00Z", "2025-10-27T01:30:00Z"]),
+        DSTCase(name: "daily 09:00 around spring forward",
+                start: "2025-03-28T12:00:00Z", end: "2025-03-31T12:00:00Z", hour: 9, minute: 0,
+                expected: ["2025-03-29T08:00:00Z", "2025-03-30T07:00:00Z", "2025-03-31T07:00:00Z"]),
+        DSTCase(name: "daily 09:00 around fall back",
+                start: "2025-10-24T12:00:00Z", end: "2025-10-27T12:00:00Z", hour: 9, minute: 0,
+                expected: ["2025-10-25T07:00:00Z", "2025-10-26T08:00:00Z", "2025-10-27T08:00:00Z"]),
+    ]
+
+    @Test(arguments: dstCases)
+    func N8_dailyWallClockTriggerAcrossDaylightSaving(c: DSTCase) {
+        let trigger = NotificationTrigger.calendar(.init(hour: c.hour, minute: c.minute), repeats: true)
+        var byDeadline = Self.berlin(start: c.start)
+        byDeadline.post("daily", from: app, trigger: trigger)
+        #expect(Self.runByDeadlines(&byDeadline, until: utc(c.end)) == c.expected.map(utc))
+
+        var byPolling = Self.berlin(start: c.start)
+        byPolling.post("daily", from: app, trigger: trigger)
+        #expect(Self.runByPolling(&byPolling, every: 600, until: utc(c.end)) == c.expected.map(utc))
+    }
+
+    @Test func N8_nonexistentOneShotTimeFiresOnceAtFirstValidMoment() {
+        var h = Self.berlin(start: "2025-03-29T12:00:00Z")
+        let d = h.post("once", from: app, trigger: .calendar(.init(year: 2025, month: 3, day: 30, hour: 2, minute: 30), repeats: false))
+        #expect(d?.outcome == .held(until: utc("2025-03-30T01:00:00Z")))  // 03:00 CEST
+        #expect(d?.rules == ["N8"])
+        #expect(Self.runByPolling(&h, every: 300, until: utc("2025-04-02T00:00:00Z")) == [utc("2025-03-30T01:00:00Z")])
+    }
+
+    @Test func N8_wallClockResolvesLocalTimesByThePolicy() {
+        let berlin = NotificationWallClock(timeZoneIdentifier: "Europe/Berlin")!
+        #expect(berlin.instant(year: 2025, month: 3, day: 30, hour: 2, minute: 30) == utc("2025-03-30T01:00:00Z"))
+        #expect(berlin.instant(year: 2025, month: 3, day: 30, hour: 3, minute: 0) == utc("2025-03-30T01:00:00Z"))
+        #expect(berlin.instant(year: 2025, month: 3, day: 30, hour: 1, minute: 59) == utc("2025-03-30T00:59:00Z"))
+        #expect(berlin.instant(year: 2025, month: 10, day: 26, hour: 2, minute: 30) == utc("2025-10-26T00:30:00Z"))
+        #expect(berlin.instant(year: 2025, month: 10, day: 26, hour: 3, minute: 0) == utc("2025-10-26T02:00:00Z"))
+        #expect(berlin.components(at: utc("2025-10-26T01:30:00Z")).hour == 2)  // the second 02:30 reads as 02:30
+        #expect(NotificationWallClock(timeZoneIdentifier: "Not/AZone") == nil)
+    }
+
+    @Test(arguments: [
+        // (local time to test, covered by a Monday 22:00–07:00 window?)
+        ("2025-06-03T00:00:00Z", true),   // Tuesday 02:00 CEST: Monday's window
+        ("2025-06-02T01:00:00Z", false),  // Monday 03:00 CEST: would be Sunday's window, which is not scheduled
+        ("2025-06-02T20:00:00Z", true),   // Monday 22:00 CEST: start is inside
+        ("2025-06-03T05:00:00Z", false),  // Tuesday 07:00 CEST: end is outside
+        ("2025-06-03T21:00:00Z", false),  // Tuesday 23:00 CEST: Tuesday is not scheduled
+    ])
+    func N8_windowCrossingMidnightBelongsToStartDay(time: String, covered: Bool) {
+        let window = FocusScheduleWindow(weekdays: [.monday], start: .init(hour: 22, minute: 0), end: .init(hour: 7, minute: 0))
+        let berlin = NotificationWallClock(timeZoneIdentifier: "Europe/Berlin")!
+        #expect((berlin.coveringStart(of: window, at: utc(time)) != nil) == covered)
+
+        // And through the policy: the scheduled focus is in effect exactly then.
+        var h = NotificationHarness(config: .init(focusModes: ["sleep": .init(schedule: [window])], timeZone: "Europe/Berlin"),
+                                    start: utc("2025-06-01T12:00:00Z"))
+        h.tick(at: utc(time))
+        #expect((h.state.focus.active?.name == "sleep") == covered)
+    }
+
+    @Test func N8_scheduleWindowFollowsLocalTimeAcrossSpringForward() {
+        // Saturday 22:00 CET → Sunday 07:00 CEST is 8 hours long that night.
+        let window = FocusScheduleWindow(weekdays: [.saturday], start: .init(hour: 22, minute: 0), end: .init(hour: 7, minute: 0))
+        var h = NotificationHarness(config: .init(focusModes: ["sleep": .init(schedule: [window])], timeZone: "Europe/Berlin"),
+                                    start: utc("2025-03-29T12:00:00Z"))
+        var changes: [(NotificationTime, String?)] = []
+        while let d = NotificationPolicy.nextDeadline(h.state, config: h.config), d <= utc("2025-03-31T00:00:00Z") {
+            for case .focusChanged(let focus, _, _) in h.events(in: h.tick(at: d)) { changes.append((d, focus)) }
+        }
+        #expect(changes.map(\.0) == [utc("2025-03-29T21:00:00Z"), utc("2025-03-30T05:00:00Z")])
+        #expect(changes.map(\.1) == ["sleep", nil])
+    }
+
+    @Test func N8_intervalTriggersAreAbsolute() {
+        // 01:30 CET + 1 h is 03:30 CEST: exactly 3600 s, whatever the wall clock says.
+        var h = Self.berlin(start: "2025-03-30T00:30:00Z")
+        h.post("hourly", from: app, trigger: .interval(seconds: 3600, repeats: true))
+        h.post("once", from: app, trigger: .interval(seconds: 5400, repeats: false))
+        let times = Self.runByDeadlines(&h, until: utc("2025-03-30T03:30:00Z"))
+        #expect(times == ["2025-03-30T01:30:00Z", "2025-03-30T02:00:00Z", "2025-03-30T02:30:00Z", "2025-03-30T03:30:00Z"].map(utc))
+    }
+
+    @Test(arguments: [
+        (59.0, true, NotificationErrorCode?.some(.badRequest)),
+        (60.0, true, nil),
+        (5.0, false, nil),
+        (0.0, false, .badRequest),
+        (-1.0, false, .badRequest),
+    ])
+    func N8_repeatingIntervalNeedsSixtySeconds(seconds: Double, repeats: Bool, error: NotificationErrorCode?) {
+        var h = Self.berlin(start: "2025-06-01T12:00:00Z")
+        let d = h.post("r", from: app, trigger: .interval(seconds: seconds, repeats: repeats))
+        #expect(h.errorCode == error)
+        if error != nil {
+            #expect(d?.rules == ["N8"])
+            #expect(h.state.pending.isEmpty)
+        } else {
+            #expect(h.state.pending.count == 1)
+        }
+    }
+
+    @Test(arguments: [
+        NotificationCalendarMatch(year: 2020, month: 1, day: 1, hour: 9),
+        NotificationCalendarMatch(month: 2, day: 30, hour: 9),
+        NotificationCalendarMatch(hour: 25),
+        NotificationCalendarMatch(),
+    ])
+    func N8_calendarTriggerThatNeverFiresIsBadRequest(match: NotificationCalendarMatch) {
+        var h = Self.berlin(start: "2025-06-01T12:00:00Z")
+        h.post("never", from: app, trigger: .calendar(match, repeats: false))
+        #expect(h.errorCode == .badRequest)
+    }
+
+    @Test(arguments: [
+        (NotificationCalendarMatch(minute: 30), "2025-06-01T12:30:00Z"),  // hourly at :30 (UTC+2 here, minutes agree)
+        (NotificationCalendarMatch(weekday: .monday, hour: 8), "2025-06-02T06:00:00Z"),
+        (NotificationCalendarMatch(day: 1, hour: 0), "2025-06-30T22:00:00Z"),  // 1 July 00:00 CEST
+        (NotificationCalendarMatch(month: 2, day: 29, hour: 12), "2028-02-29T11:00:00Z"),
+    ])
+    func N8_calendarComponentsMatchLikeDateComponents(match: NotificationCalendarMatch, first: String) {
+        let berlin = NotificationWallClock(timeZoneIdentifier: "Europe/Berlin")!
+        #expect(berlin.nextOccurrence(of: match, after: utc("2025-06-01T12:10:00Z")) == utc(first))
+    }
+
+    @Test func N15_missedOneShotIsDeliveredOnceLateAndRepeatingSkipsToNext() {
+        var h = Self.berlin(start: "2025-06-01T12:00:00Z")
+        h.post("once", from: app, trigger: .interval(seconds: 600, repeats: false))
+        h.post("daily", from: app, trigger: .calendar(.init(hour: 15, minute: 0), repeats: true))
+        // The daemon was down for two days.
+        let e = h.tick(at: utc("2025-06-03T12:00:00Z"))
+        #expect(h.deliveries(in: e).map(\.request.identifier) == ["once"])
+        #expect(h.deliveries(in: e).first?.late == true)
+        #expect(h.state.pending.map(\.fireAt) == [utc("2025-06-03T13:00:00Z")])
+    }
+}
