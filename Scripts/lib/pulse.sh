@@ -11,6 +11,14 @@
 #   interlude_stop_pulse DIR    stop both (pids recorded in DIR/pulse.pid and DIR/reader.pid)
 #   interlude_pulse_reachable   0 if `pactl info` answers with the current environment
 
+# True while process $1 runs. A zombie (an exited child nobody reaped, e.g. after the starting shell
+# has gone and init does not reap) counts as gone, which `kill -0` alone would not.
+_interlude_alive() {
+    local state
+    state=$(ps -o stat= -p "$1" 2>/dev/null) || return 1
+    case "$state" in Z*|"") return 1 ;; *) return 0 ;; esac
+}
+
 interlude_start_pulse() {
     local dir=${1:?usage: interlude_start_pulse DIR}
     mkdir -p "$dir/runtime" "$dir/state" "$dir/home" || return 1
@@ -18,7 +26,7 @@ interlude_start_pulse() {
     chmod 700 "$dir/runtime"
     local sock="$dir/pa.sock" sink=interlude_out
 
-    if [ -f "$dir/pulse.pid" ] && kill -0 "$(cat "$dir/pulse.pid")" 2>/dev/null; then
+    if [ -f "$dir/pulse.pid" ] && _interlude_alive "$(cat "$dir/pulse.pid")"; then
         echo "interlude_start_pulse: a server from $dir is already running (pid $(cat "$dir/pulse.pid"))" >&2
         return 1
     fi
@@ -42,7 +50,7 @@ PA
     local i
     for ((i = 0; i < 200; i++)); do   # 200 × 50 ms = 10 s
         if pactl -s "unix:$sock" info >/dev/null 2>&1; then break; fi
-        if ! kill -0 "$pid" 2>/dev/null; then
+        if ! _interlude_alive "$pid"; then
             echo "interlude_start_pulse: pulseaudio exited at start; log $dir/pulse.log:" >&2
             tail -n 20 "$dir/pulse.log" >&2
             rm -f "$dir/pulse.pid"
@@ -71,21 +79,28 @@ PA
 
 interlude_stop_pulse() {
     local dir=${1:?usage: interlude_stop_pulse DIR}
-    local f pid i
-    for f in reader pulse; do   # the reader first, so it does not log a lost connection
-        [ -f "$dir/$f.pid" ] || continue
-        pid=$(cat "$dir/$f.pid")
-        if kill -0 "$pid" 2>/dev/null; then
+    local pid i
+    # The reader only discards audio: SIGKILL it. (SIGTERM may be blocked in it: a process spawned
+    # from a Swift test inherits that thread's blocked signals.)
+    if [ -f "$dir/reader.pid" ]; then
+        pid=$(cat "$dir/reader.pid")
+        _interlude_alive "$pid" && kill -KILL "$pid" 2>/dev/null
+        wait "$pid" 2>/dev/null
+        rm -f "$dir/reader.pid"
+    fi
+    if [ -f "$dir/pulse.pid" ]; then
+        pid=$(cat "$dir/pulse.pid")
+        if _interlude_alive "$pid"; then
             kill -TERM "$pid" 2>/dev/null
-            for ((i = 0; i < 50; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-            if kill -0 "$pid" 2>/dev/null; then
-                echo "interlude_stop_pulse: $f (pid $pid) ignored SIGTERM for 5 s; sending SIGKILL" >&2
+            for ((i = 0; i < 50; i++)); do _interlude_alive "$pid" || break; sleep 0.1; done
+            if _interlude_alive "$pid"; then
+                echo "interlude_stop_pulse: pulseaudio (pid $pid) ignored SIGTERM for 5 s; sending SIGKILL" >&2
                 kill -KILL "$pid" 2>/dev/null
             fi
         fi
         wait "$pid" 2>/dev/null
-        rm -f "$dir/$f.pid"
-    done
+        rm -f "$dir/pulse.pid"
+    fi
     rm -f "$dir/pa.sock"
 }
 

@@ -44,7 +44,9 @@ extension PulseConnection {
     ///   - stepSeconds: most seconds between two writes (DESIGN.md: every ~10–20 ms).
     ///   - maxStepDb: largest change of one write in dB.
     /// - Throws: `noSuchEntity` if the sink input does not exist or vanishes during the ramp,
-    ///   `invalidArgument` for a NaN gain or a non-positive step, `notConnected`, `CancellationError`.
+    ///   `invalidArgument` for a NaN gain or a non-positive step, `notConnected` (also when the server
+    ///   goes away during the ramp), `CancellationError` if the calling task is cancelled (the gain
+    ///   stays where the ramp got to).
     public func rampGain(sinkInput: UInt32, toDb gainDb: Double, duration: Double, stepSeconds: Double = 0.015,
                          maxStepDb: Double = 1.5) async throws {
         guard !gainDb.isNaN, duration.isFinite, duration >= 0, stepSeconds > 0, maxStepDb > 0 else {
@@ -88,6 +90,10 @@ extension PulseConnection {
     private func writeGainStep(_ index: UInt32, generation: Int, gainDb: Double) async throws -> Bool {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Bool, Error>) in
             withLock {
+                guard readyContextLocked() != nil else {
+                    continuation.resume(throwing: PulseError.notConnected("the connection went away during the ramp"))
+                    return
+                }
                 guard var gain = gains[index] else {
                     continuation.resume(throwing: PulseError.noSuchEntity("sink input \(index) went away during the ramp"))
                     return

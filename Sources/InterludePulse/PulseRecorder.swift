@@ -18,6 +18,7 @@ public final class PulseRecorder: @unchecked Sendable {
     private var recorded: [Float] = []
     private var firstChunkTime: Double?
     private var estimatedStart: Double
+    private var estimates: [Double] = []
 
     /// Starts recording `source` at `sampleRate` Hz, mono (the server downmixes).
     ///
@@ -47,7 +48,7 @@ public final class PulseRecorder: @unchecked Sendable {
             let max = UInt32.max
             let fragment = UInt32((Self.fragmentSeconds * Double(sampleRate)).rounded()) * UInt32(MemoryLayout<Float>.size)
             var attr = pa_buffer_attr(maxlength: max, tlength: max, prebuf: max, minreq: max, fragsize: fragment)
-            guard pa_stream_connect_record(stream, source, &attr, PA_STREAM_ADJUST_LATENCY) >= 0 else {
+            guard pa_stream_connect_record(stream, source, &attr, pa_stream_flags_t(rawValue: PA_STREAM_ADJUST_LATENCY.rawValue | PA_STREAM_AUTO_TIMING_UPDATE.rawValue | PA_STREAM_INTERPOLATE_TIMING.rawValue)) >= 0 else {
                 let error = PulseError.fromPulse(pa_context_errno(context), "record \(source)")
                 stopLocked()
                 throw error
@@ -68,9 +69,13 @@ public final class PulseRecorder: @unchecked Sendable {
     deinit { stop() }
 
     /// `CLOCK_MONOTONIC` seconds (``PulseClock/monotonicSeconds()``) at which the first recorded
-    /// sample was captured. Estimated as the earliest over the first 2 s of callbacks of
-    /// "callback time − duration of everything read so far", which removes the scheduling delay of
-    /// the callbacks; before any sample arrives, the time the stream became ready.
+    /// sample was played, so `startTime + i / sampleRate` is when sample `i` was heard.
+    ///
+    /// Estimated from the stream latency: at each read callback during the first 2 s, "now − the
+    /// stream's recording time" (`pa_stream_get_time`, which corrects a monitor for its sink's
+    /// latency); the median of those. Before any timing information, "now − duration read so far";
+    /// before any sample, the time the stream became ready. Checked in the tests against a played
+    /// sample's onset, which lands a few ms after the request (DESIGN.md measured 5.5 ms).
     public var startTime: Double { connection.withLock { estimatedStart } }
 
     /// Everything recorded so far, mono, full scale ±1.
@@ -105,9 +110,17 @@ public final class PulseRecorder: @unchecked Sendable {
         }
         let first = firstChunkTime ?? now
         if firstChunkTime == nil { firstChunkTime = now }
-        if now - first <= Self.settlingSeconds {
-            let estimate = now - Double(recorded.count) / Double(sampleRate)
-            estimatedStart = first == now ? estimate : min(estimatedStart, estimate)
+        guard now - first <= Self.settlingSeconds else { return }
+        // libpulse's recording time: the server's write index plus transport and source latency,
+        // minus the monitored sink's latency (a null sink renders up to ~10 ms ahead), interpolated
+        // on CLOCK_MONOTONIC. Until timing info arrives, the end of what was read is taken as "now".
+        var streamTime: pa_usec_t = 0
+        if pa_stream_get_time(stream, &streamTime) >= 0 {
+            estimates.append(PulseClock.monotonicSeconds() - Double(streamTime) / 1e6)
+            let sorted = estimates.sorted()
+            estimatedStart = sorted[sorted.count / 2]
+        } else if estimates.isEmpty {
+            estimatedStart = now - Double(recorded.count) / Double(sampleRate)
         }
     }
 }

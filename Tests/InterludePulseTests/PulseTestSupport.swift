@@ -31,20 +31,25 @@ enum TestServer {
 
 /// Collects a connection's events so tests can wait for one with a timeout.
 final class EventLog: Sendable {
-    private final class Store: Sendable { let events = Mutex<[PulseEvent]>([]) }
+    private final class Store: Sendable { let events = Mutex<[(time: Double, event: PulseEvent)]>([]) }
     private let store = Store()
     private let task: Task<Void, Never>
 
     init(_ connection: PulseConnection) {
         let store = self.store
         task = Task.detached {
-            for await event in connection.events { store.events.withLock { $0.append(event) } }
+            for await event in connection.events { store.events.withLock { $0.append((now(), event)) } }
         }
     }
 
     deinit { task.cancel() }
 
-    var all: [PulseEvent] { store.events.withLock { $0 } }
+    var all: [PulseEvent] { store.events.withLock { $0.map(\.event) } }
+
+    /// When (monotonic seconds) the first event after position `from` matching `match` arrived.
+    func time(from: Int = 0, of match: (PulseEvent) -> Bool) -> Double? {
+        store.events.withLock { $0.dropFirst(from).first { match($0.event) }?.time }
+    }
 
     /// Waits until an event after position `from` satisfies `match`; returns it, or nil on timeout.
     func wait(from: Int = 0, timeout: Double = 3, _ match: (PulseEvent) -> Bool) async -> PulseEvent? {
