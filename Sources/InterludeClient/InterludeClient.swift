@@ -169,7 +169,7 @@ public final class InterludeClient: @unchecked Sendable {
                 let ok = line.withUnsafeBytes { raw -> Bool in
                     var off = 0
                     while off < raw.count {
-                        let n = write(fd, raw.baseAddress! + off, raw.count - off)
+                        let n = Glibc.send(fd, raw.baseAddress! + off, raw.count - off, Int32(MSG_NOSIGNAL))  // no SIGPIPE in apps
                         if n < 0 && errno == EINTR { continue }
                         if n <= 0 { return false }
                         off += n

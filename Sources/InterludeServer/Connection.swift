@@ -98,7 +98,8 @@ final class Connection: @unchecked Sendable {
 
     private func flush() {
         while !output.isEmpty && !closed {
-            let n = output.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+            // send(MSG_NOSIGNAL): a peer that went away must not raise SIGPIPE in the daemon.
+            let n = output.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
             if n > 0 { output.removeFirst(n); continue }
             if n < 0 && errno == EINTR { continue }
             if n < 0 && errno == EAGAIN {
