@@ -61,7 +61,7 @@ PA
     if ! pactl -s "unix:$sock" info >/dev/null 2>&1; then
         echo "interlude_start_pulse: server at unix:$sock did not answer within 10 s; log $dir/pulse.log" >&2
         kill "$pid" 2>/dev/null
-        wait "$pid" 2>/dev/null
+        wait "$pid" 2>/dev/null || true
         rm -f "$dir/pulse.pid"
         return 1
     fi
@@ -85,7 +85,7 @@ interlude_stop_pulse() {
     if [ -f "$dir/reader.pid" ]; then
         pid=$(cat "$dir/reader.pid")
         _interlude_alive "$pid" && kill -KILL "$pid" 2>/dev/null
-        wait "$pid" 2>/dev/null
+        wait "$pid" 2>/dev/null || true
         rm -f "$dir/reader.pid"
     fi
     if [ -f "$dir/pulse.pid" ]; then
@@ -98,7 +98,7 @@ interlude_stop_pulse() {
                 kill -KILL "$pid" 2>/dev/null
             fi
         fi
-        wait "$pid" 2>/dev/null
+        wait "$pid" 2>/dev/null || true
         rm -f "$dir/pulse.pid"
     fi
     rm -f "$dir/pa.sock"

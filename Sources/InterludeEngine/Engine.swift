@@ -95,8 +95,9 @@ public actor Engine {
 
     /// `hello`: names the client's app.
     public func hello(client: Int, app: String) throws(WireError) -> HelloResult {
-        guard !app.isEmpty, app.utf8.count <= 255, !app.contains(where: { $0.isWhitespace || $0.isNewline }) else {
-            throw WireError(.badRequest, "app must be 1…255 characters without spaces, e.g. org.example.Music")
+        guard !app.isEmpty, app.utf8.count <= 255,
+              !app.unicodeScalars.contains(where: { $0.properties.isWhitespace || $0.value < 0x20 || $0.value == 0x7f }) else {
+            throw WireError(.badRequest, "app must be 1…255 characters without spaces or control characters, e.g. org.example.Music")
         }
         clients[client]?.app = app
         return HelloResult(client: client, pid: clients[client]?.pid ?? 0)

@@ -306,7 +306,16 @@ extension Scenario {
             return e
         }
 
+        /// Longest scenario the runner accepts, seconds (it runs in real time).
+        static let maxDuration = 600.0
+
         func check(_ s: Scenario) throws(ScenarioError) {
+            if let late = s.steps.first(where: { $0.at > Parser.maxDuration }) {
+                throw error(late.line, "step at \(fmt(late.at)) s", "scenarios run in real time; steps may be at most \(Int(Parser.maxDuration)) s")
+            }
+            if let late = s.expectations.first(where: { $0.horizon > Parser.maxDuration }) {
+                throw error(late.line, "expect", "scenarios run in real time; expectations may be at most \(Int(Parser.maxDuration)) s")
+            }
             var tones: [(String, Double)] = s.sessions.map { ($0.name, $0.tone) }
             for st in s.steps {
                 if case let .stream(x, _, t) = st.action { tones.append((x, t)) }
@@ -332,6 +341,7 @@ extension Scenario {
                     throw error(e.line, "expect", "no notify step for \"\(n)\"")
                 }
             }
+            if s.expectations.isEmpty { throw error(1, "expect", "a scenario needs at least one expectation") }
         }
     }
 }

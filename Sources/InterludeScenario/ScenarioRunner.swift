@@ -17,8 +17,11 @@ public final class ScenarioRunner: @unchecked Sendable {
         /// Run against this socket's daemon instead of starting one (`--connect`).
         public var connectSocket: String?
         public var log: @Sendable (String) -> Void
-        public init(daemon: String? = nil, connectSocket: String? = nil, log: @escaping @Sendable (String) -> Void = { _ in }) {
-            self.daemon = daemon; self.connectSocket = connectSocket; self.log = log
+        /// Warnings for the user (e.g. other audio on the output), always shown by the CLI.
+        public var warn: @Sendable (String) -> Void
+        public init(daemon: String? = nil, connectSocket: String? = nil, log: @escaping @Sendable (String) -> Void = { _ in },
+                    warn: @escaping @Sendable (String) -> Void = { _ in }) {
+            self.daemon = daemon; self.connectSocket = connectSocket; self.log = log; self.warn = warn
         }
     }
 
@@ -85,6 +88,11 @@ public final class ScenarioRunner: @unchecked Sendable {
         do { try pulse.connect(timeout: 5) } catch { throw RunError(description: "no PulseAudio server: \(error)") }
         defer { pulse.disconnect() }
         let recorder = try PulseRecorder(connection: pulse, source: try pulse.defaultSinkName() + ".monitor")
+        // Other audio on the sink is in the recording too: say so, since levels may then be off.
+        let foreign = ((try? pulse.sinkInputs()) ?? []).filter { !$0.corked && $0.properties["interlude.daemon"] != socket }
+        if !foreign.isEmpty {
+            options.warn("warning: \(foreign.count) other stream(s) are playing on this output (\(foreign.map { $0.applicationName ?? "stream \($0.index)" }.joined(separator: ", "))); they are in the recording and may upset level checks")
+        }
 
         var apps: [String: ReferenceApp] = [:]
         for s in scenario.sessions {
@@ -151,11 +159,12 @@ public final class ScenarioRunner: @unchecked Sendable {
         }
         let p = Process()
         p.executableURL = URL(fileURLWithPath: path)
-        var args = ["--socket", socket, "--state", work + "/state", "--private"]
+        var args = ["--socket", socket, "--state", work + "/state", "--private", "--exit-with-parent"]
         if scenario.config != nil { args += ["--config", work] }
         p.arguments = args
         FileManager.default.createFile(atPath: work + "/daemon.log", contents: nil)
         p.standardError = FileHandle(forWritingAtPath: work + "/daemon.log")
+        p.standardOutput = FileHandle.nullDevice  // never hold the runner's stdout (a pipe) open
         var env = ProcessInfo.processInfo.environment
         env["INTERLUDE_CONFIG_DIR"] = nil
         p.environment = env

@@ -87,7 +87,8 @@ public final class SocketServer: @unchecked Sendable {
         return addr
     }
 
-    static func isLive(_ path: String) -> Bool {
+    /// Whether a daemon answers on the socket at `path`.
+    public static func isLive(_ path: String) -> Bool {
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(fd) }
         guard var addr = try? address(path) else { return false }

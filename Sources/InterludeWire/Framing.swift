@@ -27,8 +27,9 @@ public struct LineFramer: Sendable {
         while i < buffer.count {
             if buffer[i] == UInt8(ascii: "\n") {
                 var line = Array(buffer[start..<i])
-                if line.last == UInt8(ascii: "\r") { line.removeLast() }
+                // The cap counts every byte before the newline, a trailing CR included.
                 if line.count > maxLineBytes { throw Overflow(bytes: line.count) }
+                if line.last == UInt8(ascii: "\r") { line.removeLast() }
                 lines.append(line)
                 start = i + 1
             }

@@ -73,7 +73,9 @@ public struct WireRequest: Sendable, Equatable {
         case let .keyNotFound(k, c): return "missing param \"\(path(c.codingPath + [k]))\""
         case let .typeMismatch(t, c): return "param \"\(path(c.codingPath))\" must be \(t)"
         case let .valueNotFound(t, c): return "param \"\(path(c.codingPath))\" must be \(t), not null"
-        case let .dataCorrupted(c): return "param \"\(path(c.codingPath))\": \(c.debugDescription)"
+        case let .dataCorrupted(c):
+            let p = path(c.codingPath)
+            return p.isEmpty ? "params do not have the expected types" : "param \"\(p)\" has a value of the wrong type or range"
         @unknown default: return "\(e)"
         }
     }

@@ -41,7 +41,7 @@ enum CLI {
             socket = args[i + 1]
             args.removeSubrange(i...(i + 1))
         }
-        guard let command = args.first else { print(usage); return 2 }
+        guard let command = args.first else { FileHandle.standardError.write(Data((usage + "\n").utf8)); return 2 }
         let rest = Array(args.dropFirst())
         do {
             switch command {
@@ -150,14 +150,23 @@ enum CLI {
             throw Arguments.UsageError(description: "usage: interlude scenario run FILE [--record FILE.wav] [--plot FILE.svg] [--connect]")
         }
         let file = a.positionals[1]
+        var isDir: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: file, isDirectory: &isDir), !isDir.boolValue else {
+            return fail("cannot read \(file): no such file", code: 2)
+        }
         let text: String
-        do { text = try String(contentsOfFile: file, encoding: .utf8) } catch { return fail("cannot read \(file): \(error.localizedDescription)") }
+        do { text = try String(contentsOfFile: file, encoding: .utf8) } catch { return fail("cannot read \(file): not a UTF-8 text file", code: 2) }
+        for out in [a.value("record"), a.value("plot")].compactMap({ $0 }) {
+            let dir = (URL(fileURLWithPath: out).deletingLastPathComponent().path)
+            guard FileManager.default.isWritableFile(atPath: dir) else { return fail("cannot write \(out): \(dir) is not a writable folder", code: 2) }
+        }
         let s: Scenario
         do { s = try Scenario.parse(text, file: file) } catch { return fail("bad scenario: \(error)", code: 2) }
         let verbose = a.has("verbose")
         let connect = a.has("connect") ? (socket ?? InterludeClient.defaultSocketPath(environment: ProcessInfo.processInfo.environment)) : nil
         print("scenario: \(s.name)")
-        let report = try await ScenarioRunner(s, options: .init(connectSocket: connect, log: { if verbose { print($0) } })).run()
+        let report = try await ScenarioRunner(s, options: .init(connectSocket: connect, log: { if verbose { print($0) } },
+                                                                warn: { FileHandle.standardError.write(Data("interlude: \($0)\n".utf8)) })).run()
         for o in report.outcomes { print("\(o.held ? "held  " : "FAILED") line \(o.line): \(o.text)") }
         if let path = a.value("record") {
             try WAVFile.write(path: path, samples: report.recording, sampleRate: report.sampleRate)
@@ -200,6 +209,7 @@ enum CLI {
     }
 
     static func sourceArgument(_ a: Arguments, defaultTone: Double?) throws -> PulsePlaybackStream.Source {
+        if a.has("file") && a.has("tone") { throw Arguments.UsageError(description: "give --tone HZ or --file PATH, not both") }
         if let path = a.value("file") {
             let sound: DecodedSound
             do { sound = try SoundDecoder.decode(path: path, maxDuration: 3600, maxBytes: 1 << 30) } catch {

@@ -19,6 +19,7 @@ enum Daemon {
       --pulse-server SERVER  PulseAudio server (default $PULSE_SERVER or the user's)
       --private              manage only streams marked with this daemon's socket (interlude.daemon);
                              for the scenario runner's daemon beside a user's daemon
+      --exit-with-parent     stop when the process that started this daemon goes away
     """
 
     static func log(_ line: String) {
@@ -34,6 +35,7 @@ enum Daemon {
             switch a {
             case "--help", "-h": print(usage); return 0
             case "--private": options["private"] = "1"; i += 1
+            case "--exit-with-parent": options["exit-with-parent"] = "1"; i += 1
             case "--version": print("interluded \(version)"); return 0
             case "--socket", "--config", "--state", "--pulse-server":
                 guard i + 1 < arguments.count else { log("\(a) needs a value"); return 2 }
@@ -55,6 +57,12 @@ enum Daemon {
         }
         log("config from \(config.files.isEmpty ? "built-in defaults" : config.files.joined(separator: ", "))")
 
+        // Refuse a live socket before touching the audio server: a second daemon must not act at all.
+        let path = SocketServer.defaultPath(flag: options["socket"], environment: env)
+        if SocketServer.isLive(path) {
+            log("another daemon is listening on \(path)")
+            return 1
+        }
         let pulse = PulseConnection(server: options["pulse-server"], clientName: "interluded",
                                     properties: ["application.id": "org.interlude.Daemon"])
         do { try pulse.connect(timeout: 5) } catch {
@@ -73,7 +81,6 @@ enum Daemon {
                                       maxDuration: config.number("sounds.maxDurationSeconds"),
                                       maxBytes: Int(config.number("sounds.maxSampleBytes")))
         let engine = Engine(config: config, audio: backend, sounds: player, version: version, log: log)
-        let path = SocketServer.defaultPath(flag: options["socket"], environment: env)
         await engine.setIdentity(path, onlyOwnStreams: options["private"] != nil)
         await engine.start()
 
@@ -84,7 +91,7 @@ enum Daemon {
             return 1
         }
         log("listening on \(path)")
-        await waitForTerminationSignal()
+        await waitForTerminationSignal(orParentExit: options["exit-with-parent"] != nil)
         log("stopping")
         server.stop()
         pulse.disconnect()
@@ -94,7 +101,8 @@ enum Daemon {
 
 /// Waits for SIGINT or SIGTERM. Written outside main.swift: signal handlers in main-actor code
 /// trap under Swift 6 (DESIGN.md).
-func waitForTerminationSignal() async {
+func waitForTerminationSignal(orParentExit watchParent: Bool) async {
+    let parent = getppid()
     signal(SIGINT, SIG_IGN)
     signal(SIGTERM, SIG_IGN)
     signal(SIGPIPE, SIG_IGN)
@@ -108,13 +116,24 @@ func waitForTerminationSignal() async {
             return s
         }
         SignalSources.keep(sources)
+        if watchParent {
+            let timer = DispatchSource.makeTimerSource(queue: queue)
+            timer.schedule(deadline: .now() + 0.25, repeating: 0.25)
+            timer.setEventHandler { @Sendable in
+                if getppid() != parent, once.claim() { k.resume() }
+            }
+            timer.resume()
+            SignalSources.keepTimer(timer)
+        }
     }
 }
 
 /// Keeps signal sources alive for the process's life.
 enum SignalSources {
     nonisolated(unsafe) static var all: [DispatchSourceSignal] = []
+    nonisolated(unsafe) static var timers: [DispatchSourceTimer] = []
     static func keep(_ s: [DispatchSourceSignal]) { all += s }
+    static func keepTimer(_ t: DispatchSourceTimer) { timers.append(t) }
 }
 
 /// A flag that can be claimed once, from any thread.

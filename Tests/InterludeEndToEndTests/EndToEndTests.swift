@@ -60,6 +60,8 @@ enum AudioServer {
         #expect(error("{ \"name\": \"x\",\n \"bogus\": 1 }")?.hasPrefix("t.json:2:") == true)
         #expect(error("{ \"name\": ")?.contains("syntax") == true)
         #expect(error("{\"sessions\": {\"a\": {\"app\": \"x\", \"category\": \"loud\", \"tone\": 440}}}")?.contains("unknown category") == true)
+        #expect(error("{\"name\": \"nothing to check\"}")?.contains("at least one expectation") == true)
+        #expect(error("{\"sessions\": {\"a\": {\"app\": \"x\", \"category\": \"playback\", \"tone\": 440}}, \"steps\": [{\"at\": 1e7, \"activate\": \"a\"}], \"expect\": [{\"at\": 1, \"session\": \"a\", \"state\": \"active\"}]}")?.contains("at most 600 s") == true)
     }
 }
 

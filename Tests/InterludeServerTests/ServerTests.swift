@@ -125,6 +125,16 @@ final class RawPeer {
         #expect(try await c.status().sessions.isEmpty)
     }
 
+    @Test func appIdWithControlCharactersIsRefused() throws {
+        let d = try TestDaemon()
+        let p = try d.rawConnect()
+        _ = p.readLine()
+        p.send(#"{"id":1,"method":"hello","params":{"app":"a\u0000b"}}"# + "\n")
+        #expect(p.reply()?.error?.code == .badRequest)
+        p.send(#"{"id":2,"method":"hello","params":{"app":"org.example.Ok"}}"# + "\n")
+        #expect(p.reply()?.error == nil)
+    }
+
     @Test func secondDaemonRefusesALiveSocket() throws {
         let d = try TestDaemon()
         let other = SocketServer(path: d.socket, engine: d.engine, log: { _ in })

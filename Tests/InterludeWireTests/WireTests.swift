@@ -44,6 +44,10 @@ import InterludePolicy
             for _ in 0..<100 { _ = try g.feed([UInt8](repeating: 0x61, count: 1024)) }
         }
     }
+    @Test func trailingCRCountsTowardTheCap() {
+        var f = LineFramer()
+        #expect(throws: LineFramer.Overflow.self) { try f.feed([UInt8](repeating: 0x61, count: 64 * 1024) + [0x0d, 0x0a]) }
+    }
     @Test func lineAtCapIsAccepted() throws {
         var f = LineFramer()
         let out = try f.feed([UInt8](repeating: 0x61, count: 64 * 1024) + [0x0a])
