@@ -21,6 +21,10 @@ public struct InterludeConfig: Sendable {
     public var document: ConfigValue
     /// The files that were read, lowest precedence first.
     public var files: [String]
+    /// Which file last set each top-level key (for errors found after merging).
+    public var sources: [String: String] = [:]
+    /// The notification policy's numbers and modes (N-rules), decoded from the top-level keys.
+    public var notificationPolicy = NotificationPolicyConfig()
 
     /// A number or integer key (`audio.duckLevelDb`). Falls back to the schema default.
     public func number(_ path: String) -> Double {
@@ -94,8 +98,43 @@ public enum ConfigLoader {
             try validate(overlay.value, path: [], file: overlay.name, line: 1)
             config.document = merge(config.document, overlay.value)
             config.files.append(overlay.name)
+            if case let .object(members) = overlay.value { for m in members { config.sources[m.key] = overlay.name } }
         }
+        try decodeNotificationPolicy(&config)
         return config
+    }
+
+    /// Decodes the notification keys as `NotificationPolicyConfig` and checks what the schema
+    /// cannot (time zones, times of day, entitlement shapes). Errors name the top-level key's
+    /// file and line.
+    static func decodeNotificationPolicy(_ config: inout InterludeConfig) throws(ConfigError) {
+        guard case let .object(members) = config.document else { return }
+        let keys = Set(ConfigSchema.notifications.map { String($0.path.split(separator: ".").first!) })
+        let subset = members.filter { keys.contains($0.key) }
+        func where_(_ key: String) -> (String, Int) {
+            (config.sources[key] ?? config.files.last ?? "config", subset.first { $0.key == key }?.line ?? 1)
+        }
+        do {
+            let p = try JSONDecoder().decode(NotificationPolicyConfig.self, from: Data(ConfigValue.object(subset).jsonText.utf8))
+            if let problem = p.problems.first {
+                let key = String(problem.split(separator: ":").first ?? "")
+                let top = String(key.split(separator: ".").first ?? "")
+                let (file, line) = where_(top)
+                throw ConfigError(file: file, line: line, key: key, message: problem, code: "configBadValue")
+            }
+            config.notificationPolicy = p
+        } catch let e as ConfigError { throw e } catch let DecodingError.dataCorrupted(c) {
+            let key = c.codingPath.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }.joined(separator: ".")
+            let (file, line) = where_(c.codingPath.first?.stringValue ?? "")
+            throw ConfigError(file: file, line: line, key: key, message: c.debugDescription, code: "configBadValue")
+        } catch let DecodingError.typeMismatch(t, c) {
+            let key = c.codingPath.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }.joined(separator: ".")
+            let (file, line) = where_(c.codingPath.first?.stringValue ?? "")
+            throw ConfigError(file: file, line: line, key: key, message: "must be \(t)", code: "configBadValue")
+        } catch {
+            let (file, line) = where_("")
+            throw ConfigError(file: file, line: line, key: nil, message: "\(error)", code: "configBadValue")
+        }
     }
 
     /// Parses and validates one file's text and merges it over `config`.
@@ -110,6 +149,7 @@ public enum ConfigLoader {
         try validate(value, path: [], file: name, line: 1)
         config.document = merge(config.document, value)
         config.files.append(name)
+        if case let .object(members) = value { for m in members { config.sources[m.key] = name } }
     }
 
     /// Checks every member against the schema: known key, right type, in range.
@@ -147,6 +187,7 @@ public enum ConfigLoader {
             for item in items { guard case .string = item else { throw bad("must be a list of strings") } }
         case (.object, .object):
             try validate(v, path: path, file: file, line: line)
+        case (.json, _): break
         case let (.objects, .array(items)):
             for item in items {
                 guard case .object = item else { throw bad("must be a list of objects") }
@@ -167,6 +208,7 @@ public enum ConfigLoader {
         case .strings: return "a list of strings"
         case .object: return "an object"
         case .objects: return "a list of objects"
+        case .json: return "valid JSON"
         }
     }
 

@@ -15,6 +15,8 @@ public struct ConfigKey: Sendable {
         case object
         /// An array of objects whose members are described by `path[].member` keys.
         case objects
+        /// Any JSON, checked by the part that reads it (its default as JSON text).
+        case json(default: String)
     }
     public var path: String
     public var kind: Kind
@@ -60,8 +62,41 @@ public enum ConfigSchema {
               "A client that does not read and lets this much pile up is disconnected."),
     ]
 
-    /// The notification delivery core's keys (POLICY.md part N).
-    static let notifications: [ConfigKey] = []
+    /// The notification delivery core's keys (POLICY.md part N). They are top-level, as in
+    /// scenario files' `config`; the whole set is then decoded as `NotificationPolicyConfig`.
+    static let notifications: [ConfigKey] = [
+        .init("authorization", .object, "N1: the standing answer to apps' authorization requests."),
+        .init("authorization.default", .string(default: "prompt", allowed: ["grant", "deny", "prompt"]),
+              "N1: grant, deny, or prompt (undetermined until the user answers with `interlude auth`)."),
+        .init("entitledCriticalApps", .json(default: "[]"),
+              "N3: apps entitled to critical alerts: app ids, or {app, executablePath} to bind to the peer's executable."),
+        .init("focusModes", .object, "N7: focus modes by name."),
+        .init("focusModes.*", .object, "N7: one focus mode."),
+        .init("focusModes.*.allowedApps", .strings(default: []), "N7: apps that break through."),
+        .init("focusModes.*.allowedSenders", .strings(default: []), "N7: senders that break through."),
+        .init("focusModes.*.allowTimeSensitive", .bool(default: true), "N4/N7: time-sensitive notifications break through."),
+        .init("focusModes.*.allowRepeatedCalls", .bool(default: true), "N7: a second call from a sender within repeatedCallWindow breaks through."),
+        .init("focusModes.*.schedule", .objects, "N8: windows in which the mode turns on by itself."),
+        .init("focusModes.*.schedule[].weekdays", .strings(default: []), "N8: days the window starts on (monday…sunday)."),
+        .init("focusModes.*.schedule[].start", .string(default: nil, allowed: nil), "N8: start, HH:MM local."),
+        .init("focusModes.*.schedule[].end", .string(default: nil, allowed: nil), "N8: end, HH:MM local; may cross midnight."),
+        .init("summaryTimes", .strings(default: ["08:00", "18:00"]), "N9: scheduled summary times, HH:MM local."),
+        .init("bursts", .object, "N11: bursts and cooldown."),
+        .init("bursts.audibleAlertInterval", .number(default: 1, range: 0...3600, unit: "s"), "N11: at most one audible alert per app per this interval."),
+        .init("bursts.coalesceAbovePerSecond", .integer(default: 5, range: 1...1000, unit: "updates/s"), "N11: updates above this rate per app are coalesced."),
+        .init("bursts.maxDeliveredPerApp", .integer(default: 50, range: 1...100000, unit: "notifications"), "N11: the center keeps at most this many per app."),
+        .init("bursts.cooldown", .objects, "N11: cooldown steps per app and thread."),
+        .init("bursts.cooldown[].within", .number(default: 0, range: 0...86400, unit: "s"), "N11: an alert less than this after the previous one…"),
+        .init("bursts.cooldown[].volume", .number(default: 0, range: 0...1, unit: "0…1"), "N11: …plays at this volume."),
+        .init("repeatedCallWindow", .number(default: 180, range: 0...86400, unit: "s"), "N7: window for a repeated call to break through."),
+        .init("minimumRepeatingInterval", .number(default: 60, range: 1...86400, unit: "s"), "N8: shortest repeating interval trigger."),
+        .init("placeholderText", .string(default: "Notification", allowed: nil), "N13: body shown when previews are hidden."),
+        .init("timeZone", .string(default: nil, allowed: nil), "N8: IANA time zone for wall-clock triggers and schedules; null = the system's."),
+        .init("maxActionsPerCategory", .integer(default: 4, range: 0...64, unit: "actions"), "N14: actions per category."),
+        .init("defaultCriticalVolume", .number(default: 1, range: 0...1, unit: "0…1"), "N3: volume of a critical sound that names none."),
+        .init("missedTriggerTolerance", .number(default: 60, range: 0...86400, unit: "s"), "N15: a trigger later than this counts as missed (marked late)."),
+        .init("decisionLogLimit", .integer(default: 200, range: 10...1000000, unit: "decisions"), "N16: decisions kept for explain."),
+    ]
 
     /// The key spec for a concrete path like `focusModes.sleep.allowedApps`, matching `*` segments.
     public static func key(for path: [String]) -> ConfigKey? {

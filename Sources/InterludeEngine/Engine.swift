@@ -26,6 +26,8 @@ public actor Engine {
         var app: String?
         var sink: EventSink
         var subscribed = false
+        /// The peer's executable (/proc/PID/exe), for N3 entitlements bound to a path.
+        var executable: String?
         var sessions: [AudioSessionID] = []
     }
     var clients: [Int: Client] = [:]
@@ -43,14 +45,27 @@ public actor Engine {
     var streams: [UInt32: AudioStream] = [:]
     var audioConnected = false
     var timer: Task<Void, Never>?
+    // Notification side (N-rules): state, config, store, timer.
+    var notifState = NotificationState()
+    let notifConfig: NotificationPolicyConfig
+    let store: NotificationStoring?
+    var notifTimer: Task<Void, Never>?
+    var notifDeadline: NotificationTime?
+    var generatedIDs = 0
     /// This daemon's identity on the audio server (its socket path), and whether it manages only
     /// streams marked with it (`--private`, the scenario runner's daemon).
     var identity: String?
     var onlyOwnStreams = false
     var timerDeadline: Double?
 
+    /// - Parameters:
+    ///   - store: where the notification state persists (N15); nil keeps it in memory only.
+    /// - Throws: the store's error when the saved state cannot be read.
     public init(config: InterludeConfig, audio: AudioBackend?, sounds: SoundPlayer?, clock: EngineClock = SystemClock(),
-                version: String, log: @escaping @Sendable (String) -> Void = { _ in }) {
+                store: NotificationStoring? = nil, version: String, log: @escaping @Sendable (String) -> Void = { _ in }) throws {
+        self.notifConfig = config.notificationPolicy
+        self.store = store
+        if let store { notifState = try store.load() }
         self.config = config
         self.audioConfig = config.audioPolicy
         self.audio = audio
@@ -74,8 +89,12 @@ public actor Engine {
         return !onlyOwnStreams
     }
 
-    /// Starts consuming the audio backend's events. Returns at once.
+    /// Starts consuming the audio backend's events and the notification timers. Returns at once.
+    /// After a restart, apps count as disconnected and triggers missed while the daemon was down
+    /// are delivered once, marked late (N15).
     public func start() {
+        for (app, record) in notifState.apps where record.connected { notify(.appDisconnected(app: app)) }
+        notify(.tick)
         guard let audio else { return }
         let events = audio.events
         Task { [weak self] in
@@ -86,10 +105,10 @@ public actor Engine {
     // MARK: Clients
 
     /// A new connection from process `pid`. Returns its client number.
-    public func connect(pid: Int32, sink: @escaping EventSink) -> Int {
+    public func connect(pid: Int32, executable: String? = nil, sink: @escaping EventSink) -> Int {
         let id = nextClient
         nextClient += 1
-        clients[id] = Client(id: id, pid: pid, sink: sink)
+        clients[id] = Client(id: id, pid: pid, sink: sink, executable: executable)
         return id
     }
 
@@ -100,12 +119,14 @@ public actor Engine {
             throw WireError(.badRequest, "app must be 1…255 characters without spaces or control characters, e.g. org.example.Music")
         }
         clients[client]?.app = app
+        notify(.appConnected(app: app))
         return HelloResult(client: client, pid: clients[client]?.pid ?? 0)
     }
 
     /// A9: the connection closed (or the client crashed): its sessions deactivate, notifying others.
     public func disconnect(client: Int) {
         guard let c = clients.removeValue(forKey: client) else { return }
+        if let app = c.app, !clients.values.contains(where: { $0.app == app }) { notify(.appDisconnected(app: app)) }
         if !c.sessions.isEmpty {
             log("client \(client) (\(c.app ?? "?")) gone: releasing \(c.sessions.map(\.rawValue).joined(separator: ", ")) [A9]")
             reduce(.clientGone(c.sessions))
@@ -176,10 +197,11 @@ public actor Engine {
         refreshPlaying(id)
     }
 
-    /// A12: the ringer switch.
+    /// A12: the ringer switch (also silences notification sounds but critical ones, N3).
     public func setRinger(silent: Bool) {
         log("ringer \(silent ? "silent" : "ring") [A12]")
         reduce(.ringer(silent: silent))
+        notify(.setRinger(silent: silent))
         broadcast(WireEventName.ringerChanged, .object(["mode": .string(silent ? "silent" : "ring")]))
     }
 
@@ -189,6 +211,15 @@ public actor Engine {
         let volume = p.volume ?? 1
         guard (0...1).contains(volume) else { throw WireError(.badRequest, "volume must be within 0…1") }
         let app = clients[client]?.app ?? "?"
+        if app != Engine.userToolApp {
+            // N17: an app's standalone sound obeys the same focus, ringer and rate rules.
+            let reply = notify(.play(NotificationPlayRequest(sound: p.sound, volume: volume), app: app,
+                                     peerExecutablePath: clients[client]?.executable))
+            if case let .failed(code, message, _)? = reply { throw WireError(WireErrorCode(rawValue: code.rawValue) ?? .badRequest, message) }
+            if case let .played(decision)? = reply, decision.sound == nil {
+                return SoundPlayResult(played: "none", warning: WireError(.notAuthorized, "silenced: \(decision.rules.joined(separator: ", "))"), duration: 0)
+            }
+        }
         var props = ["application.id": app]
         if let identity { props["interlude.daemon"] = identity }
         let result = try await sounds.play(p.sound, volume: volume, properties: props)
@@ -234,6 +265,9 @@ public actor Engine {
         var ramps: [Task<Void, Never>] = []
         for e in fx { ramps += carryOut(e) }
         scheduleTick()
+        // A call in progress silences notification sounds but critical ones (N-rules, A4).
+        let callActive = !audioState.activeCalls.isEmpty
+        if callActive != notifState.callActive { notify(.setCallActive(callActive)) }
         return (fx, ramps)
     }
 
@@ -344,6 +378,10 @@ public actor Engine {
     }
 
     func streamAppeared(_ s: AudioStream) {
+        if s.critical {
+            // A critical alert (N3) plays at its volume through a call: no session, never ducked.
+            return
+        }
         if session(for: s) == nil {
             // A10: an unmodified client gets an implicit session from its media.role.
             let id = AudioSessionID("i\(s.index)")

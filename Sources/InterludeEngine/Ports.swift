@@ -1,3 +1,4 @@
+import InterludePolicy
 import InterludeWire
 
 /// A playback stream of the audio server (a PulseAudio sink input), as the engine sees it.
@@ -12,6 +13,8 @@ public struct AudioStream: Sendable, Equatable {
     /// The stream property `interlude.daemon`: the socket of the daemon that owns the stream's
     /// session. A daemon leaves alone streams marked for another daemon on the same audio server.
     public var daemonTag: String?
+    /// A critical alert played by the daemon (stream property `interlude.critical`, N3).
+    public var critical: Bool
     public var appName: String?
     /// Paused by its app.
     public var corked: Bool
@@ -22,8 +25,9 @@ public struct AudioStream: Sendable, Equatable {
 
     public init(index: UInt32, pid: Int32? = nil, sessionTag: String? = nil, role: String? = nil, appName: String? = nil,
                 corked: Bool = false, muted: Bool = false, userVolumeDb: Double = 0, gainDb: Double = 0,
-                daemonTag: String? = nil) {
+                daemonTag: String? = nil, critical: Bool = false) {
         self.daemonTag = daemonTag
+        self.critical = critical
         self.index = index; self.pid = pid; self.sessionTag = sessionTag; self.role = role; self.appName = appName
         self.corked = corked; self.muted = muted; self.userVolumeDb = userVolumeDb; self.gainDb = gainDb
     }
@@ -48,6 +52,17 @@ public protocol AudioBackend: Sendable {
     func rampGain(stream: UInt32, toDb gainDb: Double, duration: Double) async
     /// Mutes or unmutes the stream (A8, A12).
     func setMute(stream: UInt32, _ muted: Bool) async
+    /// Whether the output (default sink) is muted; nil when unknown (N3).
+    func outputMuted() async -> Bool?
+    /// Mutes or unmutes the output (default sink), for a critical sound through a muted output (N3).
+    func setOutputMuted(_ muted: Bool) async
+}
+
+/// Port: persistence of the notification state (N15). `save` must be atomic: a crash leaves the
+/// old or the new state, never a mix.
+public protocol NotificationStoring: Sendable {
+    func load() throws -> NotificationState
+    func save(_ state: NotificationState) throws
 }
 
 /// Port: plays notification sounds through the sample cache (S1–S3).

@@ -125,7 +125,8 @@ public final class SocketServer: @unchecked Sendable {
             let engine = self.engine
             let log = self.log
             Task {
-                let client = await engine.connect(pid: pid) { [weak conn] event in conn?.send(.event(event)) }
+                let exe = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/exe")
+                let client = await engine.connect(pid: pid, executable: exe) { [weak conn] event in conn?.send(.event(event)) }
                 await RequestHandler(engine: engine, client: client, connection: conn, log: log).run()
                 await engine.disconnect(client: client)
             }
@@ -200,6 +201,35 @@ struct RequestHandler {
             guard p.mode == "silent" || p.mode == "ring" else { throw WireError(.badRequest, "mode must be silent or ring") }
             await engine.setRinger(silent: p.mode == "silent")
             return empty
+        case NotificationMethod.requestAuthorization:
+            return try encode(try await engine.requestAuthorization(client: client, r.decodeParams(RequestAuthorizationParams.self)))
+        case NotificationMethod.add:
+            return try encode(try await engine.addNotification(client: client, r.decodeParams(AddNotificationParams.self)))
+        case NotificationMethod.pending, NotificationMethod.delivered:
+            return try encode(try await engine.listNotifications(client: client, r.decodeParams(ListNotificationsParams.self)))
+        case NotificationMethod.remove:
+            try await engine.removeNotifications(client: client, r.decodeParams(RemoveNotificationsParams.self))
+            return empty
+        case NotificationMethod.setBadge:
+            try await engine.setBadge(client: client, r.decodeParams(SetBadgeParams.self))
+            return empty
+        case NotificationMethod.registerCategories:
+            try await engine.registerCategories(client: client, r.decodeParams(RegisterCategoriesParams.self))
+            return empty
+        case NotificationMethod.respond:
+            try await engine.respond(client: client, r.decodeParams(RespondParams.self))
+            return empty
+        case NotificationMethod.explain:
+            return try encode(try await engine.explain(client: client, r.decodeParams(ExplainParams.self)))
+        case NotificationMethod.getSettings:
+            return try encode(try await engine.settings(client: client, r.decodeParams(SettingsParams.self)))
+        case NotificationMethod.setSettings:
+            return try encode(try await engine.setSettings(client: client, r.decodeParams(SettingsParams.self)))
+        case NotificationMethod.focusSet:
+            return try encode(try await engine.setFocus(client: client, r.decodeParams(FocusSetParams.self)))
+        case NotificationMethod.focusStatus:
+            _ = try r.decodeParams(StatusParams.self)
+            return try encode(await engine.focusStatus())
         default:
             throw WireError(.unknownMethod, "no method \"\(r.method)\"")
         }

@@ -1,5 +1,6 @@
 import Foundation
 import InterludeEngine
+import InterludePolicy
 import InterludeWire
 
 /// A fake audio server for engine and server tests: tests push stream events; the engine's
@@ -22,11 +23,26 @@ public final class FakeAudioBackend: AudioBackend, @unchecked Sendable {
     public func setMute(stream: UInt32, _ muted: Bool) async {
         lock.withLock { _mutes[stream] = muted }
     }
+    var _outputMuted = false
+    public func outputMuted() async -> Bool? { lock.withLock { _outputMuted } }
+    public func setOutputMuted(_ muted: Bool) async { lock.withLock { _outputMuted = muted } }
+
     /// The ramps requested so far, in order.
     public var ramps: [(stream: UInt32, db: Double, duration: Double)] { lock.withLock { _ramps } }
     /// The last gain requested for a stream (dB), nil if none.
     public func lastGain(_ stream: UInt32) -> Double? { lock.withLock { _ramps.last { $0.stream == stream }?.db } }
     public func muted(_ stream: UInt32) -> Bool { lock.withLock { _mutes[stream] ?? false } }
+}
+
+/// An in-memory notification store that counts saves (N15 plumbing tests).
+public final class MemoryNotificationStore: NotificationStoring, @unchecked Sendable {
+    let lock = NSLock()
+    var state: NotificationState
+    public private(set) var saves = 0
+    public init(_ state: NotificationState = NotificationState()) { self.state = state }
+    public func load() throws -> NotificationState { lock.withLock { state } }
+    public func save(_ s: NotificationState) throws { lock.withLock { state = s; saves += 1 } }
+    public var saved: NotificationState { lock.withLock { state } }
 }
 
 /// A clock the test moves by hand. `sleep(until:)` returns when the test advances past the deadline.

@@ -26,6 +26,8 @@ public enum WireErrorCode: String, Codable, Sendable, CaseIterable {
     case soundFailed
     /// The audio server is not reachable right now; the request was not carried out.
     case audioUnavailable
+    /// The state could not be saved (N15): the request was not carried out.
+    case storageFailed
     /// A bug in the daemon. The connection stays usable.
     case internalError
 }

@@ -80,7 +80,13 @@ enum Daemon {
         let player = PulseSoundPlayer(connection: pulse, lookup: lookup, defaultName: config.string("sounds.default") ?? "default",
                                       maxDuration: config.number("sounds.maxDurationSeconds"),
                                       maxBytes: Int(config.number("sounds.maxSampleBytes")))
-        let engine = Engine(config: config, audio: backend, sounds: player, version: version, log: log)
+        let engine: Engine
+        do {
+            engine = try Engine(config: config, audio: backend, sounds: player, store: nil, version: version, log: log)
+        } catch {
+            log("cannot read the saved state: \(error)")
+            return 1
+        }
         await engine.setIdentity(path, onlyOwnStreams: options["private"] != nil)
         await engine.start()
 

@@ -34,7 +34,7 @@ final class PulseAudioBackend: AudioBackend, @unchecked Sendable {
     static func stream(_ s: PulseSinkInput) -> AudioStream {
         AudioStream(index: s.index, pid: s.processID, sessionTag: s.sessionTag, role: s.role, appName: s.applicationName,
                     corked: s.corked, muted: s.muted, userVolumeDb: s.userVolumeDb, gainDb: s.gainDb,
-                    daemonTag: s.properties["interlude.daemon"])
+                    daemonTag: s.properties["interlude.daemon"], critical: s.properties["interlude.critical"] == "1")
     }
 
     func rampGain(stream: UInt32, toDb gainDb: Double, duration: Double) async {
@@ -44,5 +44,15 @@ final class PulseAudioBackend: AudioBackend, @unchecked Sendable {
 
     func setMute(stream: UInt32, _ muted: Bool) async {
         try? await connection.setMute(sinkInput: stream, muted)
+    }
+
+    func outputMuted() async -> Bool? {
+        guard let sink = try? connection.defaultSinkName() else { return nil }
+        return try? connection.sinkMuted(sink)
+    }
+
+    func setOutputMuted(_ muted: Bool) async {
+        guard let sink = try? connection.defaultSinkName() else { return }
+        try? connection.setSinkMute(sink, muted)
     }
 }

@@ -16,14 +16,16 @@ final class TestDaemon: @unchecked Sendable {
     let dir: String
     let socket: String
     let backend = FakeAudioBackend()
+    let store: MemoryNotificationStore
     let engine: Engine
     let server: SocketServer
 
-    init(maxOutputBytes: Int = 1 << 20) throws {
+    init(maxOutputBytes: Int = 1 << 20, store: MemoryNotificationStore = MemoryNotificationStore(), overlay: String? = nil) throws {
+        self.store = store
         dir = NSTemporaryDirectory() + "interlude-srv-\(UUID().uuidString.prefix(8))"
         socket = dir + "/socket"
-        let config = try ConfigLoader.load(folders: [])
-        engine = Engine(config: config, audio: backend, sounds: nil, version: "test")
+        let config = try ConfigLoader.load(folders: [], overlay: try overlay.map { ("test", try JSON5.parse($0)) })
+        engine = try Engine(config: config, audio: backend, sounds: nil, store: store, version: "test")
         server = SocketServer(path: socket, engine: engine, maxOutputBytes: maxOutputBytes, log: { _ in })
         try server.start()
     }

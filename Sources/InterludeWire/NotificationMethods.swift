@@ -1,0 +1,230 @@
+import InterludePolicy
+
+/// Notification method and event names (PROTOCOL.md "Notifications"; rules N1–N17).
+public enum NotificationMethod {
+    public static let requestAuthorization = "notification.requestAuthorization"
+    public static let add = "notification.add"
+    public static let pending = "notification.pending"
+    public static let delivered = "notification.delivered"
+    public static let remove = "notification.remove"
+    public static let setBadge = "notification.setBadge"
+    public static let registerCategories = "notification.registerCategories"
+    public static let respond = "notification.respond"
+    public static let explain = "notification.explain"
+    public static let getSettings = "notification.getSettings"
+    public static let setSettings = "notification.setSettings"
+    public static let focusSet = "focus.set"
+    public static let focusStatus = "focus.status"
+}
+
+/// `notification.requestAuthorization` (N1): the calling app asks for these options.
+public struct RequestAuthorizationParams: WireParams, Equatable {
+    public static let fields: Set<String> = ["options"]
+    /// `alert`, `sound`, `badge`, `criticalAlert`, `provisional`.
+    public var options: [NotificationAuthorizationOption]
+    public init(options: [NotificationAuthorizationOption]) { self.options = options }
+}
+public struct AuthorizationResult: Codable, Sendable, Equatable {
+    public var status: NotificationAuthorizationStatus
+    public var options: [NotificationAuthorizationOption]
+    public init(status: NotificationAuthorizationStatus, options: [NotificationAuthorizationOption]) { self.status = status; self.options = options }
+}
+
+/// When a notification fires: one of `in` (seconds from now, optionally repeating, N8: ≥ 60 s),
+/// `at` (seconds since the Unix epoch, once) or `calendar` (local wall-clock components).
+public struct TriggerParams: Codable, Sendable, Equatable {
+    public var `in`: Double?
+    public var at: Double?
+    public var calendar: NotificationCalendarMatch?
+    public var repeats: Bool?
+    public init(in seconds: Double? = nil, at: Double? = nil, calendar: NotificationCalendarMatch? = nil, repeats: Bool? = nil) {
+        self.in = seconds; self.at = at; self.calendar = calendar; self.repeats = repeats
+    }
+}
+
+/// `notification.add`: deliver now or schedule a notification of the calling app.
+public struct AddNotificationParams: WireParams, Equatable {
+    public static let fields: Set<String> = [
+        "identifier", "title", "subtitle", "body", "sound", "criticalVolume", "badge", "thread", "category", "level",
+        "relevance", "promotional", "alertOnce", "sender", "isCall", "userInfo", "trigger",
+    ]
+    /// Unique per app; a request with the identifier of a pending or delivered one replaces it (N10). Default: a new id.
+    public var identifier: String?
+    public var title: String
+    public var subtitle: String?
+    public var body: String?
+    /// A sound name or path (S2), `"none"` for silence; default the app's default sound.
+    public var sound: String?
+    /// Critical sound volume 0…1 (N3).
+    public var criticalVolume: Double?
+    /// Content badge (N12): 0 clears the app's delivered notifications.
+    public var badge: Int?
+    public var thread: String?
+    public var category: String?
+    /// `passive`, `active` (default), `timeSensitive`, `critical` (or 0…3).
+    public var level: InterruptionLevel?
+    /// Relevance score 0…1 for the scheduled summary (N9).
+    public var relevance: Double?
+    /// Marketing (N6).
+    public var promotional: Bool?
+    /// Replacement does not alert again (N10).
+    public var alertOnce: Bool?
+    /// Who it is from (N7 allowed senders, repeated calls).
+    public var sender: String?
+    /// A call (N7 repeated calls).
+    public var isCall: Bool?
+    public var userInfo: [String: String]?
+    public var trigger: TriggerParams?
+    public init(identifier: String? = nil, title: String, subtitle: String? = nil, body: String? = nil, sound: String? = nil,
+                criticalVolume: Double? = nil, badge: Int? = nil, thread: String? = nil, category: String? = nil,
+                level: InterruptionLevel? = nil, relevance: Double? = nil, promotional: Bool? = nil, alertOnce: Bool? = nil,
+                sender: String? = nil, isCall: Bool? = nil, userInfo: [String: String]? = nil, trigger: TriggerParams? = nil) {
+        self.identifier = identifier; self.title = title; self.subtitle = subtitle; self.body = body; self.sound = sound
+        self.criticalVolume = criticalVolume; self.badge = badge; self.thread = thread; self.category = category
+        self.level = level; self.relevance = relevance; self.promotional = promotional; self.alertOnce = alertOnce
+        self.sender = sender; self.isCall = isCall; self.userInfo = userInfo; self.trigger = trigger
+    }
+}
+/// The reply to `notification.add`: the identifier and the decision with the rules that made it (N16).
+public struct AddNotificationResult: Codable, Sendable, Equatable {
+    public var identifier: String
+    public var decision: NotificationDecision
+    public init(identifier: String, decision: NotificationDecision) { self.identifier = identifier; self.decision = decision }
+}
+
+/// `notification.pending` / `notification.delivered`: list; `app` (for the user's tools) defaults to the caller.
+public struct ListNotificationsParams: WireParams, Equatable {
+    public static let fields: Set<String> = ["app", "all"]
+    public var app: String?
+    /// Every app's (the CLI's `center` without `--app`).
+    public var all: Bool?
+    public init(app: String? = nil, all: Bool? = nil) { self.app = app; self.all = all }
+}
+/// One entry of a listing. Views honour hidden previews (N13).
+public struct NotificationListResult: Codable, Sendable, Equatable {
+    public var notifications: [NotificationView]
+    public var pending: [PendingSummary]
+    public init(notifications: [NotificationView], pending: [PendingSummary]) { self.notifications = notifications; self.pending = pending }
+}
+public struct PendingSummary: Codable, Sendable, Equatable {
+    public var app: String
+    public var identifier: String
+    public var title: String
+    /// Seconds since the Unix epoch.
+    public var fireAt: Double
+    public var repeats: Bool
+    public init(app: String, identifier: String, title: String, fireAt: Double, repeats: Bool) {
+        self.app = app; self.identifier = identifier; self.title = title; self.fireAt = fireAt; self.repeats = repeats
+    }
+}
+
+/// `notification.remove`: pending and/or delivered identifiers (nil list = all) of `app` (default the caller).
+public struct RemoveNotificationsParams: WireParams, Equatable {
+    public static let fields: Set<String> = ["app", "pending", "delivered", "all"]
+    public var app: String?
+    public var pending: [String]?
+    public var delivered: [String]?
+    /// Remove every pending and delivered notification of the app.
+    public var all: Bool?
+    public init(app: String? = nil, pending: [String]? = nil, delivered: [String]? = nil, all: Bool? = nil) {
+        self.app = app; self.pending = pending; self.delivered = delivered; self.all = all
+    }
+}
+
+/// `notification.setBadge` (N12).
+public struct SetBadgeParams: WireParams, Equatable {
+    public static let fields: Set<String> = ["app", "count"]
+    public var app: String?
+    public var count: Int
+    public init(app: String? = nil, count: Int) { self.app = app; self.count = count }
+}
+
+/// `notification.registerCategories` (N14: at most 4 actions each).
+public struct RegisterCategoriesParams: WireParams, Equatable {
+    public static let fields: Set<String> = ["categories"]
+    public var categories: [NotificationCategory]
+    public init(categories: [NotificationCategory]) { self.categories = categories }
+}
+
+/// `notification.respond`: the user acts on a notification (N14); reaches the app, queued if offline.
+public struct RespondParams: WireParams, Equatable {
+    public static let fields: Set<String> = ["app", "notification", "action", "text"]
+    public var app: String
+    public var notification: String
+    public var action: String
+    public var text: String?
+    public init(app: String, notification: String, action: String, text: String? = nil) {
+        self.app = app; self.notification = notification; self.action = action; self.text = text
+    }
+}
+
+/// `notification.explain` (N16).
+public struct ExplainParams: WireParams, Equatable {
+    public static let fields: Set<String> = ["app", "identifier"]
+    public var app: String?
+    public var identifier: String
+    public init(app: String? = nil, identifier: String) { self.app = app; self.identifier = identifier }
+}
+public struct ExplainResult: Codable, Sendable, Equatable {
+    public var app: String
+    public var identifier: String
+    public var decision: NotificationDecision
+    public init(app: String, identifier: String, decision: NotificationDecision) { self.app = app; self.identifier = identifier; self.decision = decision }
+}
+
+/// `notification.getSettings` / `notification.setSettings` (N2; the user's, from the CLI).
+public struct SettingsParams: WireParams, Equatable {
+    public static let fields: Set<String> = ["app", "authorization", "sound", "badge", "showPreviews", "timeSensitive",
+                                             "criticalAlerts", "scheduledSummary", "marketing"]
+    public var app: String?
+    public var authorization: NotificationAuthorizationStatus?
+    public var sound: Bool?
+    public var badge: Bool?
+    public var showPreviews: NotificationPreviewSetting?
+    public var timeSensitive: Bool?
+    public var criticalAlerts: Bool?
+    public var scheduledSummary: Bool?
+    public var marketing: Bool?
+    public init(app: String? = nil) { self.app = app }
+    /// The change to apply (nil fields unchanged).
+    public var change: NotificationSettingsChange {
+        var c = NotificationSettingsChange()
+        c.authorization = authorization; c.sound = sound; c.badge = badge; c.showPreviews = showPreviews
+        c.timeSensitive = timeSensitive; c.criticalAlerts = criticalAlerts; c.scheduledSummary = scheduledSummary; c.marketing = marketing
+        return c
+    }
+}
+
+/// `focus.set`: turn a focus mode on (`name`), optionally `until` (epoch seconds) or `for` seconds; `name` null = off.
+public struct FocusSetParams: WireParams, Equatable {
+    public static let fields: Set<String> = ["name", "until", "for"]
+    public var name: String?
+    public var until: Double?
+    public var `for`: Double?
+    public init(name: String?, until: Double? = nil, for seconds: Double? = nil) { self.name = name; self.until = until; self.for = seconds }
+}
+public struct FocusStatusResult: Codable, Sendable, Equatable {
+    /// The active focus, nil when none.
+    public var focus: String?
+    public var manual: Bool
+    /// Seconds since the Unix epoch, when a manual focus ends by itself.
+    public var until: Double?
+    /// Configured focus modes.
+    public var modes: [String]
+    public init(focus: String?, manual: Bool, until: Double?, modes: [String]) { self.focus = focus; self.manual = manual; self.until = until; self.modes = modes }
+}
+
+/// Event names of the notification side.
+public enum NotificationEventName {
+    public static let delivered = "notificationDelivered"
+    public static let updated = "notificationUpdated"
+    public static let removed = "notificationRemoved"
+    public static let decided = "notificationDecided"
+    public static let actionResponse = "actionResponse"
+    public static let focusChanged = "focusChanged"
+    public static let summaryDelivered = "summaryDelivered"
+    public static let missedDuringFocus = "missedDuringFocus"
+    public static let authorizationRequested = "authorizationRequested"
+    public static let settingsChanged = "settingsChanged"
+    public static let badgeChanged = "badgeChanged"
+}
