@@ -34,6 +34,21 @@ public final class FakeAudioBackend: AudioBackend, @unchecked Sendable {
     public func muted(_ stream: UInt32) -> Bool { lock.withLock { _mutes[stream] ?? false } }
 }
 
+/// A fake sound player that records what it was asked to play.
+public final class FakeSoundPlayer: SoundPlayer, @unchecked Sendable {
+    let lock = NSLock()
+    var _plays: [(name: String, volume: Double, properties: [String: String])] = []
+    public init() {}
+    public func play(_ nameOrPath: String, volume: Double, properties: [String: String]) async throws(WireError) -> SoundPlayResult {
+        lock.withLock { _plays.append((nameOrPath, volume, properties)) }
+        return SoundPlayResult(played: nameOrPath, warning: nil, duration: 0.5)
+    }
+    public func cachedSamples() async -> [String] { [] }
+    public func serverRestarted() async {}
+    /// Every play so far, in order.
+    public var plays: [(name: String, volume: Double, properties: [String: String])] { lock.withLock { _plays } }
+}
+
 /// An in-memory notification store that counts saves (N15 plumbing tests).
 public final class MemoryNotificationStore: NotificationStoring, @unchecked Sendable {
     let lock = NSLock()

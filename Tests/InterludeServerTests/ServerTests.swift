@@ -17,6 +17,7 @@ final class TestDaemon: @unchecked Sendable {
     let socket: String
     let backend = FakeAudioBackend()
     let store: MemoryNotificationStore
+    let sounds = FakeSoundPlayer()
     let engine: Engine
     let server: SocketServer
 
@@ -25,7 +26,7 @@ final class TestDaemon: @unchecked Sendable {
         dir = NSTemporaryDirectory() + "interlude-srv-\(UUID().uuidString.prefix(8))"
         socket = dir + "/socket"
         let config = try ConfigLoader.load(folders: [], overlay: try overlay.map { ("test", try JSON5.parse($0)) })
-        engine = try Engine(config: config, audio: backend, sounds: nil, store: store, version: "test")
+        engine = try Engine(config: config, audio: backend, sounds: sounds, store: store, version: "test")
         server = SocketServer(path: socket, engine: engine, maxOutputBytes: maxOutputBytes, log: { _ in })
         try server.start()
     }

@@ -1,0 +1,106 @@
+import Foundation
+import Testing
+import InterludeClient
+import InterludeEngine
+import InterludePolicy
+import InterludeTestSupport
+import InterludeWire
+
+/// The notification methods over a real socket, with a fake sound player and an in-memory store.
+/// The rules themselves are proven in InterludePolicyTests; these prove the plumbing the issue
+/// names: N3 downgrade + explain, N6 rejection code, N11 one sound for a burst, N15 save-before-reply.
+@Suite(.serialized) struct NotificationProtocolTests {
+    static let grant = #"{"authorization": {"default": "grant"}, "entitledCriticalApps": ["org.example.Alarm"]}"#
+
+    func app(_ d: TestDaemon, _ id: String) async throws -> InterludeClient {
+        let c = try await InterludeClient.connect(socket: d.socket, app: id)
+        _ = try await c.call(NotificationMethod.requestAuthorization,
+                             RequestAuthorizationParams(options: [.alert, .sound, .badge, .criticalAlert]), as: AuthorizationResult.self)
+        return c
+    }
+    func add(_ c: InterludeClient, _ p: AddNotificationParams) async throws -> AddNotificationResult {
+        try await c.call(NotificationMethod.add, p, as: AddNotificationResult.self)
+    }
+
+    @Test func N3_criticalFromAnAppWithoutEntitlementIsDeliveredAsActiveAndExplainSaysWhy() async throws {
+        let d = try TestDaemon(overlay: Self.grant)
+        let chat = try await app(d, "org.example.Chat")
+        let r = try await add(chat, AddNotificationParams(identifier: "c1", title: "hi", sound: "default", level: .critical))
+        #expect(r.decision.level == .active)
+        #expect(r.decision.rules.contains("N3"))
+        let cli = try await InterludeClient.connect(socket: d.socket, app: Engine.userToolApp)
+        let e = try await cli.call(NotificationMethod.explain, ExplainParams(identifier: "c1"), as: ExplainResult.self)
+        #expect(e.app == "org.example.Chat")
+        #expect(e.decision.rules.contains("N3"))
+        // The entitled app's critical alert plays at its volume, marked critical.
+        let alarm = try await app(d, "org.example.Alarm")
+        let a = try await add(alarm, AddNotificationParams(identifier: "a1", title: "wake", sound: "default", criticalVolume: 0.8, level: .critical))
+        #expect(a.decision.level == .critical)
+        for _ in 0..<100 where !d.sounds.plays.contains(where: { $0.properties["interlude.critical"] == "1" }) {
+            try await Task.sleep(nanoseconds: 10_000_000)
+        }
+        let critical = d.sounds.plays.first { $0.properties["interlude.critical"] == "1" }
+        #expect(critical?.volume == 0.8)
+    }
+
+    @Test func N6_promotionalTimeSensitiveIsRejected() async throws {
+        let d = try TestDaemon(overlay: Self.grant)
+        let shop = try await app(d, "org.example.Shop")
+        await #expect(throws: WireError.self) {
+            _ = try await add(shop, AddNotificationParams(title: "sale", level: .timeSensitive, promotional: true))
+        }
+        do { _ = try await add(shop, AddNotificationParams(title: "sale", level: .timeSensitive, promotional: true)) } catch let e as WireError {
+            #expect(e.code == .promotionalNotAllowed)
+        }
+    }
+
+    @Test func N11_twentyInTwoSecondsMakeOneFullVolumeSoundAndAllReachTheCenter() async throws {
+        let d = try TestDaemon(overlay: Self.grant)
+        let chat = try await app(d, "org.example.Chat")
+        for i in 0..<20 {
+            _ = try await add(chat, AddNotificationParams(identifier: "m\(i)", title: "message \(i)", sound: "default"))
+            try await Task.sleep(nanoseconds: 90_000_000)
+        }
+        try await Task.sleep(nanoseconds: 200_000_000)
+        let audible = d.sounds.plays.filter { $0.volume > 0 }
+        #expect(audible.count == 1)
+        #expect(audible.first?.volume == 1)
+        let list = try await chat.call(NotificationMethod.delivered, ListNotificationsParams(), as: NotificationListResult.self)
+        #expect(list.notifications.count == 20)
+    }
+
+    @Test func N15_stateIsSavedBeforeTheReply() async throws {
+        let store = MemoryNotificationStore()
+        let d = try TestDaemon(store: store, overlay: Self.grant)
+        let chat = try await app(d, "org.example.Chat")
+        _ = try await add(chat, AddNotificationParams(identifier: "keep", title: "saved", trigger: TriggerParams(in: 3600)))
+        #expect(store.saved.pending.contains { $0.request.identifier == "keep" })
+        // A daemon started on the saved state still has it.
+        let again = try TestDaemon(store: MemoryNotificationStore(store.saved), overlay: Self.grant)
+        let cli = try await InterludeClient.connect(socket: again.socket, app: Engine.userToolApp)
+        let list = try await cli.call(NotificationMethod.pending, ListNotificationsParams(all: true), as: NotificationListResult.self)
+        #expect(list.pending.map(\.identifier) == ["keep"])
+    }
+
+    @Test func N1_appsMayNotChangeTheirOwnSettingsOrOthersNotifications() async throws {
+        let d = try TestDaemon(overlay: Self.grant)
+        let chat = try await app(d, "org.example.Chat")
+        var p = SettingsParams(app: "org.example.Chat")
+        p.criticalAlerts = true
+        await #expect(throws: WireError.self) { _ = try await chat.call(NotificationMethod.setSettings, p, as: NotificationAppSettings.self) }
+        await #expect(throws: WireError.self) {
+            _ = try await chat.call(NotificationMethod.delivered, ListNotificationsParams(app: "org.example.Other"), as: NotificationListResult.self)
+        }
+    }
+
+    @Test func N7_focusFromTheUserSilencesAnOrdinaryNotification() async throws {
+        let d = try TestDaemon(overlay: Self.grant)
+        let cli = try await InterludeClient.connect(socket: d.socket, app: Engine.userToolApp)
+        let f = try await cli.call(NotificationMethod.focusSet, FocusSetParams(name: "sleep"), as: FocusStatusResult.self)
+        #expect(f.focus == "sleep")
+        let chat = try await app(d, "org.example.Chat")
+        let r = try await add(chat, AddNotificationParams(identifier: "n1", title: "hi", sound: "default"))
+        #expect(r.decision.sound == nil)
+        #expect(r.decision.rules.contains("N7"))
+    }
+}
