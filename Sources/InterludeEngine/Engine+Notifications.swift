@@ -108,7 +108,7 @@ extension Engine {
         case let .actionResponse(app, response):
             broadcast(NotificationEventName.actionResponse, .object(["app": .string(app), "response": enc(response)]))
         case let .focusChanged(focus, previous, manual):
-            log("focus \(previous ?? "off") → \(focus ?? "off")\(manual ? " (manual)" : " (schedule)") [N7]")
+            log("focus \(previous ?? "off") → \(focus ?? "off")\(focus == nil ? "" : manual ? " (manual)" : " (schedule)") [N7]")
             broadcast(NotificationEventName.focusChanged, .object(["focus": focus.map { .string($0) } ?? .null,
                                                                    "previous": previous.map { .string($0) } ?? .null, "manual": .bool(manual)]))
         case let .summaryDelivered(views):
@@ -280,6 +280,9 @@ extension Engine {
 
     /// `focus.set` (N7): on by name (optionally until a time or for a duration), or off.
     public func setFocus(client: Int, _ p: FocusSetParams) throws(WireError) -> FocusStatusResult {
+        guard try appOf(client) == Engine.userToolApp else {
+            throw WireError(.notAuthorized, "focus belongs to the user: use the interlude CLI (focus on NAME)")
+        }
         var until = p.until.map(NotificationTime.init)
         if let f = p.for {
             guard f > 0 else { throw WireError(.badRequest, "for must be positive seconds") }

@@ -91,7 +91,8 @@ public struct Scenario: Sendable {
     }
     /// When the scenario is over: the last step or expectation, plus 0.5 s.
     public var duration: Double {
-        max(steps.map(\.at).max() ?? 0, expectations.map(\.horizon).max() ?? 0) + 0.5
+        let lastNotify = steps.filter { if case .notify = $0.action { return true } else { return false } }.map(\.at).max()
+        return max(steps.map(\.at).max() ?? 0, expectations.map(\.horizon).max() ?? 0, (lastNotify ?? -10) + 1.0) + 0.5
     }
     public func session(_ name: String) -> Session? { sessions.first { $0.name == name } }
 }

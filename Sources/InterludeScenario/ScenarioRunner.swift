@@ -53,6 +53,9 @@ public final class ScenarioRunner: @unchecked Sendable {
     let lock = NSLock()
     var events: [String: [SeenEvent]] = [:]
     var snapshots: [Double: StatusResult] = [:]
+    /// What happened to each `notify` step's notification: when, and the decision or the error.
+    var notifications: [String: (time: Double, decision: NotificationDecision?, error: WireError?)] = [:]
+    var notifyClients: [String: InterludeClient] = [:]
     var start: Double = 0
 
     public init(_ scenario: Scenario, options: Options) {
@@ -104,7 +107,8 @@ public final class ScenarioRunner: @unchecked Sendable {
             try await app.register()
             apps[name] = app
         }
-        let control = try await InterludeClient.connect(socket: socket, app: "org.interlude.Scenario")
+        // The user's side (ringer, focus) speaks as the user's tool.
+        let control = try await InterludeClient.connect(socket: socket, app: "org.interlude.CLI")
         var players: [String: Process] = [:]
 
         // The timeline: steps and status snapshots, in time order.
@@ -129,6 +133,7 @@ public final class ScenarioRunner: @unchecked Sendable {
         for p in players.values where p.isRunning { kill(p.processIdentifier, SIGKILL); p.waitUntilExit() }
         for a in apps.values { a.crash() }
         control.close()
+        for c in notifyClients.values { c.close() }
 
         let recording = recorder.samples()
         let recordingStart = recorder.startTime - start
@@ -227,9 +232,86 @@ public final class ScenarioRunner: @unchecked Sendable {
             if let p = players[x], p.isRunning { kill(p.processIdentifier, SIGKILL); p.waitUntilExit() }
         case let .ringer(silent):
             try await control.setRinger(silent: silent)
-        case .focus, .notify:
-            record("_", WireEvent(event: "unsupported", data: .string("\(a)"), time: 0))
+        case let .focus(name):
+            _ = try await control.call(NotificationMethod.focusSet, FocusSetParams(name: name == "off" ? nil : name), as: FocusStatusResult.self)
+        case let .notify(id, fields):
+            await notify(id, fields, socket: socket)
         }
+    }
+
+    /// A `notify` step: the app connects (once), asks for authorization (N1) and adds the request.
+    func notify(_ id: String, _ f: [String: ConfigValue], socket: String) async {
+        func str(_ k: String) -> String? { if case let .string(s)? = f[k] { return s } else { return nil } }
+        func num(_ k: String) -> Double? { if case let .number(n)? = f[k] { return n } else { return nil } }
+        let t = now()
+        let app = str("app") ?? "org.example.App"
+        let level: InterruptionLevel? = str("level").flatMap {
+            ["passive": .passive, "active": .active, "timeSensitive": .timeSensitive, "critical": .critical][$0]
+        }
+        do {
+            let client: InterludeClient
+            if let c = notifyClients[app] { client = c } else {
+                client = try await InterludeClient.connect(socket: socket, app: app)
+                _ = try await client.call(NotificationMethod.requestAuthorization,
+                                          RequestAuthorizationParams(options: [.alert, .sound, .badge, .criticalAlert]), as: AuthorizationResult.self)
+                notifyClients[app] = client
+            }
+            var promotional: Bool?
+            if case let .bool(b)? = f["promotional"] { promotional = b }
+            let p = AddNotificationParams(identifier: str("id") ?? id, title: str("title") ?? id, body: str("body"),
+                                          sound: str("sound"), criticalVolume: num("criticalVolume"), thread: str("thread"),
+                                          level: level, promotional: promotional, sender: str("sender"))
+            let r = try await client.call(NotificationMethod.add, p, as: AddNotificationResult.self)
+            lock.withLock { notifications[id] = (t, r.decision, nil) }
+            options.log(String(format: "%6.2f s  %@: %@", t, id, r.decision.rules.joined(separator: ",")))
+        } catch let e as WireError {
+            lock.withLock { notifications[id] = (t, nil, e) }
+        } catch {
+            lock.withLock { notifications[id] = (t, nil, WireError(.internalError, "\(error)")) }
+        }
+    }
+
+    /// Peak level (dBFS) of the recording between two scenario times.
+    func peakDb(_ report: Report, from t1: Double, to t2: Double) -> Double {
+        let a = max(0, Int((t1 - report.recordingStart) * Double(report.sampleRate)))
+        let b = min(report.recording.count, Int((t2 - report.recordingStart) * Double(report.sampleRate)))
+        guard a < b else { return -200 }
+        let peak = report.recording[a..<b].reduce(Float(0)) { max($0, abs($1)) }
+        return peak > 0 ? 20 * log10(Double(peak)) : -200
+    }
+
+    /// A `notification` expectation: the decision (sound played or silent, the rule that decided)
+    /// and, when no tone plays in the scenario, the recording (sound at the output or not).
+    func judgeNotification(_ e: Scenario.Expectation, _ n: String, report: Report) -> Outcome {
+        guard let seen = lock.withLock({ notifications[n] }) else {
+            return Outcome(line: e.line, held: false, text: "notification \(n): never sent", at: 0, session: nil)
+        }
+        var parts: [String] = []
+        var held = true
+        if let err = seen.error {
+            held = e.reason == err.code.rawValue
+            return Outcome(line: e.line, held: held, text: "notification \(n): rejected \(err.code.rawValue) (\(err.message))", at: seen.time, session: nil)
+        }
+        let d = seen.decision!
+        if let want = e.sound {
+            let played = d.sound != nil
+            if (want == "played") != played { held = false }
+            parts.append("sound \(want) (decided: \(d.sound.map { "\($0.name) at \(Int(($0.volume * 100).rounded())) %" } ?? "silent"))")
+            if scenario.sessions.isEmpty && scenario.streamTones.isEmpty {
+                // Nothing else plays: the output itself says whether a sound was heard.
+                let nextNotify = lock.withLock { notifications.values.map(\.time).filter { $0 > seen.time + 0.01 }.min() }
+                let end = min(seen.time + 1.2, nextNotify ?? .infinity)
+                let peak = peakDb(report, from: seen.time, to: end)
+                let audible = peak > -40
+                if (want == "played") != audible { held = false }
+                parts.append(String(format: "recording peak %.1f dBFS", max(peak, -120)))
+            }
+        }
+        if let r = e.reason {
+            if !d.rules.contains(r) { held = false }
+            parts.append("reason \(r) (rules \(d.rules.joined(separator: ", ")))")
+        }
+        return Outcome(line: e.line, held: held, text: "notification \(n): " + parts.joined(separator: ", "), at: seen.time, session: nil)
     }
 
     // MARK: Judging
@@ -241,9 +323,7 @@ public final class ScenarioRunner: @unchecked Sendable {
     }
 
     func judge(_ e: Scenario.Expectation, apps: [String: ReferenceApp], report: Report) -> Outcome {
-        if let n = e.notification {
-            return Outcome(line: e.line, held: false, text: "notification \(n): the notification core is not part of this build", at: 0, session: nil)
-        }
+        if let n = e.notification { return judgeNotification(e, n, report: report) }
         let name = e.session!
         var parts: [String] = []
         var held = true

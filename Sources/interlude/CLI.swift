@@ -21,7 +21,19 @@ enum CLI {
                                               a well-behaved reference app; prints its events as JSON lines
       interrupt call|prompt --for SECONDS [--tone HZ]
                                               act as a call or a navigation prompt for that long
-      watch                                   print every event of the daemon as JSON lines
+      watch                                   print every event of the daemon as JSON lines (hidden previews honoured)
+
+    Notifications (POLICY.md part N):
+      notify --app ID --title T [--body B] [--level passive|active|timeSensitive|critical]
+             [--sound NAME|PATH|none] [--critical-volume V] [--thread T] [--id ID] [--sender S]
+             [--promotional] [--alert-once] [--call] [--badge N] [--in SECONDS [--repeats true] | --at TIME] [--json]
+                                              deliver a notification as app ID; prints the decision and its rules
+      explain ID [--app APP]                  the rules that decided a notification (N16)
+      focus on NAME [--for S | --until TIME] | off | status
+      center [--app ID] [remove ID | clear]   the notification center
+      badge APP [N]                           set an app's badge (N12)
+      auth APP grant|deny|provisional [--critical-alerts on|off] [--time-sensitive on|off] [--sound on|off] [--marketing on|off]
+      settings APP [KEY=VALUE…]               show or change an app's settings (N2)
       scenario run FILE [--record FILE.wav] [--plot FILE.svg] [--connect] [--verbose]
                                               run a scenario (SCENARIOS.md) on a private daemon and check it
       demo                                    the main job in one go: music, prompt, podcast, call, notification sound
@@ -53,6 +65,13 @@ enum CLI {
             case "watch": return try await watch(socket: socket, rest)
             case "demo": return try await Demo.run(socket: socket, rest)
             case "scenario": return try await scenario(socket: socket, rest)
+            case "notify": return try await NotificationCommands.notify(socket: socket, rest)
+            case "explain": return try await NotificationCommands.explain(socket: socket, rest)
+            case "focus": return try await NotificationCommands.focus(socket: socket, rest)
+            case "center": return try await NotificationCommands.center(socket: socket, rest)
+            case "badge": return try await NotificationCommands.badge(socket: socket, rest)
+            case "auth": return try await NotificationCommands.auth(socket: socket, rest)
+            case "settings": return try await NotificationCommands.settings(socket: socket, rest)
             case "help", "--help", "-h": print(usage); return 0
             default: return fail("unknown command \(command)\n\(usage)", code: 2)
             }

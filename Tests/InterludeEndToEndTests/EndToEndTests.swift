@@ -28,7 +28,7 @@ enum AudioServer {
     }
 }
 
-/// The project's own scenario files: the four shared timelines (01–04, copied into Tests/Scenarios)
+/// The project's own scenario files: the five shared timelines (01–05, copied into Tests/Scenarios)
 /// and one per A-rule (A1, A8, A9, A10, A12), each run by the real scenario runner.
 @Suite(.serialized) struct ScenarioEndToEndTests {
     @Test(.enabled(if: AudioServer.required()), arguments: AudioServer.scenarioFiles)
@@ -43,7 +43,8 @@ enum AudioServer {
     }
 
     @Test func allSharedTimelinesAreCovered() {
-        for n in ["01-nav-ducks-music", "02-nav-pauses-podcast", "03-call-pauses-then-resumes", "04-nested-prompt-then-call"] {
+        for n in ["01-nav-ducks-music", "02-nav-pauses-podcast", "03-call-pauses-then-resumes", "04-nested-prompt-then-call",
+                  "05-notifications-under-focus"] {
             #expect(AudioServer.scenarioFiles.contains(n + ".json"))
         }
     }
@@ -95,9 +96,9 @@ enum AudioServer {
         try pulse.connect()
         defer { pulse.disconnect() }
         let recorder = try PulseRecorder(connection: pulse, source: try pulse.defaultSinkName() + ".monitor")
-        let client = try await InterludeClient.connect(socket: socket, app: "org.example.Test")
+        let client = try await InterludeClient.connect(socket: socket, app: "org.interlude.CLI")
         let t0 = PulseClock.monotonicSeconds()
-        let ok = try await client.play("default")
+        let ok = try await client.play("default")  // as the user's tool (N17 applies to apps)
         #expect(ok.warning == nil)
         #expect(ok.played == "default")
         try await Task.sleep(nanoseconds: 1_500_000_000)

@@ -1,0 +1,266 @@
+import Foundation
+import InterludeClient
+import InterludePolicy
+import InterludeWire
+
+/// `interlude notify | explain | focus | center | badge | auth | settings`: the notification side
+/// of the CLI (POLICY.md part N). `notify` acts as the app it names; the others act as the user.
+enum NotificationCommands {
+    static let user = "org.interlude.CLI"
+
+    static func connectUser(_ socket: String?) async throws -> InterludeClient {
+        try await InterludeClient.connect(socket: socket, app: user)
+    }
+
+    // MARK: notify
+
+    static func notify(socket: String?, _ argv: [String]) async throws -> Int32 {
+        let a = try Arguments(argv, flagNames: ["promotional", "alert-once", "call", "json"])
+        try a.only(["app", "title", "subtitle", "body", "level", "sound", "critical-volume", "thread", "id", "sender",
+                    "promotional", "alert-once", "call", "in", "at", "repeats", "badge", "category", "relevance", "json"])
+        guard let app = a.value("app") else { throw Arguments.UsageError(description: "notify needs --app ID") }
+        guard let title = a.value("title") else { throw Arguments.UsageError(description: "notify needs --title T") }
+        var level: InterruptionLevel?
+        if let l = a.value("level") {
+            guard let v = ["passive": InterruptionLevel.passive, "active": .active, "timeSensitive": .timeSensitive,
+                           "time-sensitive": .timeSensitive, "critical": .critical][l] else {
+                throw Arguments.UsageError(description: "--level must be passive, active, timeSensitive or critical")
+            }
+            level = v
+        }
+        if a.has("in") && a.has("at") { throw Arguments.UsageError(description: "give --in or --at, not both") }
+        var trigger: TriggerParams?
+        if let s = try a.double("in", in: 0...(366 * 86400)) {
+            trigger = TriggerParams(in: s, repeats: a.value("repeats").map { $0 == "true" || $0 == "yes" })
+        } else if let at = a.value("at") {
+            trigger = TriggerParams(at: try parseTime(at))
+        }
+        let badge = try a.value("badge").map { s -> Int in
+            guard let n = Int(s), n >= 0 else { throw Arguments.UsageError(description: "--badge must be a whole number ≥ 0") }
+            return n
+        }
+        let params = AddNotificationParams(
+            identifier: a.value("id"), title: title, subtitle: a.value("subtitle"), body: a.value("body"),
+            sound: a.value("sound") ?? "default", criticalVolume: try a.double("critical-volume", in: 0...1), badge: badge,
+            thread: a.value("thread"), category: a.value("category"), level: level, relevance: try a.double("relevance", in: 0...1),
+            promotional: a.has("promotional") ? true : nil, alertOnce: a.has("alert-once") ? true : nil,
+            sender: a.value("sender"), isCall: a.has("call") ? true : nil, trigger: trigger)
+        let c = try await InterludeClient.connect(socket: socket, app: app)
+        var options: [NotificationAuthorizationOption] = [.alert, .sound, .badge]
+        if level == .critical { options.append(.criticalAlert) }
+        let auth = try await c.call(NotificationMethod.requestAuthorization, RequestAuthorizationParams(options: options),
+                                    as: AuthorizationResult.self)
+        if auth.status == .notDetermined || auth.status == .denied {
+            FileHandle.standardError.write(Data("interlude: \(app) is \(auth.status.rawValue == "denied" ? "denied" : "not yet authorized") (N1); allow it with `interlude auth \(app) grant`\n".utf8))
+        }
+        let r = try await c.call(NotificationMethod.add, params, as: AddNotificationResult.self)
+        if a.has("json") { CLI.printJSONLine(r); return 0 }
+        print("\(r.identifier): \(describe(r.decision))")
+        return 0
+    }
+
+    /// "12:30" (today, or tomorrow if past), an ISO 8601 date-time, or seconds since the epoch.
+    static func parseTime(_ s: String) throws -> Double {
+        if let epoch = Double(s) { return epoch }
+        let iso = ISO8601DateFormatter()
+        if let d = iso.date(from: s) { return d.timeIntervalSince1970 }
+        let parts = s.split(separator: ":").compactMap { Int($0) }
+        if parts.count == 2, (0...23).contains(parts[0]), (0...59).contains(parts[1]) {
+            var cal = Calendar.current
+            cal.timeZone = TimeZone.current
+            let now = Date()
+            var when = cal.date(bySettingHour: parts[0], minute: parts[1], second: 0, of: now)!
+            if when <= now { when = cal.date(byAdding: .day, value: 1, to: when)! }
+            return when.timeIntervalSince1970
+        }
+        throw Arguments.UsageError(description: "--at takes HH:MM, an ISO 8601 time (2026-12-01T09:00:00Z) or epoch seconds")
+    }
+
+    /// One line a person can read: outcome, level, sound, the rules that decided (N16).
+    static func describe(_ d: NotificationDecision) -> String {
+        var out: String
+        switch d.outcome {
+        case .delivered: out = "delivered"
+        case let .held(until): out = "held" + (until.map { " until \(Date(timeIntervalSince1970: $0.secondsSince1970))" } ?? "")
+        case .silenced: out = "delivered silently"
+        case let .downgraded(from, to): out = "delivered, downgraded from \(name(from)) to \(name(to))"
+        case let .rejected(code): out = "rejected (\(code.rawValue))"
+        }
+        out += ", level \(name(d.level))"
+        if let s = d.sound {
+            out += ", sound \(s.name) at \(Int((s.volume * 100).rounded())) %"
+            if s.bypassRingerAndFocus { out += " through ringer and focus" }
+        } else {
+            out += ", no sound"
+        }
+        if !d.banner { out += ", no banner" }
+        if let b = d.badge { out += ", badge \(b)" }
+        out += " — rules \(d.rules.joined(separator: ", "))"
+        if !d.notes.isEmpty { out += "\n  " + d.notes.joined(separator: "\n  ") }
+        return out
+    }
+
+    static func name(_ l: InterruptionLevel) -> String {
+        switch l { case .passive: "passive"; case .active: "active"; case .timeSensitive: "timeSensitive"; case .critical: "critical" }
+    }
+
+    // MARK: explain, focus
+
+    static func explain(socket: String?, _ argv: [String]) async throws -> Int32 {
+        let a = try Arguments(argv, flagNames: ["json"])
+        try a.only(["app", "json"])
+        guard a.positionals.count == 1 else { throw Arguments.UsageError(description: "explain takes one notification ID") }
+        let c = try await connectUser(socket)
+        let r = try await c.call(NotificationMethod.explain, ExplainParams(app: a.value("app"), identifier: a.positionals[0]), as: ExplainResult.self)
+        if a.has("json") { CLI.printJSONLine(r); return 0 }
+        print("\(r.app)/\(r.identifier): \(describe(r.decision))")
+        return 0
+    }
+
+    static func focus(socket: String?, _ argv: [String]) async throws -> Int32 {
+        let a = try Arguments(argv, flagNames: [])
+        try a.only(["for", "until"])
+        let c = try await connectUser(socket)
+        let status: FocusStatusResult
+        switch a.positionals.first {
+        case "on":
+            guard a.positionals.count == 2 else { throw Arguments.UsageError(description: "focus on NAME [--for SECONDS | --until TIME]") }
+            if a.has("for") && a.has("until") { throw Arguments.UsageError(description: "give --for or --until, not both") }
+            status = try await c.call(NotificationMethod.focusSet,
+                                      FocusSetParams(name: a.positionals[1], until: try a.value("until").map(parseTime),
+                                                     for: try a.double("for", in: 1...(366 * 86400))), as: FocusStatusResult.self)
+        case "off":
+            status = try await c.call(NotificationMethod.focusSet, FocusSetParams(name: nil), as: FocusStatusResult.self)
+        case "status", nil:
+            status = try await c.call(NotificationMethod.focusStatus, StatusParams(), as: FocusStatusResult.self)
+        default:
+            throw Arguments.UsageError(description: "focus on NAME [--for S | --until TIME] | off | status")
+        }
+        var line = "focus: \(status.focus ?? "off")"
+        if let f = status.focus { line += status.manual ? " (manual" + (status.until.map { ", until \(Date(timeIntervalSince1970: $0))" } ?? "") + ")" : " (schedule)"; _ = f }
+        print(line)
+        print("modes: \(status.modes.joined(separator: ", "))")
+        return 0
+    }
+
+    // MARK: center, badge
+
+    static func center(socket: String?, _ argv: [String]) async throws -> Int32 {
+        let a = try Arguments(argv, flagNames: ["json"])
+        try a.only(["app", "json"])
+        let c = try await connectUser(socket)
+        let app = a.value("app")
+        switch a.positionals.first {
+        case "remove":
+            guard a.positionals.count == 2, let app else { throw Arguments.UsageError(description: "center --app ID remove NOTIFICATION") }
+            try await c.call(NotificationMethod.remove, RemoveNotificationsParams(app: app, pending: [a.positionals[1]], delivered: [a.positionals[1]]), as: JSONValue.self)
+            print("removed \(a.positionals[1])")
+            return 0
+        case "clear":
+            guard let app else { throw Arguments.UsageError(description: "center --app ID clear") }
+            _ = try await c.call(NotificationMethod.remove, RemoveNotificationsParams(app: app, all: true), as: JSONValue.self)
+            print("cleared \(app)")
+            return 0
+        case nil: break
+        default: throw Arguments.UsageError(description: "center [--app ID] [remove ID | clear]")
+        }
+        let list = try await c.call(NotificationMethod.delivered, ListNotificationsParams(app: app, all: app == nil ? true : nil),
+                                    as: NotificationListResult.self)
+        if a.has("json") { CLI.printJSONLine(list); return 0 }
+        if list.notifications.isEmpty && list.pending.isEmpty { print("the notification center is empty") }
+        for n in list.notifications {
+            let when = Date(timeIntervalSince1970: n.deliveredAt.secondsSince1970)
+            print("\(when)  \(n.app)  \(n.identifier)  [\(name(n.level))]\(n.late ? " (late)" : "")  \(n.title)\(n.body.isEmpty ? "" : " — \(n.body)")")
+        }
+        for p in list.pending {
+            print("pending  \(p.app)  \(p.identifier)  at \(Date(timeIntervalSince1970: p.fireAt))\(p.repeats ? " (repeats)" : "")  \(p.title)")
+        }
+        return 0
+    }
+
+    static func badge(socket: String?, _ argv: [String]) async throws -> Int32 {
+        guard (1...2).contains(argv.count) else { throw Arguments.UsageError(description: "badge APP [N]") }
+        let c = try await connectUser(socket)
+        if argv.count == 2 {
+            guard let n = Int(argv[1]), n >= 0 else { throw Arguments.UsageError(description: "the badge is a whole number ≥ 0") }
+            _ = try await c.call(NotificationMethod.setBadge, SetBadgeParams(app: argv[0], count: n), as: JSONValue.self)
+        }
+        let s = try await c.status()
+        _ = s
+        let list = try await c.call(NotificationMethod.delivered, ListNotificationsParams(app: argv[0]), as: NotificationListResult.self)
+        print("\(argv[0]): badge \(argv.count == 2 ? argv[1] : "unchanged"), \(list.notifications.count) in the center")
+        return 0
+    }
+
+    // MARK: auth, settings
+
+    static func auth(socket: String?, _ argv: [String]) async throws -> Int32 {
+        let a = try Arguments(argv, flagNames: [])
+        try a.only(["critical-alerts", "time-sensitive", "sound", "marketing"])
+        guard a.positionals.count == 2, let status = ["grant": NotificationAuthorizationStatus.authorized, "deny": .denied,
+                                                      "provisional": .provisional][a.positionals[1]] else {
+            throw Arguments.UsageError(description: "auth APP grant|deny|provisional [--critical-alerts on|off] [--time-sensitive on|off] [--sound on|off] [--marketing on|off]")
+        }
+        var p = SettingsParams(app: a.positionals[0])
+        p.authorization = status
+        p.criticalAlerts = try onOff(a, "critical-alerts")
+        p.timeSensitive = try onOff(a, "time-sensitive")
+        p.sound = try onOff(a, "sound")
+        p.marketing = try onOff(a, "marketing")
+        let c = try await connectUser(socket)
+        let s = try await c.call(NotificationMethod.setSettings, p, as: NotificationAppSettings.self)
+        printSettings(a.positionals[0], s)
+        return 0
+    }
+
+    static func onOff(_ a: Arguments, _ name: String) throws -> Bool? {
+        guard let v = a.value(name) else { return nil }
+        switch v { case "on", "true", "yes": return true; case "off", "false", "no": return false
+        default: throw Arguments.UsageError(description: "--\(name) takes on or off") }
+    }
+
+    static func settings(socket: String?, _ argv: [String]) async throws -> Int32 {
+        guard let app = argv.first else { throw Arguments.UsageError(description: "settings APP [KEY=VALUE…]") }
+        var p = SettingsParams(app: app)
+        var changed = false
+        for kv in argv.dropFirst() {
+            let parts = kv.split(separator: "=", maxSplits: 1).map(String.init)
+            guard parts.count == 2 else { throw Arguments.UsageError(description: "settings takes KEY=VALUE, not \(kv)") }
+            let (k, v) = (parts[0], parts[1])
+            func bool() throws -> Bool {
+                switch v { case "on", "true", "yes": return true; case "off", "false", "no": return false
+                default: throw Arguments.UsageError(description: "\(k) takes on or off") }
+            }
+            switch k {
+            case "authorization":
+                guard let s = NotificationAuthorizationStatus(rawValue: v) else {
+                    throw Arguments.UsageError(description: "authorization: notDetermined, denied, authorized or provisional")
+                }
+                p.authorization = s
+            case "sound": p.sound = try bool()
+            case "badge": p.badge = try bool()
+            case "showPreviews":
+                guard let s = NotificationPreviewSetting(rawValue: v) else { throw Arguments.UsageError(description: "showPreviews: always or never") }
+                p.showPreviews = s
+            case "timeSensitive": p.timeSensitive = try bool()
+            case "criticalAlerts": p.criticalAlerts = try bool()
+            case "scheduledSummary": p.scheduledSummary = try bool()
+            case "marketing": p.marketing = try bool()
+            default:
+                throw Arguments.UsageError(description: "unknown setting \(k) (authorization, sound, badge, showPreviews, timeSensitive, criticalAlerts, scheduledSummary, marketing)")
+            }
+            changed = true
+        }
+        let c = try await connectUser(socket)
+        let s = changed ? try await c.call(NotificationMethod.setSettings, p, as: NotificationAppSettings.self)
+                        : try await c.call(NotificationMethod.getSettings, p, as: NotificationAppSettings.self)
+        printSettings(app, s)
+        return 0
+    }
+
+    static func printSettings(_ app: String, _ s: NotificationAppSettings) {
+        let enc = JSONEncoder()
+        enc.outputFormatting = [.sortedKeys, .prettyPrinted]
+        print("\(app): " + String(decoding: (try? enc.encode(s)) ?? Data(), as: UTF8.self))
+    }
+}
