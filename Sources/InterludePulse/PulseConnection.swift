@@ -21,19 +21,13 @@ struct GainState {
     var lastConfirmed: [pa_volume_t]
     /// Bumped by every `rampGain` call: a ramp that sees a newer value has been superseded.
     var generation: Int
-    /// The last volumes the adapter wrote, acknowledged or not. A ramp writes every ~15 ms, so an
-    /// info reply can show one of our writes that is not the last acknowledged one; only a volume
-    /// that matches none of these is the user's.
-    var recentWrites: [[pa_volume_t]] = []
-
     init(user: [pa_volume_t], gainDb: Double, lastConfirmed: [pa_volume_t], generation: Int) {
         self.user = user; self.gainDb = gainDb; self.lastConfirmed = lastConfirmed; self.generation = generation
     }
 
-    /// Whether `observed` is a volume the adapter itself wrote recently.
-    func isOurs(_ observed: [pa_volume_t]) -> Bool {
-        sameVolume(observed, lastConfirmed) || recentWrites.contains { sameVolume(observed, $0) }
-    }
+    /// Whether `observed` is the volume the adapter itself wrote last (an info reply is ordered
+    /// after the acknowledgements of every write sent before it).
+    func isOurs(_ observed: [pa_volume_t]) -> Bool { sameVolume(observed, lastConfirmed) }
 }
 
 /// A connection to a PulseAudio server: one `pa_threaded_mainloop` and one `pa_context`.
@@ -408,11 +402,6 @@ public final class PulseConnection: @unchecked Sendable {
     /// adapter's own write and calls `completion`.
     func writeVolumeLocked(_ index: UInt32, _ volumes: [pa_volume_t],
                            completion: (@Sendable (Result<Void, Error>) -> Void)? = nil) {
-        if var gain = gains[index] {
-            gain.recentWrites.append(volumes)
-            if gain.recentWrites.count > 16 { gain.recentWrites.removeFirst(gain.recentWrites.count - 16) }
-            gains[index] = gain
-        }
         do {
             _ = try startLocked("set volume of sink input \(index)", prepare: { box in
                 box.onFinish = { box in

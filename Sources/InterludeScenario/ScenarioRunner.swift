@@ -202,8 +202,15 @@ public final class ScenarioRunner: @unchecked Sendable {
                  players: inout [String: Process], work: String, socket: String) async throws {
         switch a {
         case let .activate(s, delay):
-            do { try await apps[s]!.activate(acceptsDelay: delay) } catch {
-                record(s, WireEvent(event: "activationFailed", data: .object(["error": .string("\(error)")]), time: 0))
+            // The reply is an event of the timeline too: A11 says when it may arrive.
+            do {
+                let r = try await apps[s]!.activate(acceptsDelay: delay)
+                record(s, WireEvent(event: "activationReplied", data: .object(["state": .string(r.state.rawValue),
+                    "promptStyle": r.promptStyle.map { .string($0.rawValue) } ?? .null]), time: 0))
+            } catch let e as WireError {
+                record(s, WireEvent(event: "activationFailed", data: .object(["reason": .string(e.code.rawValue)]), time: 0))
+            } catch {
+                record(s, WireEvent(event: "activationFailed", data: .object(["reason": .string("\(error)")]), time: 0))
             }
         case let .deactivate(s, notify): await apps[s]!.stop(notifyOthers: notify)
         case let .pause(s): apps[s]!.setUserPaused(true)
