@@ -4,6 +4,7 @@ import InterludeClient
 import InterludePulse
 import InterludeScenario
 import InterludeWire
+import InterludePolicy
 
 /// End to end on a real PulseAudio server (started by Scripts/test): the real `interluded`, real
 /// streams, and the recording of the null sink's monitor. Under CI=true a missing server fails.
@@ -116,5 +117,64 @@ enum AudioServer {
         #expect(peak > 0.05, "default sound peak \(peak) at the monitor")
         #expect(try await client.status().audioConnected)
         #expect(daemon.isRunning)
+    }
+}
+
+/// N3 on a real server: an entitled critical alert plays at its volume through a muted output
+/// (the output is unmuted for the sound's length, then muted again), and an ordinary one does not.
+@Suite(.serialized) struct CriticalAlertEndToEndTests {
+    @Test(.enabled(if: AudioServer.required()))
+    func N3_criticalSoundPlaysThroughAMutedOutputWhichIsRestored() async throws {
+        let work = NSTemporaryDirectory() + "interlude-n3-\(getpid())"
+        try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: work) }
+        try #"{ authorization: { default: "grant" }, entitledCriticalApps: ["org.example.Alarm"] }"#
+            .write(toFile: work + "/interlude.json5", atomically: true, encoding: .utf8)
+        guard let daemonPath = ScenarioRunner.siblingExecutable("interluded") else { Issue.record("no interluded"); return }
+        let socket = work + "/socket"
+        let daemon = Process()
+        daemon.executableURL = URL(fileURLWithPath: daemonPath)
+        daemon.arguments = ["--socket", socket, "--config", work, "--private", "--state", work + "/state"]
+        try daemon.run()
+        defer { daemon.terminate(); daemon.waitUntilExit() }
+        for _ in 0..<100 where !FileManager.default.fileExists(atPath: socket) { try await Task.sleep(nanoseconds: 50_000_000) }
+
+        let pulse = PulseConnection(clientName: "interlude e2e n3")
+        try pulse.connect()
+        defer { pulse.disconnect() }
+        let sink = try pulse.defaultSinkName()
+        try pulse.setSinkMute(sink, true)
+        defer { try? pulse.setSinkMute(sink, false) }
+        let recorder = try PulseRecorder(connection: pulse, source: sink + ".monitor")
+
+        func client(_ app: String) async throws -> InterludeClient {
+            let c = try await InterludeClient.connect(socket: socket, app: app)
+            _ = try await c.call(NotificationMethod.requestAuthorization,
+                                 RequestAuthorizationParams(options: [.alert, .sound, .criticalAlert]), as: AuthorizationResult.self)
+            return c
+        }
+        let chat = try await client("org.example.Chat")
+        let t0 = PulseClock.monotonicSeconds()
+        _ = try await chat.call(NotificationMethod.add, AddNotificationParams(title: "hi", sound: "default"), as: AddNotificationResult.self)
+        try await Task.sleep(nanoseconds: 1_500_000_000)
+        let alarm = try await client("org.example.Alarm")
+        let t1 = PulseClock.monotonicSeconds()
+        let r = try await alarm.call(NotificationMethod.add, AddNotificationParams(title: "wake", sound: "default", criticalVolume: 0.5,
+                                                                                     level: .critical), as: AddNotificationResult.self)
+        #expect(r.decision.rules.contains("N3"))
+        try await Task.sleep(nanoseconds: 400_000_000)
+        #expect(try pulse.sinkMuted(sink) == false, "the output is unmuted while the critical sound plays")
+        try await Task.sleep(nanoseconds: 1_600_000_000)
+        #expect(try pulse.sinkMuted(sink) == true, "and muted again after it")
+        recorder.stop()
+        let s = recorder.samples()
+        func peak(_ from: Double, _ len: Double) -> Float {
+            let a = max(0, Int((from - recorder.startTime) * 48000)), b = min(s.count, a + Int(len * 48000))
+            return a < b ? s[a..<b].map { abs($0) }.max() ?? 0 : 0
+        }
+        #expect(peak(t0, 1.2) < 0.001, "an ordinary sound on a muted output is not heard")
+        let p = peak(t1, 1.2)
+        // The default chime peaks at about -3 dBFS; at volume 0.5 (-6 dB) about -9 dBFS.
+        #expect(p > 0.2 && p < 0.5, "critical sound peak \(p) (expected about 0.35 at volume 0.5)")
     }
 }
