@@ -173,8 +173,11 @@ public actor Engine {
         }).first else { throw WireError(.internalError, "no activation result") }
         switch result {
         case let .activated(style, ducked):
-            // A11: the reply waits for the ducks this activation started.
-            for r in ramps { await r.value }
+            // A11: a ducking session's reply waits for the ducks its activation started. Others
+            // (a call, say) are answered at once; their ramps run on.
+            if audioState.sessions[id]?.descriptor.ducksOthers == true {
+                for r in ramps { await r.value }
+            }
             return ActivateResult(state: .active, promptStyle: style, ducked: ducked)
         case .delayed:
             return ActivateResult(state: .delayed, promptStyle: nil, ducked: false)

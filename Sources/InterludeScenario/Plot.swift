@@ -35,11 +35,12 @@ public enum ScenarioPlot {
         }
         let hop = 0.02
         for (i, src) in sources.enumerated() {
-            let levels = ToneAnalysis.levels(samples: report.recording, sampleRate: report.sampleRate, frequency: src.1, window: hop)
+            let levels = ToneAnalysis.levels(samples: report.recording, sampleRate: report.sampleRate, frequency: src.1,
+                                             window: ToneAnalysis.defaultWindow, hop: hop)
             let color = colors[i % colors.count]
             var points: [String] = []
             for (k, db) in levels.enumerated() {
-                let t = report.recordingStart + Double(k) * hop + hop / 2
+                let t = report.recordingStart + Double(k) * hop + ToneAnalysis.defaultWindow / 2
                 guard t >= 0 && t <= tMax else { continue }
                 points.append(String(format: "%.1f,%.1f", x(t), y(db)))
             }
