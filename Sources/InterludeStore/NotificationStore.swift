@@ -110,8 +110,9 @@ public final class NotificationStore {
         if application != 0, application != Self.applicationID {
             throw StoreError(.storeCorrupt, "\(path) is not an Interlude database (application_id \(application))")
         }
-        try Self.checkVersion(try db.integer("PRAGMA user_version"), path: path)
-        if application == 0, try db.integer("PRAGMA user_version") == 0, try db.integer("SELECT count(*) FROM sqlite_schema") > 0 {
+        let version = try db.integer("PRAGMA user_version")
+        try Self.checkVersion(version, path: path)
+        if application == 0, version == 0, try db.integer("SELECT count(*) FROM sqlite_schema") > 0 {
             throw StoreError(.storeCorrupt, "\(path) is not an Interlude database (it has tables but no schema version)")
         }
 
@@ -119,9 +120,10 @@ public final class NotificationStore {
         // WAL (no shared memory), SQLite keeps a rollback journal: saves stay atomic and durable.
         _ = try db.text("PRAGMA journal_mode=WAL")
         try db.execute("PRAGMA synchronous=FULL")
-        try migrate()
-        statements = try Statements(db)
-        dataVersion = try db.integer("PRAGMA data_version")
+        if version < Self.schemaVersion { try migrate() }
+        let statements = try Statements(db)
+        self.statements = statements
+        dataVersion = try statements.dataVersion()
     }
 
     /// Closes the database. Later `load` and `save` calls throw `storeFailed`. Also done on deinit.
@@ -190,8 +192,7 @@ public final class NotificationStore {
     public func save(_ state: NotificationState) throws {
         guard let statements else { throw StoreError(.storeFailed, "\(path): the store is closed") }
         let new = try encode(state)
-        let version = try db.integer("PRAGMA data_version")
-        if saved == nil || version != dataVersion { saved = try readRows() }
+        if try saved == nil || statements.dataVersion() != dataVersion { saved = try readRows() }
         let old = saved!
 
         let plans = (pending: ListPlan.make(old: old.pending, new: new.pending, identity: .appAndIdentifier),
@@ -233,7 +234,7 @@ public final class NotificationStore {
         now.delivered = plans.delivered.result
         now.decisionLog = plans.log.result
         saved = now
-        dataVersion = try db.integer("PRAGMA data_version")
+        dataVersion = try statements.dataVersion()
         lastSave = stats
     }
 
@@ -335,7 +336,7 @@ public final class NotificationStore {
             rows.delivered = try statements.delivered.readAll()
             rows.decisionLog = try statements.decisionLog.readAll()
             try db.execute("COMMIT")
-            dataVersion = try db.integer("PRAGMA data_version")
+            dataVersion = try statements.dataVersion()
             return rows
         } catch {
             if db.inTransaction { try? db.execute("ROLLBACK") }
@@ -347,6 +348,9 @@ public final class NotificationStore {
     /// (`sqlite3_total_changes64`); tests use it to check `lastSave`.
     var totalChanges: Int64 { db.totalChanges }
 
+    /// The store's connection, for tests that check its settings.
+    var connection: SQLiteDatabase { db }
+
     /// The prepared statements of every table.
     private struct Statements {
         let app: KeyedTable
@@ -354,6 +358,7 @@ public final class NotificationStore {
         let pending: ListTable
         let delivered: ListTable
         let decisionLog: ListTable
+        let dataVersionQuery: SQLiteStatement
 
         init(_ db: SQLiteDatabase) throws {
             app = try KeyedTable(db, table: "app", key: "app_id")
@@ -361,6 +366,14 @@ public final class NotificationStore {
             pending = try ListTable(db, table: "pending")
             delivered = try ListTable(db, table: "delivered")
             decisionLog = try ListTable(db, table: "decision_log")
+            dataVersionQuery = try db.prepare("PRAGMA data_version")
+        }
+
+        /// `PRAGMA data_version`: changes when another connection commits.
+        func dataVersion() throws -> Int64 {
+            var version: Int64 = 0
+            try dataVersionQuery.forEachRow { version = $0.int64(0) }
+            return version
         }
     }
 
