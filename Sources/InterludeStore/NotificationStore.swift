@@ -59,7 +59,8 @@ public final class NotificationStore {
 
     /// The database file's path.
     public let path: String
-    /// What the last `save` wrote; all zero if it found nothing changed.
+    /// What the last successful `save` wrote; all zero if it found nothing changed (a failed save
+    /// leaves it as it was).
     public private(set) var lastSave = StoreSaveStats()
 
     private let db: SQLiteDatabase
