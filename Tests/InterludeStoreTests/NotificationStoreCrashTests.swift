@@ -37,7 +37,7 @@ private let writerVariable = "INTERLUDE_STORE_CRASH_WRITER"
     @Test func N15_sigkillDuringSavesLeavesExactlyASavedState() throws {
         guard ProcessInfo.processInfo.environment[writerVariable] == nil else { return }  // never recurse
         var killedInsideSave = 0
-        for round in 0..<3 {
+        for round in 0..<6 {
             if try killWriter(round: round) { killedInsideSave += 1 }
         }
         // A kill between two saves would prove little; with saves taking milliseconds (fsync) and
