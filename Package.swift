@@ -16,6 +16,7 @@ let package = Package(
         // C libraries from Debian, one system-library target each.
         .systemLibrary(name: "CPulse", pkgConfig: "libpulse", providers: [.apt(["libpulse-dev"])]),
         .systemLibrary(name: "CSndfile", pkgConfig: "sndfile", providers: [.apt(["libsndfile1-dev"])]),
+        .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         // Tiny C shim for what Glibc does not import into Swift (struct ucred for SO_PEERCRED).
         .target(name: "CInterludeSys"),
 
@@ -28,6 +29,8 @@ let package = Package(
         // Adapters: each wraps one C library.
         .target(name: "InterludePulse", dependencies: ["CPulse"]),
         .target(name: "InterludeSound", dependencies: ["CSndfile"]),
+        // Notification state persistence (N15): SQLite in WAL mode, one transaction per save.
+        .target(name: "InterludeStore", dependencies: ["CSQLite", "InterludePolicy"]),
         // Engine: owns state, feeds the policies, carries out effects through ports.
         .target(name: "InterludeEngine", dependencies: ["InterludePolicy", "InterludeConfig", "InterludeWire"]),
         // Socket server: connections -> engine calls.
@@ -48,6 +51,7 @@ let package = Package(
         .testTarget(name: "InterludePolicyTests", dependencies: ["InterludePolicy", "InterludeTestSupport"]),
         .testTarget(name: "InterludeWireTests", dependencies: ["InterludeWire"]),
         .testTarget(name: "InterludeConfigTests", dependencies: ["InterludeConfig"]),
+        .testTarget(name: "InterludeStoreTests", dependencies: ["InterludeStore", "InterludePolicy"]),
         .testTarget(name: "InterludeServerTests", dependencies: [
             "InterludeServer", "InterludeClient", "InterludeEngine", "InterludeTestSupport", "InterludeConfig",
         ]),

@@ -1,0 +1,447 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
+import InterludePolicy
+
+/// Persists the notification policy's `NotificationState` in SQLite so that pending and delivered
+/// notifications, badges, settings and the focus state survive a restart and a crash (POLICY.md
+/// N15).
+///
+/// The database is `interlude.sqlite3` in the store's folder (`defaultDirectory`:
+/// `$XDG_STATE_HOME/interlude`), in WAL journal mode with `synchronous=FULL`: a `save` that
+/// returned is on disk, and a process killed at any moment (even `kill -9` in the middle of a save)
+/// leaves the state of one complete `save`, never a mix, because every save is one transaction.
+///
+/// Schema, version 1 (`PRAGMA user_version`; `PRAGMA application_id` = `0x496E746C`, "Intl").
+/// Every `json` column holds one value encoded with `JSONEncoder` (sorted keys):
+///
+/// | table | columns | holds |
+/// |---|---|---|
+/// | `app` | `app_id TEXT PRIMARY KEY`, `json` | `NotificationAppRecord` of `state.apps[app_id]` (settings, authorization, categories, badge, queued responses) |
+/// | `pending` | `seq INTEGER PRIMARY KEY`, `app_id`, `identifier`, `json` | `PendingNotification`s, in `seq` order |
+/// | `delivered` | `seq INTEGER PRIMARY KEY`, `app_id`, `identifier`, `json` | `DeliveredNotification`s (the center), in `seq` order |
+/// | `decision_log` | `seq INTEGER PRIMARY KEY`, `app_id`, `identifier`, `json` | `NotificationDecisionRecord`s (N16), in `seq` order |
+/// | `meta` | `key TEXT PRIMARY KEY`, `json` | one row each: `clock` (absent while nil), `focus`, `ringerSilent`, `callActive`, `history`, `summaryQueue`, `coalesced` |
+///
+/// `seq` orders a list; numbers may have gaps, so an appended or removed item does not renumber the
+/// others. A save writes only rows whose JSON (or place) changed since the last save or load, and
+/// deletes rows that disappeared (`lastSave` counts them); unchanged saves do not touch the file.
+///
+/// One store per database file: the daemon opens it once. If another connection commits to the
+/// file, the next save notices (`PRAGMA data_version`) and re-reads the rows before diffing. Not
+/// thread-safe: use it from one thread or actor at a time.
+public final class NotificationStore {
+    /// The schema version this build writes and reads (`PRAGMA user_version`).
+    public static let schemaVersion = Int64(migrations.count)
+    /// The database file's name inside the store's folder.
+    public static let fileName = "interlude.sqlite3"
+    /// How long a statement waits for another connection's lock before `storeBusy`, in milliseconds.
+    public static let busyTimeoutMilliseconds: Int32 = 2000
+
+    /// `PRAGMA application_id` of Interlude's database ("Intl").
+    static let applicationID: Int64 = 0x496E_746C
+
+    /// Schema migrations: entry `i` takes the database from version `i` to `i + 1`. Append only.
+    static let migrations: [String] = [
+        """
+        CREATE TABLE app(app_id TEXT PRIMARY KEY NOT NULL, json TEXT NOT NULL);
+        CREATE TABLE pending(seq INTEGER PRIMARY KEY, app_id TEXT NOT NULL, identifier TEXT NOT NULL, json TEXT NOT NULL);
+        CREATE TABLE delivered(seq INTEGER PRIMARY KEY, app_id TEXT NOT NULL, identifier TEXT NOT NULL, json TEXT NOT NULL);
+        CREATE TABLE decision_log(seq INTEGER PRIMARY KEY, app_id TEXT NOT NULL, identifier TEXT NOT NULL, json TEXT NOT NULL);
+        CREATE TABLE meta(key TEXT PRIMARY KEY NOT NULL, json TEXT NOT NULL);
+        """,
+    ]
+
+    /// The database file's path.
+    public let path: String
+    /// What the last successful `save` wrote; all zero if it found nothing changed (a failed save
+    /// leaves it as it was).
+    public private(set) var lastSave = StoreSaveStats()
+
+    private let db: SQLiteDatabase
+    private var statements: Statements?
+    /// The rows the database holds as of our last load or save; nil = unknown (read before diffing).
+    private var saved: Rows?
+    /// `PRAGMA data_version` after our last load or save: another connection's commit changes it.
+    private var dataVersion: Int64 = 0
+    private let encoder: JSONEncoder = {
+        let e = JSONEncoder()
+        e.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        e.nonConformingFloatEncodingStrategy = .convertToString(positiveInfinity: "+Infinity", negativeInfinity: "-Infinity", nan: "NaN")
+        return e
+    }()
+    private let decoder: JSONDecoder = {
+        let d = JSONDecoder()
+        d.nonConformingFloatDecodingStrategy = .convertFromString(positiveInfinity: "+Infinity", negativeInfinity: "-Infinity", nan: "NaN")
+        return d
+    }()
+
+    /// Opens the store in `directory`, creating the folder (mode 0700, with missing parents) and
+    /// `interlude.sqlite3` (mode 0600) if they do not exist, and bringing the schema up to
+    /// `schemaVersion`.
+    ///
+    /// - Parameter directory: the store's folder, usually `defaultDirectory()`; tests pass a temporary one.
+    /// - Throws: `StoreError` with code `storeOpenFailed` (folder or file cannot be created or
+    ///   opened), `storeCorrupt` (not a database, damaged, or another program's database; the file is
+    ///   not changed), `storeSchemaTooNew` (written by a newer Interlude; not changed), `storeBusy`,
+    ///   `storeIOError`.
+    public init(directory: String) throws {
+        do {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
+                                                    attributes: [.posixPermissions: 0o700])
+        } catch {
+            throw StoreError(.storeOpenFailed, "cannot create the folder \(directory): \(error)")
+        }
+        path = directory.hasSuffix("/") ? directory + Self.fileName : directory + "/" + Self.fileName
+        // Create the file ourselves so that it (and SQLite's -wal and -shm beside it) is 0600.
+        let fd = Glibc.open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard fd >= 0 else {
+            throw StoreError(.storeOpenFailed, "cannot open \(path): \(String(cString: strerror(errno)))")
+        }
+        Glibc.close(fd)
+        db = try SQLiteDatabase(path: path, busyTimeoutMilliseconds: Self.busyTimeoutMilliseconds)
+
+        // Read before writing anything: a file that is not ours, or is newer, stays as it is.
+        let application = try db.integer("PRAGMA application_id")
+        if application != 0, application != Self.applicationID {
+            throw StoreError(.storeCorrupt, "\(path) is not an Interlude database (application_id \(application))")
+        }
+        let version = try db.integer("PRAGMA user_version")
+        try Self.checkVersion(version, path: path)
+        if application == 0, version == 0, try db.integer("SELECT count(*) FROM sqlite_schema") > 0 {
+            throw StoreError(.storeCorrupt, "\(path) is not an Interlude database (it has tables but no schema version)")
+        }
+
+        // Journal mode is not transactional; WAL stays set in the file. If the file system cannot do
+        // WAL (no shared memory), SQLite keeps a rollback journal: saves stay atomic and durable.
+        _ = try db.text("PRAGMA journal_mode=WAL")
+        try db.execute("PRAGMA synchronous=FULL")
+        if version < Self.schemaVersion { try migrate() }
+        let statements = try Statements(db)
+        self.statements = statements
+        dataVersion = try statements.dataVersion()
+    }
+
+    /// Closes the database. Later `load` and `save` calls throw `storeFailed`. Also done on deinit.
+    public func close() {
+        statements = nil
+        saved = nil
+        db.close()
+    }
+
+    /// The store's folder for an environment: `$XDG_STATE_HOME/interlude` if `XDG_STATE_HOME` is an
+    /// absolute path, else `$HOME/.local/state/interlude` (the home from the password database if
+    /// `HOME` is unset) (DESIGN "Config and state").
+    ///
+    /// - Parameter environment: variables to read; the process's environment by default.
+    public static func defaultDirectory(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
+        func trimmed(_ s: String) -> String {
+            var s = s
+            while s.count > 1, s.hasSuffix("/") { s.removeLast() }
+            return s == "/" ? "" : s
+        }
+        if let state = environment["XDG_STATE_HOME"], state.hasPrefix("/") { return trimmed(state) + "/interlude" }
+        var home = environment["HOME"] ?? ""
+        if home.isEmpty, let entry = getpwuid(getuid()), let dir = entry.pointee.pw_dir { home = String(cString: dir) }
+        return trimmed(home) + "/.local/state/interlude"
+    }
+
+    /// Reads the saved state: the last successful `save`, or an empty `NotificationState()` if the
+    /// database is new. All tables are read in one transaction (one consistent snapshot).
+    ///
+    /// - Throws: `StoreError`: `storeCorrupt` (damaged file, or a row whose JSON does not decode),
+    ///   `storeIOError`, `storeBusy`, `storeFailed` (closed).
+    public func load() throws -> NotificationState {
+        let rows = try readRows()
+        var state = NotificationState()
+        func decode<T: Decodable>(_ type: T.Type, _ json: String, _ place: String) throws -> T {
+            do { return try decoder.decode(T.self, from: Data(json.utf8)) } catch {
+                throw StoreError(.storeCorrupt, "\(path): \(place) does not decode: \(error)")
+            }
+        }
+        for (app, json) in rows.apps { state.apps[app] = try decode(NotificationAppRecord.self, json, "app \(app)") }
+        state.pending = try rows.pending.map { try decode(PendingNotification.self, $0.json, "pending seq \($0.seq)") }
+        state.delivered = try rows.delivered.map { try decode(DeliveredNotification.self, $0.json, "delivered seq \($0.seq)") }
+        state.decisionLog = try rows.decisionLog.map { try decode(NotificationDecisionRecord.self, $0.json, "decision_log seq \($0.seq)") }
+        func meta<T: Decodable>(_ key: MetaKey, _ type: T.Type) throws -> T? {
+            try rows.meta[key.rawValue].map { try decode(T.self, $0, "meta \(key.rawValue)") }
+        }
+        state.clock = try meta(.clock, NotificationTime.self)
+        if let v = try meta(.focus, NotificationFocusState.self) { state.focus = v }
+        if let v = try meta(.ringerSilent, Bool.self) { state.ringerSilent = v }
+        if let v = try meta(.callActive, Bool.self) { state.callActive = v }
+        if let v = try meta(.history, NotificationAlertHistory.self) { state.history = v }
+        if let v = try meta(.summaryQueue, [HeldNotification].self) { state.summaryQueue = v }
+        if let v = try meta(.coalesced, [HeldNotification].self) { state.coalesced = v }
+        saved = rows
+        return state
+    }
+
+    /// Saves `state` in one transaction (N15): after a crash at any moment, `load` returns either
+    /// the state before this call or `state`, never a mix. When it returns, the state is on disk
+    /// (`synchronous=FULL`). Only rows whose JSON changed since the last save or load are written,
+    /// and rows that disappeared are deleted (see `lastSave`); if nothing changed, nothing is written.
+    ///
+    /// - Throws: `StoreError`: `storeBusy`, `storeIOError` (disk full, read-only, I/O), `storeCorrupt`,
+    ///   `storeFailed` (closed, or a value that does not encode). The transaction is rolled back and
+    ///   the database keeps the last saved state; a later save writes everything that differs from it.
+    public func save(_ state: NotificationState) throws {
+        guard let statements else { throw StoreError(.storeFailed, "\(path): the store is closed") }
+        let new = try encode(state)
+        if try saved == nil || statements.dataVersion() != dataVersion { saved = try readRows() }
+        let old = saved!
+
+        let plans = (pending: ListPlan.make(old: old.pending, new: new.pending, identity: .appAndIdentifier),
+                     delivered: ListPlan.make(old: old.delivered, new: new.delivered, identity: .appAndIdentifier),
+                     log: ListPlan.make(old: old.decisionLog, new: new.decisionLog, identity: .content))
+        let appChanges = Self.changes(old.apps, new.apps)
+        let metaChanges = Self.changes(old.meta, new.meta)
+        var stats = StoreSaveStats()
+        for plan in [plans.pending, plans.delivered, plans.log] {
+            stats.inserted += plan.inserts.count
+            stats.updated += plan.updates.count
+            stats.deleted += plan.deletes.count
+        }
+        for change in [appChanges, metaChanges] {
+            stats.inserted += change.inserted
+            stats.updated += change.upserts.count - change.inserted
+            stats.deleted += change.deletes.count
+        }
+        guard stats.rowsWritten > 0 else {
+            lastSave = stats
+            return
+        }
+
+        saved = nil  // unknown until the commit is known to have happened
+        try db.execute("BEGIN IMMEDIATE")
+        do {
+            try statements.pending.apply(plans.pending)
+            try statements.delivered.apply(plans.delivered)
+            try statements.decisionLog.apply(plans.log)
+            try statements.app.apply(appChanges)
+            try statements.meta.apply(metaChanges)
+            try db.execute("COMMIT")
+        } catch {
+            if db.inTransaction { try? db.execute("ROLLBACK") }
+            throw error
+        }
+        var now = new
+        now.pending = plans.pending.result
+        now.delivered = plans.delivered.result
+        now.decisionLog = plans.log.result
+        saved = now
+        dataVersion = try statements.dataVersion()
+        lastSave = stats
+    }
+
+    // MARK: Internals
+
+    /// Rows written and read, as text: what `saved` remembers.
+    struct Rows: Equatable {
+        var apps: [String: String] = [:]
+        var meta: [String: String] = [:]
+        var pending: [ListRow] = []
+        var delivered: [ListRow] = []
+        var decisionLog: [ListRow] = []
+    }
+
+    /// Keys of the `meta` table, one per part of the state not kept in a table of its own.
+    enum MetaKey: String, CaseIterable {
+        case clock, focus, ringerSilent, callActive, history, summaryQueue, coalesced
+    }
+
+    /// Keyed-table changes: rows to upsert (how many of them new), keys to delete.
+    struct KeyedChanges {
+        var upserts: [(key: String, json: String)] = []
+        var inserted = 0
+        var deletes: [String] = []
+    }
+
+    static func changes(_ old: [String: String], _ new: [String: String]) -> KeyedChanges {
+        var c = KeyedChanges()
+        for (key, json) in new.sorted(by: { $0.key < $1.key }) where old[key] != json {
+            c.upserts.append((key, json))
+            if old[key] == nil { c.inserted += 1 }
+        }
+        c.deletes = old.keys.filter { new[$0] == nil }.sorted()
+        return c
+    }
+
+    private static func checkVersion(_ version: Int64, path: String) throws {
+        if version > schemaVersion {
+            throw StoreError(.storeSchemaTooNew,
+                             "\(path) has schema version \(version); this Interlude knows versions up to \(schemaVersion)")
+        }
+    }
+
+    /// Applies the migrations the file lacks, in one transaction.
+    private func migrate() throws {
+        try db.execute("BEGIN IMMEDIATE")
+        do {
+            let version = try db.integer("PRAGMA user_version")
+            try Self.checkVersion(version, path: path)
+            if version < Self.schemaVersion {
+                for step in Self.migrations[Int(version)...] { try db.execute(step) }
+                try db.execute("PRAGMA user_version = \(Self.schemaVersion); PRAGMA application_id = \(Self.applicationID)")
+            }
+            try db.execute("COMMIT")
+        } catch {
+            if db.inTransaction { try? db.execute("ROLLBACK") }
+            throw error
+        }
+    }
+
+    private func encode<T: Encodable>(_ value: T, _ place: String) throws -> String {
+        do { return String(decoding: try encoder.encode(value), as: UTF8.self) } catch {
+            throw StoreError(.storeFailed, "\(path): \(place) does not encode: \(error)")
+        }
+    }
+
+    /// The state as rows (list `seq`s not yet assigned).
+    private func encode(_ state: NotificationState) throws -> Rows {
+        var rows = Rows()
+        for (app, record) in state.apps { rows.apps[app] = try encode(record, "app \(app)") }
+        rows.pending = try state.pending.map {
+            ListRow(seq: 0, app: $0.app, identifier: $0.request.identifier, json: try encode($0, "a pending notification"))
+        }
+        rows.delivered = try state.delivered.map {
+            ListRow(seq: 0, app: $0.app, identifier: $0.request.identifier, json: try encode($0, "a delivered notification"))
+        }
+        rows.decisionLog = try state.decisionLog.map {
+            ListRow(seq: 0, app: $0.app, identifier: $0.identifier, json: try encode($0, "a decision record"))
+        }
+        if let clock = state.clock { rows.meta[MetaKey.clock.rawValue] = try encode(clock, "clock") }
+        rows.meta[MetaKey.focus.rawValue] = try encode(state.focus, "focus")
+        rows.meta[MetaKey.ringerSilent.rawValue] = try encode(state.ringerSilent, "ringerSilent")
+        rows.meta[MetaKey.callActive.rawValue] = try encode(state.callActive, "callActive")
+        rows.meta[MetaKey.history.rawValue] = try encode(state.history, "history")
+        rows.meta[MetaKey.summaryQueue.rawValue] = try encode(state.summaryQueue, "summaryQueue")
+        rows.meta[MetaKey.coalesced.rawValue] = try encode(state.coalesced, "coalesced")
+        return rows
+    }
+
+    /// Every row, in one read transaction.
+    private func readRows() throws -> Rows {
+        guard let statements else { throw StoreError(.storeFailed, "\(path): the store is closed") }
+        try db.execute("BEGIN")
+        do {
+            var rows = Rows()
+            rows.apps = try statements.app.readAll()
+            rows.meta = try statements.meta.readAll()
+            rows.pending = try statements.pending.readAll()
+            rows.delivered = try statements.delivered.readAll()
+            rows.decisionLog = try statements.decisionLog.readAll()
+            try db.execute("COMMIT")
+            dataVersion = try statements.dataVersion()
+            return rows
+        } catch {
+            if db.inTransaction { try? db.execute("ROLLBACK") }
+            throw error
+        }
+    }
+
+    /// Rows inserted, updated or deleted through this store's connection since it opened
+    /// (`sqlite3_total_changes64`); tests use it to check `lastSave`.
+    var totalChanges: Int64 { db.totalChanges }
+
+    /// The store's connection, for tests that check its settings.
+    var connection: SQLiteDatabase { db }
+
+    /// The prepared statements of every table.
+    private struct Statements {
+        let app: KeyedTable
+        let meta: KeyedTable
+        let pending: ListTable
+        let delivered: ListTable
+        let decisionLog: ListTable
+        let dataVersionQuery: SQLiteStatement
+
+        init(_ db: SQLiteDatabase) throws {
+            app = try KeyedTable(db, table: "app", key: "app_id")
+            meta = try KeyedTable(db, table: "meta", key: "key")
+            pending = try ListTable(db, table: "pending")
+            delivered = try ListTable(db, table: "delivered")
+            decisionLog = try ListTable(db, table: "decision_log")
+            dataVersionQuery = try db.prepare("PRAGMA data_version")
+        }
+
+        /// `PRAGMA data_version`: changes when another connection commits.
+        func dataVersion() throws -> Int64 {
+            var version: Int64 = 0
+            try dataVersionQuery.forEachRow { version = $0.int64(0) }
+            return version
+        }
+    }
+
+    /// `app` or `meta`: one JSON value per key.
+    private struct KeyedTable {
+        let select, upsert, delete: SQLiteStatement
+
+        init(_ db: SQLiteDatabase, table: String, key: String) throws {
+            select = try db.prepare("SELECT \(key), json FROM \(table)")
+            upsert = try db.prepare(
+                "INSERT INTO \(table)(\(key), json) VALUES (?1, ?2) ON CONFLICT(\(key)) DO UPDATE SET json = excluded.json")
+            delete = try db.prepare("DELETE FROM \(table) WHERE \(key) = ?1")
+        }
+
+        func readAll() throws -> [String: String] {
+            var out: [String: String] = [:]
+            try select.forEachRow { out[$0.text(0)] = $0.text(1) }
+            return out
+        }
+
+        func apply(_ c: KeyedChanges) throws {
+            for key in c.deletes { try delete.run([.text(key)]) }
+            for (key, json) in c.upserts { try upsert.run([.text(key), .text(json)]) }
+        }
+    }
+
+    /// `pending`, `delivered` or `decision_log`: rows ordered by `seq`.
+    private struct ListTable {
+        let select, insert, update, delete: SQLiteStatement
+
+        init(_ db: SQLiteDatabase, table: String) throws {
+            select = try db.prepare("SELECT seq, app_id, identifier, json FROM \(table) ORDER BY seq")
+            insert = try db.prepare("INSERT INTO \(table)(seq, app_id, identifier, json) VALUES (?1, ?2, ?3, ?4)")
+            update = try db.prepare("UPDATE \(table) SET app_id = ?2, identifier = ?3, json = ?4 WHERE seq = ?1")
+            delete = try db.prepare("DELETE FROM \(table) WHERE seq = ?1")
+        }
+
+        func readAll() throws -> [ListRow] {
+            var out: [ListRow] = []
+            try select.forEachRow { out.append(ListRow(seq: $0.int64(0), app: $0.text(1), identifier: $0.text(2), json: $0.text(3))) }
+            return out
+        }
+
+        func apply(_ plan: ListPlan) throws {
+            for seq in plan.deletes { try delete.run([.integer(seq)]) }
+            for r in plan.updates { try update.run([.integer(r.seq), .text(r.app), .text(r.identifier), .text(r.json)]) }
+            for r in plan.inserts { try insert.run([.integer(r.seq), .text(r.app), .text(r.identifier), .text(r.json)]) }
+        }
+    }
+}
+
+/// What one `NotificationStore.save` wrote, in rows.
+public struct StoreSaveStats: Sendable, Equatable {
+    /// Rows added (a new app, notification, log record or meta key; also a row moved to a new place).
+    public var inserted = 0
+    /// Rows whose JSON was rewritten in place.
+    public var updated = 0
+    /// Rows removed (gone from the state, or moved to a new place).
+    public var deleted = 0
+
+    /// Makes stats; all zero by default.
+    public init(inserted: Int = 0, updated: Int = 0, deleted: Int = 0) {
+        self.inserted = inserted
+        self.updated = updated
+        self.deleted = deleted
+    }
+
+    /// All rows written: inserted + updated + deleted.
+    public var rowsWritten: Int { inserted + updated + deleted }
+}

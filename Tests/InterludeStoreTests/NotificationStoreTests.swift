@@ -1,0 +1,302 @@
+import Foundation
+import InterludePolicy
+@testable import InterludeStore
+import Testing
+
+// N15 persistence: pending and delivered notifications, badges, settings and focus survive a
+// restart; saves write only what changed; files that are not ours are refused, never crashed on.
+
+@Suite struct NotificationStoreTests {
+    @Test func N15_aNewDatabaseLoadsTheEmptyStateInPrivateFiles() throws {
+        let tmp = TemporaryFolder()
+        defer { tmp.remove() }
+        let store = try NotificationStore(directory: tmp.storeDirectory)
+        #expect(store.path == tmp.databasePath)
+        #expect(try store.load() == NotificationState())
+        let folder = try FileManager.default.attributesOfItem(atPath: tmp.storeDirectory)
+        #expect((folder[.posixPermissions] as? NSNumber)?.intValue == 0o700)
+        let file = try FileManager.default.attributesOfItem(atPath: tmp.databasePath)
+        #expect((file[.posixPermissions] as? NSNumber)?.intValue == 0o600)
+        let raw = try SQLiteDatabase(path: tmp.databasePath, busyTimeoutMilliseconds: 100)
+        #expect(try raw.text("PRAGMA journal_mode") == "wal")
+        #expect(try raw.integer("PRAGMA user_version") == NotificationStore.schemaVersion)
+        #expect(try raw.integer("PRAGMA application_id") == NotificationStore.applicationID)
+        #expect(try store.connection.integer("PRAGMA synchronous") == 2)  // FULL
+        #expect(try store.connection.text("PRAGMA journal_mode") == "wal")
+    }
+
+    @Test func N15_richStateRoundTripsAndSurvivesReopening() throws {
+        let tmp = TemporaryFolder()
+        defer { tmp.remove() }
+        let state = richPolicyState().state
+        // Every part is filled, so the round trip cannot pass on defaults.
+        #expect(state.clock != nil)
+        #expect(state.apps.count == 3)
+        #expect(state.apps[Apps.chat]?.badge ?? 0 > 0)
+        #expect(state.apps[Apps.chat]?.categories["message"]?.actions.count == 2)
+        #expect(state.apps[Apps.chat]?.queuedResponses.map(\.text) == ["on my way"])
+        #expect(state.apps[Apps.news]?.settings.showPreviews == .never)
+        #expect(state.pending.map(\.request.identifier) == ["wake", "standup"])
+        #expect(state.delivered.map(\.request.identifier).contains("m2"))
+        #expect(state.delivered.contains { $0.request.identifier == "m3" && $0.decision.rules.contains("N7") })
+        #expect(state.summaryQueue.map(\.request.identifier) == ["headline"])
+        #expect(!state.coalesced.isEmpty)
+        #expect(state.focus.active?.name == "work")
+        #expect(state.focus.missed.map(\.identifier).contains("m3"))
+        #expect(state.ringerSilent && state.callActive)
+        #expect(!state.history.lastAlert.isEmpty && !state.history.updates.isEmpty)
+        #expect(state.decisionLog.count > 10)
+
+        do {
+            let store = try NotificationStore(directory: tmp.storeDirectory)
+            try store.save(state)
+            #expect(try store.load() == state)
+            store.close()
+            #expect(throws: StoreError.self) { try store.load() }
+        }
+        let reopened = try NotificationStore(directory: tmp.storeDirectory)
+        let loaded = try reopened.load()
+        #expect(loaded == state)
+        #expect(loaded.pending.map(\.request.identifier) == state.pending.map(\.request.identifier))
+        #expect(loaded.delivered.map(\.request.identifier) == state.delivered.map(\.request.identifier))
+        // The policy carries on from the loaded state as from the original.
+        var a = state, b = loaded
+        let config = richPolicyState().config
+        let later = state.clock! + 7200
+        #expect(NotificationPolicy.reduce(&a, .tick, now: later, config: config)
+            == NotificationPolicy.reduce(&b, .tick, now: later, config: config))
+        #expect(a == b)
+    }
+
+    @Test func N15_everyPartOfTheStateHasAPlaceInTheSchema() throws {
+        // A field added to NotificationState must be given a row, or it would silently not persist.
+        var state = NotificationState()
+        state.clock = NotificationTime(1)
+        let object = try JSONSerialization.jsonObject(with: JSONEncoder().encode(state)) as? [String: Any]
+        let stored = Set(["apps", "pending", "delivered", "decisionLog"] + NotificationStore.MetaKey.allCases.map(\.rawValue))
+        #expect(Set(object?.keys.map { $0 } ?? []) == stored)
+    }
+
+    @Test func N15_aSaveWritesOnlyTheRowsThatChanged() throws {
+        let tmp = TemporaryFolder()
+        defer { tmp.remove() }
+        let store = try NotificationStore(directory: tmp.storeDirectory)
+        var d = richPolicyState()
+        var changes = store.totalChanges
+        /// Saves and checks `lastSave` against SQLite's own count of changed rows.
+        func save() throws -> StoreSaveStats {
+            try store.save(d.state)
+            #expect(store.totalChanges - changes == Int64(store.lastSave.rowsWritten))
+            changes = store.totalChanges
+            return store.lastSave
+        }
+        let first = try save()
+        let rows = d.state.apps.count + d.state.pending.count + d.state.delivered.count + d.state.decisionLog.count
+            + NotificationStore.MetaKey.allCases.count
+        #expect(first == StoreSaveStats(inserted: rows))
+
+        #expect(try save().rowsWritten == 0)  // nothing changed: nothing written
+
+        d.state.apps[Apps.chat]!.badge = 42
+        #expect(try save() == StoreSaveStats(updated: 1))
+
+        let i = d.state.delivered.firstIndex { $0.request.identifier == "m2" }!
+        d.state.delivered[i].request.content.body = "Running very late"
+        #expect(try save() == StoreSaveStats(updated: 1))
+
+        d.state.ringerSilent = false
+        #expect(try save() == StoreSaveStats(updated: 1))
+
+        // One new notification through the policy touches a handful of rows, not the whole state.
+        d.send(.tick, after: 30)  // releases the coalesced update first
+        _ = try save()
+        d.post("m4", from: Apps.chat, .init(title: "Dave", body: "hi", sound: "default", badge: 10), after: 30)
+        let stats = try save()
+        #expect(stats.deleted == 0)
+        #expect(stats.inserted == 2)  // the delivered row and its decision-log record
+        #expect(stats.updated <= 4)   // app (badge), clock, history, focus (missed)
+        #expect(try store.load() == d.state)
+    }
+
+    @Test func N15_removedPartsAreDeleted() throws {
+        let tmp = TemporaryFolder()
+        defer { tmp.remove() }
+        let store = try NotificationStore(directory: tmp.storeDirectory)
+        var d = richPolicyState()
+        try store.save(d.state)
+        let before = (pending: d.state.pending.count, delivered: d.state.delivered.count)
+
+        d.send(.removePending(app: Apps.alarm, identifiers: ["wake"]))
+        d.send(.removeDelivered(app: Apps.chat, identifiers: nil))
+        d.state.apps[Apps.news] = nil
+        d.state.clock = nil
+        #expect(d.state.pending.count == before.pending - 1)
+        #expect(d.state.delivered.count < before.delivered)
+        try store.save(d.state)
+        #expect(store.lastSave.deleted == 1 + (before.delivered - d.state.delivered.count) + 1 + 1)
+        #expect(try store.load() == d.state)
+        store.close()
+        #expect(try NotificationStore(directory: tmp.storeDirectory).load() == d.state)
+
+        try NotificationStore(directory: tmp.storeDirectory).save(NotificationState())
+        let raw = try SQLiteDatabase(path: tmp.databasePath, busyTimeoutMilliseconds: 100)
+        for table in ["app", "pending", "delivered", "decision_log"] {
+            #expect(try raw.integer("SELECT count(*) FROM \(table)") == 0)
+        }
+        #expect(try NotificationStore(directory: tmp.storeDirectory).load() == NotificationState())
+    }
+
+    @Test func N15_orderIsKeptWhenItemsMoveOrArriveBetweenOthers() throws {
+        let tmp = TemporaryFolder()
+        defer { tmp.remove() }
+        let store = try NotificationStore(directory: tmp.storeDirectory)
+        var state = richPolicyState().state
+        try store.save(state)
+        // Move the oldest to the end (as an N10 replacement does): one row moves, the others stay.
+        state.delivered.append(state.delivered.removeFirst())
+        try store.save(state)
+        #expect(store.lastSave == StoreSaveStats(inserted: 1, deleted: 1))
+        #expect(try store.load() == state)
+        // An item between two neighbours with adjacent numbers renumbers the list, still in order.
+        var inserted = state.delivered[0]
+        inserted.request.identifier = "between"
+        state.delivered.insert(inserted, at: 1)
+        try store.save(state)
+        #expect(try store.load() == state)
+        #expect(try NotificationStore(directory: tmp.storeDirectory).load() == state)
+    }
+
+    @Test func N15_duplicateIdentifiersKeepTheirOwnRows() throws {
+        let tmp = TemporaryFolder()
+        defer { tmp.remove() }
+        let store = try NotificationStore(directory: tmp.storeDirectory)
+        var state = richPolicyState().state
+        state.delivered.append(state.delivered[0])
+        state.delivered[state.delivered.count - 1].request.content.body = "second copy"
+        try store.save(state)
+        #expect(try store.load() == state)
+        state.delivered.removeFirst()
+        try store.save(state)
+        #expect(try store.load() == state)
+    }
+
+    @Test func N15_anotherConnectionsCommitIsNoticedBeforeDiffing() throws {
+        let tmp = TemporaryFolder()
+        defer { tmp.remove() }
+        let a = try NotificationStore(directory: tmp.storeDirectory)
+        let b = try NotificationStore(directory: tmp.storeDirectory)
+        let rich = richPolicyState().state
+        try a.save(rich)
+        try b.save(NotificationState())  // b read the rows before diffing, so it deletes them all
+        #expect(try a.load() == NotificationState())
+        try a.save(rich)  // a's remembered rows are stale: it must re-read, not skip "unchanged" rows
+        #expect(try b.load() == rich)
+    }
+
+    @Test func rowPlanKeepsNumbersOfItemsThatStayInOrder() {
+        func rows(_ ids: [String], _ seqs: [Int64]) -> [ListRow] {
+            zip(ids, seqs).map { ListRow(seq: $1, app: "a", identifier: $0, json: $0) }
+        }
+        func fresh(_ ids: [String]) -> [ListRow] { rows(ids, ids.map { _ in 0 }) }
+        // Append and drop the oldest.
+        var p = ListPlan.make(old: rows(["a", "b", "c"], [1, 2, 3]), new: fresh(["b", "c", "d"]), identity: .appAndIdentifier)
+        #expect(p.deletes == [1] && p.updates.isEmpty && p.inserts == rows(["d"], [4]))
+        // Insert in front of the first.
+        p = ListPlan.make(old: rows(["a", "b"], [5, 6]), new: fresh(["x", "y", "a", "b"]), identity: .appAndIdentifier)
+        #expect(p.inserts == rows(["x", "y"], [3, 4]) && p.deletes.isEmpty)
+        // Insert where there is room.
+        p = ListPlan.make(old: rows(["a", "b"], [1, 9]), new: fresh(["a", "x", "b"]), identity: .appAndIdentifier)
+        #expect(p.inserts == rows(["x"], [2]) && p.deletes.isEmpty)
+        // No room: everything is renumbered 1…n; rows already at their number stay.
+        p = ListPlan.make(old: rows(["a", "b"], [1, 2]), new: fresh(["a", "x", "b"]), identity: .appAndIdentifier)
+        #expect(p.result.map(\.seq) == [1, 2, 3] && p.deletes == [2] && p.inserts == rows(["x", "b"], [2, 3]))
+        // Content identity (the log): an unchanged record is never rewritten.
+        p = ListPlan.make(old: rows(["r1", "r2"], [1, 2]), new: fresh(["r2", "r3"]), identity: .content)
+        #expect(p.rowsWritten == 2 && p.deletes == [1] && p.inserts == rows(["r3"], [3]))
+    }
+
+    // MARK: Files that are not ours
+
+    @Test(arguments: [
+        Data("this is a text file, not a database\n".utf8),
+        Data(repeating: 0xA5, count: 8192),
+        Data("SQLite format 3\u{0}".utf8) + Data(repeating: 0xFF, count: 4096),
+    ])
+    func aFileThatIsNotADatabaseIsStoreCorruptAndLeftAlone(_ garbage: Data) throws {
+        let tmp = TemporaryFolder()
+        defer { tmp.remove() }
+        try FileManager.default.createDirectory(atPath: tmp.storeDirectory, withIntermediateDirectories: true)
+        try garbage.write(to: URL(fileURLWithPath: tmp.databasePath))
+        let error = #expect(throws: StoreError.self) { try NotificationStore(directory: tmp.storeDirectory) }
+        #expect(error?.code == .storeCorrupt)
+        #expect(error?.message.contains(tmp.databasePath) == true)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: tmp.databasePath)) == garbage)
+    }
+
+    @Test func aDatabaseOfAnotherProgramIsStoreCorrupt() throws {
+        let tmp = TemporaryFolder()
+        defer { tmp.remove() }
+        try FileManager.default.createDirectory(atPath: tmp.storeDirectory, withIntermediateDirectories: true)
+        do {
+            let other = try SQLiteDatabase(path: tmp.databasePath, busyTimeoutMilliseconds: 100)
+            try other.execute("CREATE TABLE notes(text TEXT)")
+        }
+        let noVersion = #expect(throws: StoreError.self) { try NotificationStore(directory: tmp.storeDirectory) }
+        #expect(noVersion?.code == .storeCorrupt)
+        do {
+            let other = try SQLiteDatabase(path: tmp.databasePath, busyTimeoutMilliseconds: 100)
+            try other.execute("PRAGMA application_id = 12345")
+        }
+        let error = #expect(throws: StoreError.self) { try NotificationStore(directory: tmp.storeDirectory) }
+        #expect(error?.code == .storeCorrupt)
+    }
+
+    @Test func aNewerSchemaIsStoreSchemaTooNewAndLeftAlone() throws {
+        let tmp = TemporaryFolder()
+        defer { tmp.remove() }
+        try NotificationStore(directory: tmp.storeDirectory).save(richPolicyState().state)
+        let newer = NotificationStore.schemaVersion + 1
+        do {
+            let raw = try SQLiteDatabase(path: tmp.databasePath, busyTimeoutMilliseconds: 100)
+            try raw.execute("PRAGMA user_version = \(newer)")
+        }
+        let error = #expect(throws: StoreError.self) { try NotificationStore(directory: tmp.storeDirectory) }
+        #expect(error?.code == .storeSchemaTooNew)
+        #expect(error?.message.contains("\(newer)") == true)
+        let raw = try SQLiteDatabase(path: tmp.databasePath, busyTimeoutMilliseconds: 100)
+        #expect(try raw.integer("PRAGMA user_version") == newer)
+        #expect(try raw.integer("SELECT count(*) FROM delivered") > 0)
+    }
+
+    @Test func aRowThatDoesNotDecodeIsStoreCorrupt() throws {
+        let tmp = TemporaryFolder()
+        defer { tmp.remove() }
+        try NotificationStore(directory: tmp.storeDirectory).save(richPolicyState().state)
+        do {
+            let raw = try SQLiteDatabase(path: tmp.databasePath, busyTimeoutMilliseconds: 100)
+            try raw.execute("UPDATE delivered SET json = '{\"app\": 1}' WHERE seq = (SELECT min(seq) FROM delivered)")
+        }
+        let error = #expect(throws: StoreError.self) { try NotificationStore(directory: tmp.storeDirectory).load() }
+        #expect(error?.code == .storeCorrupt)
+        #expect(error?.message.contains("delivered") == true)
+    }
+
+    @Test func aFolderThatCannotBeCreatedIsStoreOpenFailed() throws {
+        let tmp = TemporaryFolder()
+        defer { tmp.remove() }
+        try FileManager.default.createDirectory(atPath: tmp.path, withIntermediateDirectories: true)
+        #expect(FileManager.default.createFile(atPath: tmp.path + "/state", contents: Data("a file".utf8)))
+        let error = #expect(throws: StoreError.self) { try NotificationStore(directory: tmp.storeDirectory) }
+        #expect(error?.code == .storeOpenFailed)
+    }
+
+    @Test func theDefaultFolderFollowsXDGStateHome() {
+        #expect(NotificationStore.defaultDirectory(environment: ["XDG_STATE_HOME": "/x/state/", "HOME": "/home/u"])
+            == "/x/state/interlude")
+        #expect(NotificationStore.defaultDirectory(environment: ["HOME": "/home/u"]) == "/home/u/.local/state/interlude")
+        // A relative XDG_STATE_HOME is ignored (XDG Base Directory spec).
+        #expect(NotificationStore.defaultDirectory(environment: ["XDG_STATE_HOME": "state", "HOME": "/home/u"])
+            == "/home/u/.local/state/interlude")
+        #expect(NotificationStore.defaultDirectory(environment: [:]).hasSuffix("/.local/state/interlude"))
+    }
+}
