@@ -43,7 +43,7 @@ let package = Package(
         .target(name: "InterludeTestSupport", dependencies: ["InterludePolicy", "InterludeEngine"]),
 
         .executableTarget(name: "interluded", dependencies: [
-            "InterludeServer", "InterludeEngine", "InterludePulse", "InterludeSound", "InterludeConfig",
+            "InterludeServer", "InterludeEngine", "InterludePulse", "InterludeSound", "InterludeStore", "InterludeConfig",
         ]),
         .executableTarget(name: "interlude", dependencies: ["InterludeClient", "InterludeScenario", "InterludePulse", "InterludeSound"]),
         .executableTarget(name: "interlude-soundgen", dependencies: ["CSndfile"]),

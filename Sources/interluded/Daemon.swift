@@ -5,6 +5,7 @@ import InterludeEngine
 import InterludePulse
 import InterludeServer
 import InterludeSound
+import InterludeStore
 
 /// The daemon's composition root: config → adapters → engine → socket server.
 enum Daemon {
@@ -80,11 +81,14 @@ enum Daemon {
         let player = PulseSoundPlayer(connection: pulse, lookup: lookup, defaultName: config.string("sounds.default") ?? "default",
                                       maxDuration: config.number("sounds.maxDurationSeconds"),
                                       maxBytes: Int(config.number("sounds.maxSampleBytes")))
+        let stateDir = options["state"] ?? NotificationStore.defaultDirectory(environment: env)
         let engine: Engine
         do {
-            engine = try Engine(config: config, audio: backend, sounds: player, store: nil, version: version, log: log)
+            let store = try SQLiteNotificationStore(directory: stateDir)
+            engine = try Engine(config: config, audio: backend, sounds: player, store: store, version: version, log: log)
+            log("state in \(stateDir)")
         } catch {
-            log("cannot read the saved state: \(error)")
+            log("cannot use the state in \(stateDir): \(error)")
             return 1
         }
         await engine.setIdentity(path, onlyOwnStreams: options["private"] != nil)

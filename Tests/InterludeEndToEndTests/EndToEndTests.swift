@@ -178,3 +178,78 @@ enum AudioServer {
         #expect(p > 0.2 && p < 0.5, "critical sound peak \(p) (expected about 0.35 at volume 0.5)")
     }
 }
+
+/// N15 with the real daemon and its SQLite state: a notification acknowledged, then the daemon
+/// killed with SIGKILL before its trigger fires, is delivered exactly once after the restart,
+/// marked late; settings, focus and badges survive too.
+@Suite(.serialized) struct PersistenceEndToEndTests {
+    final class Daemon {
+        let process = Process()
+        init(_ path: String, socket: String, work: String) throws {
+            process.executableURL = URL(fileURLWithPath: path)
+            process.arguments = ["--socket", socket, "--config", work, "--private", "--state", work + "/state"]
+            process.standardError = FileHandle(forWritingAtPath: work + "/log") ?? FileHandle.nullDevice
+            try process.run()
+            for _ in 0..<100 where !SocketProbe.live(socket) { Thread.sleep(forTimeInterval: 0.05) }
+        }
+        func kill9() { kill(process.processIdentifier, SIGKILL); process.waitUntilExit() }
+        func stop() { process.terminate(); process.waitUntilExit() }
+    }
+
+    @Test func N15_killNineBetweenAcknowledgementAndDeliveryDeliversOnceMarkedLate() async throws {
+        let work = NSTemporaryDirectory() + "interlude-n15-\(getpid())"
+        try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
+        FileManager.default.createFile(atPath: work + "/log", contents: nil)
+        defer { try? FileManager.default.removeItem(atPath: work) }
+        try #"{ authorization: { default: "grant" }, missedTriggerTolerance: 0.5 }"#
+            .write(toFile: work + "/interlude.json5", atomically: true, encoding: .utf8)
+        guard let path = ScenarioRunner.siblingExecutable("interluded") else { Issue.record("no interluded"); return }
+        let socket = work + "/socket"
+
+        var d = try Daemon(path, socket: socket, work: work)
+        let app = try await InterludeClient.connect(socket: socket, app: "org.example.Reminders")
+        _ = try await app.call(NotificationMethod.requestAuthorization, RequestAuthorizationParams(options: [.alert, .badge]),
+                               as: AuthorizationResult.self)
+        let r = try await app.call(NotificationMethod.add, AddNotificationParams(identifier: "r1", title: "stand up",
+                                   trigger: TriggerParams(in: 1.5)), as: AddNotificationResult.self)
+        #expect(r.identifier == "r1")
+        let cli = try await InterludeClient.connect(socket: socket, app: "org.interlude.CLI")
+        _ = try await cli.call(NotificationMethod.focusSet, FocusSetParams(name: "work"), as: FocusStatusResult.self)
+        d.kill9()  // acknowledged, not yet delivered
+        try await Task.sleep(nanoseconds: 3_000_000_000)  // the trigger passes while the daemon is down
+
+        d = try Daemon(path, socket: socket, work: work)
+        let cli2 = try await InterludeClient.connect(socket: socket, app: "org.interlude.CLI")
+        let list = try await cli2.call(NotificationMethod.delivered, ListNotificationsParams(app: "org.example.Reminders"),
+                                       as: NotificationListResult.self)
+        #expect(list.notifications.map(\.identifier) == ["r1"])
+        #expect(list.notifications.first?.late == true)
+        #expect(list.pending.isEmpty)
+        let focus = try await cli2.call(NotificationMethod.focusStatus, StatusParams(), as: FocusStatusResult.self)
+        #expect(focus.focus == "work")
+        d.stop()
+
+        // A second restart does not deliver it again.
+        d = try Daemon(path, socket: socket, work: work)
+        let cli3 = try await InterludeClient.connect(socket: socket, app: "org.interlude.CLI")
+        let again = try await cli3.call(NotificationMethod.delivered, ListNotificationsParams(app: "org.example.Reminders"),
+                                        as: NotificationListResult.self)
+        #expect(again.notifications.count == 1)
+        d.stop()
+        _ = cli; _ = app
+    }
+}
+
+/// Whether a daemon answers on a socket path.
+enum SocketProbe {
+    static func live(_ path: String) -> Bool {
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var addr = sockaddr_un()
+        addr.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &addr.sun_path) { raw in for (i, b) in path.utf8.enumerated() { raw[i] = b } }
+        return withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        } == 0
+    }
+}
