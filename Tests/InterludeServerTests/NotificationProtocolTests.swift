@@ -103,4 +103,24 @@ import InterludeWire
         #expect(r.decision.sound == nil)
         #expect(r.decision.rules.contains("N7"))
     }
+
+    @Test func N13_watchersSeeThePlaceholderWhenPreviewsAreHidden() async throws {
+        let d = try TestDaemon(overlay: Self.grant)
+        let cli = try await InterludeClient.connect(socket: d.socket, app: Engine.userToolApp)
+        var p = SettingsParams(app: "org.example.Chat")
+        p.showPreviews = .never
+        _ = try await cli.call(NotificationMethod.setSettings, p, as: NotificationAppSettings.self)
+        try await cli.subscribe()
+        let chat = try await app(d, "org.example.Chat")
+        _ = try await add(chat, AddNotificationParams(identifier: "secret", title: "From Ann", body: "the code is 1234"))
+        let seen = await withTaskGroup(of: WireEvent?.self) { g in
+            g.addTask { for await e in cli.events where e.event == NotificationEventName.delivered { return e }; return nil }
+            g.addTask { try? await Task.sleep(nanoseconds: 2_000_000_000); return nil }
+            let first = await g.next()!
+            g.cancelAll()
+            return first
+        }
+        #expect(seen?.data["notification"]?["body"] == .string("Notification"))
+        #expect(seen.map { "\($0.data)" }?.contains("1234") == false)
+    }
 }
