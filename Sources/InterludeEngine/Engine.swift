@@ -114,6 +114,9 @@ public actor Engine {
 
     /// `hello`: names the client's app.
     public func hello(client: Int, app: String) throws(WireError) -> HelloResult {
+        if let named = clients[client]?.app, named != app {
+            throw WireError(.badRequest, "this connection is \(named); an app id is given once (connect again for another)")
+        }
         guard !app.isEmpty, app.utf8.count <= 255,
               !app.unicodeScalars.contains(where: { $0.properties.isWhitespace || $0.value < 0x20 || $0.value == 0x7f }) else {
             throw WireError(.badRequest, "app must be 1…255 characters without spaces or control characters, e.g. org.example.Music")
@@ -211,17 +214,20 @@ public actor Engine {
     /// `sound.play`.
     public func playSound(client: Int, _ p: SoundPlayParams) async throws(WireError) -> SoundPlayResult {
         guard let sounds else { throw WireError(.audioUnavailable, "no sound player") }
-        let volume = p.volume ?? 1
+        var volume = p.volume ?? 1
         guard (0...1).contains(volume) else { throw WireError(.badRequest, "volume must be within 0…1") }
         let app = clients[client]?.app ?? "?"
         if app != Engine.userToolApp {
-            // N17: an app's standalone sound obeys the same focus, ringer and rate rules.
-            let reply = notify(.play(NotificationPlayRequest(sound: p.sound, volume: volume), app: app,
-                                     peerExecutablePath: clients[client]?.executable))
-            if case let .failed(code, message, _)? = reply { throw WireError(WireErrorCode(rawValue: code.rawValue) ?? .badRequest, message) }
-            if case let .played(decision)? = reply, decision.sound == nil {
-                return SoundPlayResult(played: "none", warning: WireError(.notAuthorized, "silenced: \(decision.rules.joined(separator: ", "))"), duration: 0)
+            // N17: an app's standalone sound obeys the same focus, ringer and rate rules, at the
+            // volume they decide (cooldown, N11).
+            let reply = try expect(notify(.play(NotificationPlayRequest(sound: p.sound, volume: volume), app: app,
+                                                peerExecutablePath: clients[client]?.executable)))
+            guard case let .played(decision) = reply else { throw WireError(.internalError, "unexpected reply") }
+            guard let sound = decision.sound, sound.volume > 0 else {
+                return SoundPlayResult(played: "none", warning: WireError(.silenced, "no sound: rules \(decision.rules.joined(separator: ", "))"),
+                                       duration: 0)
             }
+            volume = sound.volume
         }
         var props = ["application.id": app]
         if let identity { props["interlude.daemon"] = identity }

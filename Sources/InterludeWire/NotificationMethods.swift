@@ -53,7 +53,7 @@ public struct AddNotificationParams: WireParams, Equatable {
     public var title: String
     public var subtitle: String?
     public var body: String?
-    /// A sound name or path (S2), `"none"` for silence; default the app's default sound.
+    /// A sound name or path (S2); absent or `"none"` = no sound (as iOS's content.sound = nil).
     public var sound: String?
     /// Critical sound volume 0…1 (N3).
     public var criticalVolume: Double?

@@ -28,6 +28,9 @@ public enum WireErrorCode: String, Codable, Sendable, CaseIterable {
     case audioUnavailable
     /// The state could not be saved (N15): the request was not carried out.
     case storageFailed
+    /// As a warning of `sound.play`: the rules decided no sound (focus, ringer, a call, cooldown); the
+    /// message names the rules (N17).
+    case silenced
     /// A bug in the daemon. The connection stays usable.
     case internalError
 }

@@ -136,6 +136,9 @@ final class RawPeer {
         #expect(p.reply()?.error?.code == .badRequest)
         p.send(#"{"id":2,"method":"hello","params":{"app":"org.example.Ok"}}"# + "\n")
         #expect(p.reply()?.error == nil)
+        // The app id is given once: a second hello under another id is refused.
+        p.send(#"{"id":3,"method":"hello","params":{"app":"org.example.Other"}}"# + "\n")
+        #expect(p.reply()?.error?.code == .badRequest)
     }
 
     @Test func secondDaemonRefusesALiveSocket() throws {

@@ -51,6 +51,44 @@ public struct NotificationDecision: Codable, Sendable, Equatable {
         case downgraded(from: InterruptionLevel, to: InterruptionLevel)
         /// Refused with a stable error code.
         case rejected(NotificationErrorCode)
+
+        private enum CodingKeys: String, CodingKey { case kind, until, from, to, code }
+
+        /// Encodes as a flat object: `{"kind": "delivered"}`, `{"kind": "held", "until": 1764…}`,
+        /// `{"kind": "silenced"}`, `{"kind": "downgraded", "from": "critical", "to": "active"}`,
+        /// `{"kind": "rejected", "code": "notAuthorized"}` (the protocol's shape).
+        public func encode(to encoder: any Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            switch self {
+            case .delivered: try c.encode("delivered", forKey: .kind)
+            case let .held(until):
+                try c.encode("held", forKey: .kind)
+                try c.encodeIfPresent(until, forKey: .until)
+            case .silenced: try c.encode("silenced", forKey: .kind)
+            case let .downgraded(from, to):
+                try c.encode("downgraded", forKey: .kind)
+                try c.encode(from, forKey: .from)
+                try c.encode(to, forKey: .to)
+            case let .rejected(code):
+                try c.encode("rejected", forKey: .kind)
+                try c.encode(code, forKey: .code)
+            }
+        }
+
+        /// Decodes the flat object ``encode(to:)`` writes.
+        public init(from decoder: any Decoder) throws {
+            let c = try decoder.container(keyedBy: CodingKeys.self)
+            switch try c.decode(String.self, forKey: .kind) {
+            case "delivered": self = .delivered
+            case "held": self = .held(until: try c.decodeIfPresent(NotificationTime.self, forKey: .until))
+            case "silenced": self = .silenced
+            case "downgraded": self = .downgraded(from: try c.decode(InterruptionLevel.self, forKey: .from),
+                                                  to: try c.decode(InterruptionLevel.self, forKey: .to))
+            case "rejected": self = .rejected(try c.decode(NotificationErrorCode.self, forKey: .code))
+            case let other:
+                throw DecodingError.dataCorruptedError(forKey: .kind, in: c, debugDescription: "unknown outcome \(other)")
+            }
+        }
     }
 
     /// The outcome.
