@@ -18,7 +18,7 @@ enum Demo {
         let pulse = PulseConnection(clientName: "interlude demo")
         try pulse.connect(timeout: 5)
         defer { pulse.disconnect() }
-        let watcher = try await InterludeClient.connect(socket: socket, app: "org.interlude.Demo")
+        let watcher = try await InterludeClient.connect(socket: socket, app: "org.interlude.CLI")  // the user's tool
         try await watcher.subscribe()
         let start = Date().timeIntervalSince1970
         let names = SessionNames()
@@ -82,7 +82,33 @@ enum Demo {
         if let w = r.warning { say("warning: \(w.message)") }
         await sleep(until: 14.5)
         await podcast.stop()
+
+        // Notifications (N-rules): the user turns on the sleep focus; an ordinary message is
+        // delivered silently (N7); an alarm's critical alert plays through it if the alarm app is
+        // entitled in the config (N3; Scripts/demo entitles org.example.Alarm).
         await sleep(until: 15)
+        say("focus sleep on; a chat message and an alarm's critical alert arrive")
+        _ = try await watcher.call(NotificationMethod.focusSet, FocusSetParams(name: "sleep"), as: FocusStatusResult.self)
+        func deliver(_ app: String, _ title: String, level: InterruptionLevel, volume: Double?) async throws -> (Double, NotificationDecision) {
+            var auth = SettingsParams(app: app)
+            auth.authorization = .authorized
+            _ = try await watcher.call(NotificationMethod.setSettings, auth, as: NotificationAppSettings.self)
+            let c = try await InterludeClient.connect(socket: socket, app: app)
+            _ = try await c.call(NotificationMethod.requestAuthorization,
+                                 RequestAuthorizationParams(options: [.alert, .sound, .criticalAlert]), as: AuthorizationResult.self)
+            let t = Date().timeIntervalSince1970 - start
+            let r = try await c.call(NotificationMethod.add, AddNotificationParams(title: title, sound: "default", criticalVolume: volume,
+                                                                                     level: level), as: AddNotificationResult.self)
+            say("\(app): \(NotificationCommands.describe(r.decision))")
+            c.close()
+            return (t, r.decision)
+        }
+        let (chatAt, chat) = try await deliver("org.example.Chat", "See you at 8", level: .active, volume: nil)
+        await sleep(until: 16.5)
+        let (alarmAt, alarm) = try await deliver("org.example.Alarm", "Wake up", level: .critical, volume: 0.8)
+        await sleep(until: 18.5)
+        _ = try await watcher.call(NotificationMethod.focusSet, FocusSetParams(name: nil), as: FocusStatusResult.self)
+        await sleep(until: 19)
         printer.cancel()
         watcher.close()
 
@@ -110,6 +136,21 @@ enum Demo {
             print(String(format: "  %5.1f s  %-8@ %6.1f dB   expected %@  %@", c.at, c.who as NSString, max(level, -99),
                          c.expect as NSString, ok ? "ok" : "MISMATCH"))
         }
+        // The notification sounds: silence while the chat message is decided silent, the chime while
+        // the alarm plays (when the decision says it plays).
+        func peakDb(_ from: Double, _ to: Double) -> Double {
+            let a = max(0, Int((from - offset) * 48000)), b = min(samples.count, Int((to - offset) * 48000))
+            let p = a < b ? samples[a..<b].reduce(Float(0)) { max($0, abs($1)) } : 0
+            return p > 0 ? 20 * log10(Double(p)) : -120
+        }
+        for (who, at, d) in [("chat", chatAt, chat), ("alarm", alarmAt, alarm)] {
+            let peak = peakDb(at, at + 1.2)
+            let expectSound = d.sound != nil
+            let ok = expectSound ? peak > -30 : peak < -60
+            if !ok { failures += 1 }
+            print(String(format: "  %5.1f s  %-8@ peak %6.1f dBFS expected %@  %@", at, who as NSString, max(peak, -99),
+                         (expectSound ? "its sound" : "silence") as NSString, ok ? "ok" : "MISMATCH"))
+        }
         print(failures == 0 ? "\nEverything behaved as the rules say." : "\n\(failures) measurement(s) off.")
         return failures == 0 ? 0 : 1
     }
@@ -124,6 +165,11 @@ enum Demo {
         }
     }
 
+    static func rules(_ d: JSONValue) -> String {
+        guard case let .array(r)? = d["decision"]?["rules"] else { return "" }
+        return r.compactMap(\.stringValue).joined(separator: ", ")
+    }
+
     static func describe(_ e: WireEvent, who: String) -> String {
         let d = e.data
         switch e.event {
@@ -136,6 +182,18 @@ enum Demo {
             return "\(who): interruptionEnded shouldResume=\(d["shouldResume"]?.boolValue ?? false) [A5]"
         case WireEventName.enforcement:
             return "\(who): \(d["muted"]?.boolValue == true ? "muted by the daemon [A8]" : "unmuted")"
+        case NotificationEventName.delivered:
+            let n = d["notification"]
+            return "notification \(n?["app"]?.stringValue ?? "?"): \"\(n?["title"]?.stringValue ?? "")\" delivered [\(rules(d))]"
+        case NotificationEventName.focusChanged:
+            return "focus \(d["previous"]?.stringValue ?? "off") → \(d["focus"]?.stringValue ?? "off") [N7]"
+        case NotificationEventName.missedDuringFocus:
+            let missed = d["missed"].flatMap { if case let .array(a) = $0 { return a.count } else { return nil } } ?? 0
+            return "missed during focus \(d["focus"]?.stringValue ?? ""): \(missed) notification(s), one summary [N7]"
+        case NotificationEventName.settingsChanged:
+            return "the user allows notifications from \(d["app"]?.stringValue ?? "?") [N1, N2]"
+        case NotificationEventName.badgeChanged:
+            return "badge of \(d["app"]?.stringValue ?? "?") → \(Int(d["count"]?.doubleValue ?? 0)) [N12]"
         case WireEventName.soundPlayed:
             return "sound \(d["played"]?.stringValue ?? "?") played (\(CLI.fmt(d["duration"]?.doubleValue ?? 0)) s) [S3]"
         default:

@@ -386,14 +386,21 @@ public enum AudioPolicy {
 
     // MARK: Derived outputs (A2, A4, A7, A8, A12)
 
-    /// The output a session's streams should have now. A2: ducked while any other active ducker
-    /// exists, unless the session ducks others itself (two prompts mix at full level); A4: mixable
-    /// sessions are ducked during a call (calls are never ducked). A8/A12: muted when enforced or
+    /// The output a session's streams should have now. A2: an active session is ducked while any
+    /// other active ducker exists, unless it ducks others itself (two prompts mix at full level);
+    /// A4: mixable sessions are ducked during a call (calls are never ducked); an interrupted
+    /// session keeps the gain it had (A6: it comes back at the level the rules give when it resumes). A8/A12: muted when enforced or
     /// when the ringer is silent and the category is silenced by it.
     public static func output(of s: AudioSession, in state: AudioPolicyState, config: AudioPolicyConfig) -> SessionOutput {
         var out = SessionOutput()
         out.muted = s.enforcedMute || (state.ringerSilent && s.descriptor.category.silencedByRinger)
-        guard s.holdsActivation, !s.descriptor.isCall else { return out }
+        // An interrupted session is paused: its gain stays where it was (no duck news for a
+        // paused app; a non-obeying one does not get louder during the A8 grace period).
+        if s.state == .interrupted {
+            out.gainDb = state.applied[s.id]?.gainDb ?? 0
+            return out
+        }
+        guard s.state == .active, !s.descriptor.isCall else { return out }
         let duckedByPrompt = !s.descriptor.ducksOthers && state.sessions.values.contains {
             $0.id != s.id && $0.state == .active && $0.descriptor.ducksOthers
         }
