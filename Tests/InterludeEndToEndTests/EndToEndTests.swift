@@ -81,17 +81,11 @@ enum AudioServer {
         FileManager.default.createFile(atPath: sounds + "/empty.wav", contents: Data())
         try "this is not audio".write(toFile: sounds + "/text.wav", atomically: true, encoding: .utf8)
 
-        guard let daemonPath = ScenarioRunner.siblingExecutable("interluded") else { Issue.record("no interluded"); return }
         let socket = work + "/socket"
-        let daemon = Process()
-        daemon.executableURL = URL(fileURLWithPath: daemonPath)
-        daemon.arguments = ["--socket", socket, "--private"]
         var env = ProcessInfo.processInfo.environment
         env["XDG_DATA_HOME"] = work + "/data"
-        daemon.environment = env
-        try daemon.run()
-        defer { daemon.terminate(); daemon.waitUntilExit() }
-        for _ in 0..<100 where !FileManager.default.fileExists(atPath: socket) { try await Task.sleep(nanoseconds: 50_000_000) }
+        let daemon = try DaemonProcess(socket: socket, work: work, config: false, environment: env)
+        defer { daemon.stop() }
 
         let pulse = PulseConnection(clientName: "interlude e2e")
         try pulse.connect()
@@ -130,14 +124,9 @@ enum AudioServer {
         defer { try? FileManager.default.removeItem(atPath: work) }
         try #"{ authorization: { default: "grant" }, entitledCriticalApps: ["org.example.Alarm"] }"#
             .write(toFile: work + "/interlude.json5", atomically: true, encoding: .utf8)
-        guard let daemonPath = ScenarioRunner.siblingExecutable("interluded") else { Issue.record("no interluded"); return }
         let socket = work + "/socket"
-        let daemon = Process()
-        daemon.executableURL = URL(fileURLWithPath: daemonPath)
-        daemon.arguments = ["--socket", socket, "--config", work, "--private", "--state", work + "/state"]
-        try daemon.run()
-        defer { daemon.terminate(); daemon.waitUntilExit() }
-        for _ in 0..<100 where !FileManager.default.fileExists(atPath: socket) { try await Task.sleep(nanoseconds: 50_000_000) }
+        let daemon = try DaemonProcess(socket: socket, work: work)
+        defer { daemon.stop() }
 
         let pulse = PulseConnection(clientName: "interlude e2e n3")
         try pulse.connect()
@@ -183,19 +172,6 @@ enum AudioServer {
 /// killed with SIGKILL before its trigger fires, is delivered exactly once after the restart,
 /// marked late; settings, focus and badges survive too.
 @Suite(.serialized) struct PersistenceEndToEndTests {
-    final class Daemon {
-        let process = Process()
-        init(_ path: String, socket: String, work: String) throws {
-            process.executableURL = URL(fileURLWithPath: path)
-            process.arguments = ["--socket", socket, "--config", work, "--private", "--state", work + "/state"]
-            process.standardError = FileHandle(forWritingAtPath: work + "/log") ?? FileHandle.nullDevice
-            try process.run()
-            for _ in 0..<100 where !SocketProbe.live(socket) { Thread.sleep(forTimeInterval: 0.05) }
-        }
-        func kill9() { kill(process.processIdentifier, SIGKILL); process.waitUntilExit() }
-        func stop() { process.terminate(); process.waitUntilExit() }
-    }
-
     @Test func N15_killNineBetweenAcknowledgementAndDeliveryDeliversOnceMarkedLate() async throws {
         let work = NSTemporaryDirectory() + "interlude-n15-\(getpid())"
         try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
@@ -203,10 +179,9 @@ enum AudioServer {
         defer { try? FileManager.default.removeItem(atPath: work) }
         try #"{ authorization: { default: "grant" }, missedTriggerTolerance: 0.5 }"#
             .write(toFile: work + "/interlude.json5", atomically: true, encoding: .utf8)
-        guard let path = ScenarioRunner.siblingExecutable("interluded") else { Issue.record("no interluded"); return }
         let socket = work + "/socket"
 
-        var d = try Daemon(path, socket: socket, work: work)
+        var d = try DaemonProcess(socket: socket, work: work)
         let app = try await InterludeClient.connect(socket: socket, app: "org.example.Reminders")
         _ = try await app.call(NotificationMethod.requestAuthorization, RequestAuthorizationParams(options: [.alert, .badge]),
                                as: AuthorizationResult.self)
@@ -218,7 +193,7 @@ enum AudioServer {
         d.kill9()  // acknowledged, not yet delivered
         try await Task.sleep(nanoseconds: 3_000_000_000)  // the trigger passes while the daemon is down
 
-        d = try Daemon(path, socket: socket, work: work)
+        d = try DaemonProcess(socket: socket, work: work)
         let cli2 = try await InterludeClient.connect(socket: socket, app: "org.interlude.CLI")
         let list = try await cli2.call(NotificationMethod.delivered, ListNotificationsParams(app: "org.example.Reminders"),
                                        as: NotificationListResult.self)
@@ -230,7 +205,7 @@ enum AudioServer {
         d.stop()
 
         // A second restart does not deliver it again.
-        d = try Daemon(path, socket: socket, work: work)
+        d = try DaemonProcess(socket: socket, work: work)
         let cli3 = try await InterludeClient.connect(socket: socket, app: "org.interlude.CLI")
         let again = try await cli3.call(NotificationMethod.delivered, ListNotificationsParams(app: "org.example.Reminders"),
                                         as: NotificationListResult.self)
@@ -238,6 +213,26 @@ enum AudioServer {
         d.stop()
         _ = cli; _ = app
     }
+}
+
+/// A real `interluded` process on a private socket (`--private`), with its log in `work/log`.
+final class DaemonProcess {
+    let process = Process()
+    /// - Parameters:
+    ///   - config: whether `work/interlude.json5` is read (`--config work`).
+    init(socket: String, work: String, config: Bool = true, environment: [String: String]? = nil) throws {
+        guard let path = ScenarioRunner.siblingExecutable("interluded") else { throw CocoaError(.fileNoSuchFile) }
+        process.executableURL = URL(fileURLWithPath: path)
+        process.arguments = ["--socket", socket, "--private", "--state", work + "/state"] + (config ? ["--config", work] : [])
+        if !FileManager.default.fileExists(atPath: work + "/log") { FileManager.default.createFile(atPath: work + "/log", contents: nil) }
+        process.standardError = FileHandle(forWritingAtPath: work + "/log") ?? FileHandle.nullDevice
+        if let environment { process.environment = environment }
+        try process.run()
+        for _ in 0..<100 where !SocketProbe.live(socket) { Thread.sleep(forTimeInterval: 0.05) }
+    }
+    var isRunning: Bool { process.isRunning }
+    func kill9() { kill(process.processIdentifier, SIGKILL); process.waitUntilExit() }
+    func stop() { process.terminate(); process.waitUntilExit() }
 }
 
 /// Whether a daemon answers on a socket path.
