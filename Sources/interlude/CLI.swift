@@ -118,6 +118,14 @@ enum CLI {
         return 0
     }
 
+    /// Connects to the PulseAudio server the reference apps play through, with an error that says so.
+    static func connectAudio(_ pulse: PulseConnection) throws {
+        do { try pulse.connect(timeout: 5) } catch {
+            let server = ProcessInfo.processInfo.environment["PULSE_SERVER"].map { "PULSE_SERVER=\($0)" } ?? "the default server"
+            throw Arguments.UsageError(description: "cannot reach the PulseAudio server (\(server)): \(error)")
+        }
+    }
+
     static func fmt(_ d: Double) -> String { String(format: "%.1f", d) }
 
     // MARK: play, ringer, watch
@@ -266,7 +274,7 @@ enum CLI {
                                 options: [AudioSessionOption], source: PulsePlaybackStream.Source, seconds: Double?,
                                 acceptsDelay: Bool, obeys: Bool) async throws -> Int32 {
         let pulse = PulseConnection(clientName: app, properties: ["application.name": app])
-        try pulse.connect(timeout: 5)
+        try connectAudio(pulse)
         defer { pulse.disconnect() }
         let ref = ReferenceApp(socket: socket, app: app, category: category, mode: mode, options: options,
                                source: source, pulse: pulse, obeys: obeys) { e in printJSONLine(e) }

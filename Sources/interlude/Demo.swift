@@ -16,7 +16,7 @@ enum Demo {
         let a = try Arguments(argv, flagNames: [])
         try a.only([])
         let pulse = PulseConnection(clientName: "interlude demo")
-        try pulse.connect(timeout: 5)
+        try CLI.connectAudio(pulse)
         defer { pulse.disconnect() }
         let watcher = try await InterludeClient.connect(socket: socket, app: "org.interlude.CLI")  // the user's tool
         try await watcher.subscribe()
