@@ -118,11 +118,13 @@ enum CLI {
         return 0
     }
 
+    struct AudioUnreachable: Error, CustomStringConvertible { var description: String }
+
     /// Connects to the PulseAudio server the reference apps play through, with an error that says so.
     static func connectAudio(_ pulse: PulseConnection) throws {
         do { try pulse.connect(timeout: 5) } catch {
             let server = ProcessInfo.processInfo.environment["PULSE_SERVER"].map { "PULSE_SERVER=\($0)" } ?? "the default server"
-            throw Arguments.UsageError(description: "cannot reach the PulseAudio server (\(server)): \(error)")
+            throw AudioUnreachable(description: "cannot reach the PulseAudio server (\(server)): \(error)")
         }
     }
 
