@@ -157,6 +157,42 @@ extension PulseConnection {
         })
     }
 
+    /// The source to record for `name` and its channel map (`pa_context_get_source_info_by_name`).
+    ///
+    /// A name `SINK.monitor` that is not a source's name is looked up as the monitor of sink `SINK`
+    /// (`monitor_source_name`): PulseAudio and pipewire-pulse both call a monitor `SINK.monitor`, but
+    /// the sink's own answer is the one to trust. An unknown name is an error here, before any stream
+    /// exists: pipewire-pulse would otherwise connect a record stream for an unknown source to the
+    /// default source instead of failing as PulseAudio does.
+    /// - Throws: `noSuchEntity`, `notConnected`, `timeout`.
+    func recordableSource(_ name: String) throws -> (name: String, map: pa_channel_map) {
+        func lookup(_ source: String) throws -> pa_channel_map {
+            try perform("get source \(source)", { context, userdata in
+                pa_context_get_source_info_by_name(context, source, sourceInfoCallback, userdata)
+            }, result: { box in
+                guard box.found, let map = box.channelMap else { throw PulseError.noSuchEntity("no source \(source)") }
+                return map
+            })
+        }
+        do {
+            return (name, try lookup(name))
+        } catch let error as PulseError where error.code == "noSuchEntity" && name.hasSuffix(".monitor") {
+            let sink = String(name.dropLast(".monitor".count))
+            let monitor: String
+            do {
+                monitor = try perform("get sink \(sink)", { context, userdata in
+                    pa_context_get_sink_info_by_name(context, sink, sinkInfoCallback, userdata)
+                }, result: { box in
+                    guard box.found, let monitor = box.text, !monitor.isEmpty, monitor != name else { throw error }
+                    return monitor
+                })
+            } catch let inner as PulseError where inner.code == "noSuchEntity" {
+                throw error
+            }
+            return (monitor, try lookup(monitor))
+        }
+    }
+
     /// Mutes or unmutes a sink (`pa_context_set_sink_mute_by_name`): N3 unmutes the output for a
     /// critical sound's length, then restores it.
     /// - Throws: `noSuchEntity`, `notConnected`, `timeout`.
