@@ -399,18 +399,24 @@ public final class PulseConnection: @unchecked Sendable {
     /// user's new volume; the gain is re-applied on top), then reports it.
     fileprivate func sinkInputDescribedLocked(_ info: pa_sink_input_info) {
         let index = info.index
-        if var gain = gains[index] {
-            let observed = channelVolumes(info.volume)
-            if !gain.isOurs(observed) {
-                gain.user = observed
-                gain.lastConfirmed = observed
-                gains[index] = gain
-                if gain.gainDb != 0 { writeVolumeLocked(index, applyGain(observed, gainDb: gain.gainDb)) }
-            }
+        let observed = channelVolumes(info.volume)
+        if adoptUserVolumeLocked(index, observed), let gain = gains[index], gain.gainDb != 0 {
+            writeVolumeLocked(index, applyGain(observed, gainDb: gain.gainDb))
         }
         let snapshot = snapshotLocked(info)
         let isNew = knownSinkInputs.insert(index).inserted
         eventSink.yield(isNew ? .sinkInputAdded(snapshot.input) : .sinkInputChanged(snapshot.input))
+    }
+
+    /// A7: if the adapter applies a gain to this sink input and `observed` is not a volume it wrote,
+    /// `observed` is the user's new volume. Returns whether it was. Lock held.
+    @discardableResult
+    func adoptUserVolumeLocked(_ index: UInt32, _ observed: [pa_volume_t]) -> Bool {
+        guard var gain = gains[index], !gain.isOurs(observed) else { return false }
+        gain.user = observed
+        gain.lastConfirmed = observed
+        gains[index] = gain
+        return true
     }
 
     /// Describes a sink input with what the adapter knows (client pids, gains). Lock held.
