@@ -29,6 +29,8 @@ final class Operation: @unchecked Sendable {
     var text: String?
     var flag = false
     var found = false
+    /// A source's channel count and map (`pa_context_get_source_info_by_name`).
+    var channelMap: pa_channel_map?
 
     init(connection: PulseConnection, what: String) {
         self.connection = connection
@@ -122,6 +124,16 @@ let sinkInfoCallback: pa_sink_info_cb_t = { context, info, eol, userdata in
     if let info {
         box.found = true
         box.flag = info.pointee.mute != 0
+        box.text = info.pointee.monitor_source_name.map { String(cString: $0) }
+    }
+}
+
+let sourceInfoCallback: pa_source_info_cb_t = { context, info, eol, userdata in
+    guard let box = Operation.from(userdata) else { return }
+    if eol < 0 { box.failure = pa_context_errno(context) }
+    if let info {
+        box.found = true
+        box.channelMap = info.pointee.channel_map
     }
 }
 

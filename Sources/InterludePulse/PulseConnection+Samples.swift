@@ -4,6 +4,15 @@ extension PulseConnection {
     /// The sample cache's limit per sample, bytes (POLICY.md S3; PulseAudio's `PA_SCACHE_ENTRY_SIZE_MAX`).
     public static let maxSampleBytes = 16 * 1024 * 1024
 
+    /// The largest sample this server takes, bytes: 16 MiB on PulseAudio, which accepts a length up
+    /// to and including `PA_SCACHE_ENTRY_SIZE_MAX`. pipewire-pulse (0.3.65) refuses a length of 16 MiB
+    /// or more (`length >= SCACHE_ENTRY_SIZE_MAX`), so there the limit is 16 MiB − 1 byte: in whole
+    /// frames, 16 MiB less one frame. ``uploadSample(name:pcm:sampleRate:channels:)`` refuses a larger
+    /// sample itself, with the same `sampleTooLarge` on both servers.
+    public var sampleCacheLimit: Int {
+        serverKind == .pipeWire ? Self.maxSampleBytes - 1 : Self.maxSampleBytes
+    }
+
     /// Uploads a sound to the server's sample cache (POLICY.md S3), replacing one of the same name.
     ///
     /// - Parameters:
@@ -11,13 +20,14 @@ extension PulseConnection {
     ///   - pcm: interleaved signed 16-bit samples.
     ///   - sampleRate: frames per second.
     ///   - channels: 1…32.
-    /// - Throws: `sampleTooLarge` above 16 MiB, `invalidArgument` for an empty sample, a bad rate or
+    /// - Throws: `sampleTooLarge` above ``sampleCacheLimit``, `invalidArgument` for an empty sample, a bad rate or
     ///   channel count or a length that is not a whole number of frames, `notConnected`, `timeout`,
     ///   `operationFailed`.
     public func uploadSample(name: String, pcm: [Int16], sampleRate: Int, channels: Int) throws {
         let bytes = pcm.count * MemoryLayout<Int16>.size
-        guard bytes <= Self.maxSampleBytes else {
-            throw PulseError.sampleTooLarge("sample \(name): \(bytes) bytes, the cache takes at most \(Self.maxSampleBytes)")
+        let limit = sampleCacheLimit
+        guard bytes <= limit else {
+            throw PulseError.sampleTooLarge("sample \(name): \(bytes) bytes, the cache takes at most \(limit)")
         }
         guard !pcm.isEmpty, (1...Int(PA_CHANNELS_MAX)).contains(channels), pcm.count % channels == 0,
               sampleRate > 0, sampleRate <= Int(PA_RATE_MAX)
@@ -60,6 +70,9 @@ extension PulseConnection {
                 throw PulseError.timeout("upload \(name): the server did not confirm the upload")
             }
             guard state() == PA_STREAM_TERMINATED else { throw fail("finish") }
+            if serverKindLocked == .pipeWire {
+                samplePCM[name] = CachedPCM(samples: pcm, sampleRate: sampleRate, channels: channels)
+            }
         }
     }
 
@@ -69,9 +82,19 @@ extension PulseConnection {
         try perform("remove sample \(name)", { context, userdata in
             pa_context_remove_sample(context, name, contextSuccessCallback, userdata)
         }, result: { _ in })
+        withLock { samplePCM[name] = nil }
     }
 
     /// Plays a cached sample on the default sink (`pa_context_play_sample_with_proplist`).
+    ///
+    /// On PipeWire a sample this connection uploaded plays through a stream of the adapter's own
+    /// (``SamplePlayback``), with `volume` applied to its samples, because pipewire-pulse (0.3.65)
+    /// differs in two ways that matter here: it reads the volume of a play-sample request and ignores
+    /// it (the sample plays at full volume), and the sink input it makes for the sample cannot be
+    /// changed by the client that played it (a volume or mute request for it from this connection is
+    /// never answered; from another client it is). An own stream plays at its volume from the first
+    /// sample and stays an ordinary sink input that the daemon can duck or mute. A sample uploaded by
+    /// another client is played with play-sample, whose volume pipewire-pulse ignores.
     ///
     /// - Parameters:
     ///   - name: the cache entry.
@@ -83,6 +106,9 @@ extension PulseConnection {
     public func playSample(name: String, volume: Double, properties: [String: String]) throws -> UInt32 {
         guard volume >= 0, volume <= 1 else {
             throw PulseError.invalidArgument("play \(name): volume \(volume) is outside 0…1")
+        }
+        if let pcm = withLock({ samplePCM[name] }) {
+            return try SamplePlayback.start(connection: self, name: name, pcm: pcm, volume: volume, properties: properties)
         }
         let list = try makeProplist(properties)
         defer { pa_proplist_free(list) }

@@ -87,6 +87,14 @@ extension PulseConnection {
     }
 
     /// Sets the gain and writes `user × gain`, unless a newer ramp has started (then returns true).
+    ///
+    /// Reads the sink input's volume just before writing (A7): a volume the adapter did not write is
+    /// the user's and becomes the base of this and later steps. Change events alone can miss it: the
+    /// event for a foreign write is answered with the volume as it is when the event's info request
+    /// is served, and if the next step of the ramp has been written by then, the foreign volume is
+    /// gone without a trace. Seen on PipeWire on this busy 2-core machine (about 1 run in 40 of the
+    /// mid-ramp A7 test): a user write delayed ~15 ms landed just before the ramp's next step, and
+    /// no event ever showed it. A read right before each write narrows that window to one round trip.
     private func writeGainStep(_ index: UInt32, generation: Int, gainDb: Double) async throws -> Bool {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Bool, Error>) in
             withLock {
@@ -94,7 +102,7 @@ extension PulseConnection {
                     continuation.resume(throwing: PulseError.notConnected("the connection went away during the ramp"))
                     return
                 }
-                guard var gain = gains[index] else {
+                guard let gain = gains[index] else {
                     continuation.resume(throwing: PulseError.noSuchEntity("sink input \(index) went away during the ramp"))
                     return
                 }
@@ -102,10 +110,35 @@ extension PulseConnection {
                     continuation.resume(returning: true)
                     return
                 }
-                gain.gainDb = gainDb
-                gains[index] = gain
-                writeVolumeLocked(index, applyGain(gain.user, gainDb: gainDb)) { outcome in
-                    continuation.resume(with: outcome.map { false })
+                do {
+                    _ = try startLocked("read sink input \(index) before a gain step", prepare: { box in
+                        box.onFinish = { box in
+                            // Mainloop thread, lock held: nothing can be written between here and the write below.
+                            let connection = box.connection
+                            do { try box.check() } catch {
+                                continuation.resume(throwing: error)
+                                return
+                            }
+                            if let now = box.sinkInputs.first { connection.adoptUserVolumeLocked(index, now.volumes) }
+                            guard var gain = connection.gains[index] else {
+                                continuation.resume(throwing: PulseError.noSuchEntity("sink input \(index) went away during the ramp"))
+                                return
+                            }
+                            guard gain.generation == generation else {
+                                continuation.resume(returning: true)
+                                return
+                            }
+                            gain.gainDb = gainDb
+                            connection.gains[index] = gain
+                            connection.writeVolumeLocked(index, applyGain(gain.user, gainDb: gainDb)) { outcome in
+                                continuation.resume(with: outcome.map { false })
+                            }
+                        }
+                    }) { context, userdata in
+                        pa_context_get_sink_input_info(context, index, sinkInputListCallback, userdata)
+                    }
+                } catch {
+                    continuation.resume(throwing: error)
                 }
             }
         }
@@ -155,6 +188,42 @@ extension PulseConnection {
             guard box.found else { throw PulseError.noSuchEntity("no sink \(sink)") }
             return box.flag
         })
+    }
+
+    /// The source to record for `name` and its channel map (`pa_context_get_source_info_by_name`).
+    ///
+    /// A name `SINK.monitor` that is not a source's name is looked up as the monitor of sink `SINK`
+    /// (`monitor_source_name`): PulseAudio and pipewire-pulse both call a monitor `SINK.monitor`, but
+    /// the sink's own answer is the one to trust. An unknown name is an error here, before any stream
+    /// exists: pipewire-pulse would otherwise connect a record stream for an unknown source to the
+    /// default source instead of failing as PulseAudio does.
+    /// - Throws: `noSuchEntity`, `notConnected`, `timeout`.
+    func recordableSource(_ name: String) throws -> (name: String, map: pa_channel_map) {
+        func lookup(_ source: String) throws -> pa_channel_map {
+            try perform("get source \(source)", { context, userdata in
+                pa_context_get_source_info_by_name(context, source, sourceInfoCallback, userdata)
+            }, result: { box in
+                guard box.found, let map = box.channelMap else { throw PulseError.noSuchEntity("no source \(source)") }
+                return map
+            })
+        }
+        do {
+            return (name, try lookup(name))
+        } catch let error as PulseError where error.code == "noSuchEntity" && name.hasSuffix(".monitor") {
+            let sink = String(name.dropLast(".monitor".count))
+            let monitor: String
+            do {
+                monitor = try perform("get sink \(sink)", { context, userdata in
+                    pa_context_get_sink_info_by_name(context, sink, sinkInfoCallback, userdata)
+                }, result: { box in
+                    guard box.found, let monitor = box.text, !monitor.isEmpty, monitor != name else { throw error }
+                    return monitor
+                })
+            } catch let inner as PulseError where inner.code == "noSuchEntity" {
+                throw error
+            }
+            return (monitor, try lookup(monitor))
+        }
     }
 
     /// Mutes or unmutes a sink (`pa_context_set_sink_mute_by_name`): N3 unmutes the output for a

@@ -58,6 +58,14 @@ public final class PulseConnection: @unchecked Sendable {
     private var knownSinkInputs: Set<UInt32> = []
     var clientPIDs: [UInt32: Int32] = [:]
     var gains: [UInt32: GainState] = [:]
+    /// `server_name` of the server this context talks to, asked for on every connect; nil until the
+    /// answer arrives (``connect(timeout:)`` waits for it).
+    private(set) var serverNameLocked: String?
+    /// On PipeWire, the samples this connection uploaded, by name: it plays them itself (see
+    /// `playSample`).
+    var samplePCM: [String: CachedPCM] = [:]
+    /// Samples playing through the adapter's own streams (PipeWire), kept alive until drained.
+    var samplePlaybacks: [ObjectIdentifier: SamplePlayback] = [:]
 
     static let firstReconnectDelay = 0.1
     static let maxReconnectDelay = 5.0
@@ -87,6 +95,15 @@ public final class PulseConnection: @unchecked Sendable {
         disconnect()
         pa_threaded_mainloop_free(mainloop)
     }
+
+    /// The server's `server_name` (e.g. "pulseaudio", "PulseAudio (on PipeWire 0.3.65)"); nil while
+    /// not connected.
+    public var serverName: String? { withLock { serverNameLocked } }
+
+    /// PulseAudio or PipeWire; nil while not connected.
+    public var serverKind: PulseServerKind? { withLock { serverKindLocked } }
+
+    var serverKindLocked: PulseServerKind? { serverNameLocked.map(PulseServerKind.init(serverName:)) }
 
     // MARK: Locking
 
@@ -205,7 +222,12 @@ public final class PulseConnection: @unchecked Sendable {
                 let state = pa_context_get_state(context)
                 return state == PA_CONTEXT_READY || state == PA_CONTEXT_FAILED || state == PA_CONTEXT_TERMINATED
             }
-            if ready { return }
+            if ready {
+                // The server's name tells PulseAudio from PipeWire (see `serverKind`); it was asked
+                // for as the context became ready and answers within a round trip.
+                _ = waitLocked(timeout: timeout) { serverNameLocked != nil || self.context != context || !ready }
+                return
+            }
             let errno = pa_context_errno(context)
             if self.context == context { dropContextLocked() }
             if !finished {
@@ -243,6 +265,7 @@ public final class PulseConnection: @unchecked Sendable {
         guard let context else { return }
         self.context = nil
         ready = false
+        serverNameLocked = nil
         pa_context_set_state_callback(context, nil, nil)
         pa_context_set_subscribe_callback(context, nil, nil)
         pa_context_disconnect(context)  // cancels pending operations: their boxes finish as cancelled
@@ -319,12 +342,15 @@ public final class PulseConnection: @unchecked Sendable {
             // filled when sink inputs are described.
             release(pa_context_get_client_info_list(context, clientEventCallback, me))
             release(pa_context_get_sink_input_info_list(context, sinkInputEventCallback, me))
+            release(pa_context_get_server_info(context, serverNameCallback, me))
         case PA_CONTEXT_FAILED, PA_CONTEXT_TERMINATED:
             if ready {
                 ready = false
+                serverNameLocked = nil
                 knownSinkInputs.removeAll()
                 clientPIDs.removeAll()
                 gains.removeAll()
+                samplePCM.removeAll()
                 eventSink.yield(.disconnected)
             }
             scheduleReconnectLocked()
@@ -353,6 +379,12 @@ public final class PulseConnection: @unchecked Sendable {
         }
     }
 
+    fileprivate func serverDescribedLocked(_ context: OpaquePointer, _ info: pa_server_info) {
+        guard context == self.context else { return }
+        serverNameLocked = info.server_name.map { String(cString: $0) } ?? ""
+        pa_threaded_mainloop_signal(mainloop, 0)
+    }
+
     fileprivate func clientDescribedLocked(_ info: pa_client_info) {
         if let pid = processID(in: readProplist(info.proplist)) { clientPIDs[info.index] = pid }
     }
@@ -361,18 +393,24 @@ public final class PulseConnection: @unchecked Sendable {
     /// user's new volume; the gain is re-applied on top), then reports it.
     fileprivate func sinkInputDescribedLocked(_ info: pa_sink_input_info) {
         let index = info.index
-        if var gain = gains[index] {
-            let observed = channelVolumes(info.volume)
-            if !gain.isOurs(observed) {
-                gain.user = observed
-                gain.lastConfirmed = observed
-                gains[index] = gain
-                if gain.gainDb != 0 { writeVolumeLocked(index, applyGain(observed, gainDb: gain.gainDb)) }
-            }
+        let observed = channelVolumes(info.volume)
+        if adoptUserVolumeLocked(index, observed), let gain = gains[index], gain.gainDb != 0 {
+            writeVolumeLocked(index, applyGain(observed, gainDb: gain.gainDb))
         }
         let snapshot = snapshotLocked(info)
         let isNew = knownSinkInputs.insert(index).inserted
         eventSink.yield(isNew ? .sinkInputAdded(snapshot.input) : .sinkInputChanged(snapshot.input))
+    }
+
+    /// A7: if the adapter applies a gain to this sink input and `observed` is not a volume it wrote,
+    /// `observed` is the user's new volume. Returns whether it was. Lock held.
+    @discardableResult
+    func adoptUserVolumeLocked(_ index: UInt32, _ observed: [pa_volume_t]) -> Bool {
+        guard var gain = gains[index], !gain.isOurs(observed) else { return false }
+        gain.user = observed
+        gain.lastConfirmed = observed
+        gains[index] = gain
+        return true
     }
 
     /// Describes a sink input with what the adapter knows (client pids, gains). Lock held.
@@ -445,6 +483,11 @@ private let subscribeCallback: pa_context_subscribe_cb_t = { context, type, inde
 private let sinkInputEventCallback: pa_sink_input_info_cb_t = { context, info, _, userdata in
     guard let context, let info, let me = connection(userdata), context == me.context else { return }
     me.sinkInputDescribedLocked(info.pointee)
+}
+
+private let serverNameCallback: pa_server_info_cb_t = { context, info, userdata in
+    guard let context, let info, let me = connection(userdata) else { return }
+    me.serverDescribedLocked(context, info.pointee)
 }
 
 private let clientEventCallback: pa_client_info_cb_t = { context, info, _, userdata in

@@ -3,6 +3,11 @@ import CPulse
 /// Records a source (e.g. `interlude_out.monitor`, the null sink's monitor) as mono float32, with
 /// low latency (`fragsize` 10 ms), for measuring what was played (DESIGN.md "Testing").
 ///
+/// The stream takes the source's own channels and map, and the recorder averages the channels
+/// itself: the servers downmix differently. PulseAudio averages stereo to mono; PipeWire's
+/// pipewire-pulse sums the channels at −3 dB each (equal power), so a tone on both channels read
+/// 3 dB louder through a server-side downmix there. The mean of the channels reads the same on both.
+///
 /// Samples are appended on PulseAudio's mainloop thread; ``samples()`` copies them out.
 public final class PulseRecorder: @unchecked Sendable {
     /// Fragment size asked of the server, seconds.
@@ -13,6 +18,8 @@ public final class PulseRecorder: @unchecked Sendable {
     private let connection: PulseConnection
     /// Frames per second of the recording.
     public let sampleRate: Int
+    /// Channels of the recorded stream (the source's), averaged into one.
+    private let channels: Int
     // Mainloop thread / lock only.
     private var stream: OpaquePointer?
     private var recorded: [Float] = []
@@ -20,7 +27,7 @@ public final class PulseRecorder: @unchecked Sendable {
     private var estimatedStart: Double
     private var estimates: [Double] = []
 
-    /// Starts recording `source` at `sampleRate` Hz, mono (the server downmixes).
+    /// Starts recording `source` at `sampleRate` Hz, in the source's channels, kept as their mean.
     ///
     /// - Throws: `noSuchEntity` if there is no such source, `invalidArgument` for a bad rate,
     ///   `notConnected`, `timeout`.
@@ -29,16 +36,17 @@ public final class PulseRecorder: @unchecked Sendable {
             throw PulseError.invalidArgument("recording rate \(sampleRate) Hz")
         }
         guard !connection.inMainloopThread else { throw PulseError.wrongThread }
+        let (source, sourceMap) = try connection.recordableSource(source)
         self.connection = connection
         self.sampleRate = sampleRate
+        channels = max(1, Int(sourceMap.channels))
         estimatedStart = PulseClock.monotonicSeconds()
         try connection.withLock {
             guard let context = connection.readyContextLocked() else {
                 throw PulseError.notConnected("record \(source): not connected")
             }
-            var spec = pa_sample_spec(format: nativeFloat32, rate: UInt32(sampleRate), channels: 1)
-            var map = pa_channel_map()
-            pa_channel_map_init_mono(&map)
+            var spec = pa_sample_spec(format: nativeFloat32, rate: UInt32(sampleRate), channels: UInt8(channels))
+            var map = sourceMap
             guard let stream = pa_stream_new(context, "interlude recorder", &spec, &map) else {
                 throw PulseError.fromPulse(pa_context_errno(context), "record \(source)")
             }
@@ -46,7 +54,7 @@ public final class PulseRecorder: @unchecked Sendable {
             pa_stream_set_state_callback(stream, signalStateCallback, UnsafeMutableRawPointer(connection.mainloop))
             pa_stream_set_read_callback(stream, recorderReadCallback, Unmanaged.passUnretained(self).toOpaque())
             let max = UInt32.max
-            let fragment = UInt32((Self.fragmentSeconds * Double(sampleRate)).rounded()) * UInt32(MemoryLayout<Float>.size)
+            let fragment = UInt32((Self.fragmentSeconds * Double(sampleRate)).rounded()) * UInt32(channels * MemoryLayout<Float>.size)
             var attr = pa_buffer_attr(maxlength: max, tlength: max, prebuf: max, minreq: max, fragsize: fragment)
             guard pa_stream_connect_record(stream, source, &attr, pa_stream_flags_t(rawValue: PA_STREAM_ADJUST_LATENCY.rawValue | PA_STREAM_AUTO_TIMING_UPDATE.rawValue | PA_STREAM_INTERPOLATE_TIMING.rawValue)) >= 0 else {
                 let error = PulseError.fromPulse(pa_context_errno(context), "record \(source)")
@@ -101,10 +109,22 @@ public final class PulseRecorder: @unchecked Sendable {
             var length = 0
             guard pa_stream_peek(stream, &data, &length) >= 0, length > 0 else { break }
             let count = length / MemoryLayout<Float>.size
+            let frames = count / channels
             if let data {
-                recorded.append(contentsOf: UnsafeBufferPointer(start: data.assumingMemoryBound(to: Float.self), count: count))
+                let input = data.assumingMemoryBound(to: Float.self)
+                if channels == 1 {
+                    recorded.append(contentsOf: UnsafeBufferPointer(start: input, count: frames))
+                } else {
+                    let scale = 1 / Float(channels)
+                    recorded.reserveCapacity(recorded.count + frames)
+                    for frame in 0..<frames {
+                        var sum: Float = 0
+                        for channel in 0..<channels { sum += input[frame * channels + channel] }
+                        recorded.append(sum * scale)
+                    }
+                }
             } else {
-                recorded.append(contentsOf: repeatElement(0, count: count))  // a hole in the stream
+                recorded.append(contentsOf: repeatElement(0, count: frames))  // a hole in the stream
             }
             pa_stream_drop(stream)
         }

@@ -66,3 +66,17 @@ public enum PulseEvent: Sendable, Equatable {
     /// A sink input went away, by index.
     case sinkInputRemoved(UInt32)
 }
+
+/// Which server answers the PulseAudio protocol. Both speak it; where they behave differently the
+/// adapter handles it (README "PipeWire").
+public enum PulseServerKind: String, Sendable, Equatable {
+    /// PulseAudio itself.
+    case pulseAudio
+    /// PipeWire's pipewire-pulse (`server_name` "PulseAudio (on PipeWire …)").
+    case pipeWire
+
+    /// The kind named by a `pa_server_info.server_name`.
+    public init(serverName: String) {
+        self = serverName.contains("PipeWire") ? .pipeWire : .pulseAudio
+    }
+}

@@ -238,10 +238,18 @@ import InterludeScenario
         let t1 = now()
         _ = try pulse.playSample(name: "interlude-test-1210", volume: 0.2, properties: ["media.role": "event"])
         let quiet = await capture.level(1210, at: t1 + 0.25)
-        print("[measured] sample at volume 1: \(full) dB, after its end \(after) dB; at volume 0.2: \(quiet) dB")
+        // Never louder than its volume, from the first millisecond on: the peak of the whole quiet
+        // sound (0.25 × 0.2 = 0.05 full scale), so a volume applied late (a loud start) shows.
+        await capture.waitUntilRecorded(t1 + 0.7)
+        let recorded = capture.recorder.samples()
+        let from = min(recorded.count, max(0, Int((t1 - capture.recorder.startTime) * 48000)))
+        let to = min(recorded.count, max(from, Int((t1 + 0.7 - capture.recorder.startTime) * 48000)))
+        let quietPeak = recorded[from..<to].map { abs($0) }.max() ?? 0
+        print("[measured] sample at volume 1: \(full) dB, after its end \(after) dB; at volume 0.2: \(quiet) dB, peak \(quietPeak) (0.05 expected)")
         #expect(abs(full) <= 1)
         #expect(after < -50)
         #expect(abs(quiet + 13.98) <= 1)
+        #expect(quietPeak > 0.03 && quietPeak <= 0.05 * 1.122, "peak \(quietPeak) of a sample played at volume 0.2")
         if case let .sinkInputAdded(input)? = added {
             #expect(input.role == "event")
             #expect(input.properties["event.id"] == "interlude-test")
@@ -250,12 +258,15 @@ import InterludeScenario
             Issue.record("no sinkInputAdded for the played sample \(index)")
         }
 
-        // 16 MiB is the cache's limit: exactly that is taken, one sample more is refused.
-        let limit = PulseConnection.maxSampleBytes / 2
-        try pulse.uploadSample(name: "interlude-test-16mib", pcm: [Int16](repeating: 0, count: limit), sampleRate: 48000, channels: 2)
+        // 16 MiB is the cache's limit on PulseAudio (pipewire-pulse takes one byte less, see
+        // `sampleCacheLimit`): the most whole stereo frames within it are taken, one frame more is refused.
+        let limit = pulse.sampleCacheLimit
+        #expect(limit == PulseConnection.maxSampleBytes - (pulse.serverKind == .pipeWire ? 1 : 0))
+        let frameLimit = limit / 4
+        try pulse.uploadSample(name: "interlude-test-16mib", pcm: [Int16](repeating: 0, count: frameLimit * 2), sampleRate: 48000, channels: 2)
         try pulse.removeSample(name: "interlude-test-16mib")
         #expect(throws: PulseError.self) {
-            do { try pulse.uploadSample(name: "too-large", pcm: [Int16](repeating: 0, count: limit + 2), sampleRate: 48000, channels: 2) }
+            do { try pulse.uploadSample(name: "too-large", pcm: [Int16](repeating: 0, count: frameLimit * 2 + 2), sampleRate: 48000, channels: 2) }
             catch let error as PulseError { #expect(error.code == "sampleTooLarge"); throw error }
         }
 

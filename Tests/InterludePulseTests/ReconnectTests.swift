@@ -2,16 +2,24 @@ import Foundation
 import Testing
 import InterludePulse
 
-/// A second private server of the test's own (Scripts/lib/pulse.sh on its own socket), which the
-/// test can kill and restart. The server and its monitor reader are children of a bash that waits
-/// for them, so they are reaped when they die.
+/// A second private server of the test's own, of the kind the suite runs on (Scripts/lib/pulse.sh,
+/// or Scripts/lib/pipewire.sh when INTERLUDE_AUDIO_SERVER=pipewire), which the test can kill and
+/// restart. The server and its monitor reader are children of a bash that waits for them, so they
+/// are reaped when they die.
 final class PrivateServer: @unchecked Sendable {
-    static let library = URL(fileURLWithPath: #filePath)
+    static let scripts = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        .appendingPathComponent("Scripts/lib/pulse.sh").path
+        .appendingPathComponent("Scripts/lib")
+    static let pipeWire = ProcessInfo.processInfo.environment["INTERLUDE_AUDIO_SERVER"] == "pipewire"
+    static let library = scripts.appendingPathComponent(pipeWire ? "pipewire.sh" : "pulse.sh").path
+    static let startFunction = pipeWire ? "interlude_start_pipewire" : "interlude_start_pulse"
+    static let stopFunction = pipeWire ? "interlude_stop_pipewire" : "interlude_stop_pulse"
+    /// What a crash kills: PulseAudio; or PipeWire's whole stack (pipewire-pulse, the session manager
+    /// and the graph), which a restart then replaces.
+    static let crashPIDFiles = pipeWire ? ["pipewire-pulse.pid", "wireplumber.pid", "pipewire.pid"] : ["pulse.pid"]
 
     let dir: String
-    var server: String { "unix:\(dir)/pa.sock" }
+    var server: String { Self.pipeWire ? "unix:\(dir)/runtime/pulse/native" : "unix:\(dir)/pa.sock" }
     private var owner: Process?
 
     init() throws {
@@ -21,18 +29,19 @@ final class PrivateServer: @unchecked Sendable {
 
     /// Starts the server (returns once it answers and its monitor reader runs).
     func start() async throws {
+        if owner != nil { stopProcesses() }  // what is left of a killed server
         let ready = dir + "/ready"
         try? FileManager.default.removeItem(atPath: ready)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/bin/bash")
-        process.arguments = ["-c", "source \"$0\" && interlude_start_pulse \"$1\" && touch \"$1/ready\"; wait",
+        process.arguments = ["-c", "source \"$0\" && \(Self.startFunction) \"$1\" && touch \"$1/ready\"; wait",
                              Self.library, dir]
         try process.run()
         owner = process
         let deadline = PulseClock.monotonicSeconds() + 15
         while !FileManager.default.fileExists(atPath: ready) {
             guard process.isRunning, PulseClock.monotonicSeconds() < deadline else {
-                throw PulseError(code: "connectionFailed", message: "private server in \(dir) did not start; see \(dir)/pulse.log")
+                throw PulseError(code: "connectionFailed", message: "private server in \(dir) did not start; see the logs in \(dir)")
             }
             try await Task.sleep(for: .milliseconds(50))
         }
@@ -40,21 +49,27 @@ final class PrivateServer: @unchecked Sendable {
 
     /// SIGKILLs the server: the connection breaks as in a crash.
     func kill() throws {
-        let pid = try String(contentsOfFile: dir + "/pulse.pid", encoding: .utf8)
-        guard let pid = pid32(pid) else { return }
-        Foundation.kill(pid, SIGKILL)
+        for file in Self.crashPIDFiles {
+            let pid = try String(contentsOfFile: dir + "/" + file, encoding: .utf8)
+            guard let pid = pid32(pid) else { continue }
+            Foundation.kill(pid, SIGKILL)
+        }
     }
 
     /// Stops whatever runs and waits for the owning bash.
     func stop() {
+        stopProcesses()
+        try? FileManager.default.removeItem(atPath: dir)
+    }
+
+    private func stopProcesses() {
         let stopper = Process()
         stopper.executableURL = URL(fileURLWithPath: "/bin/bash")
-        stopper.arguments = ["-c", "source \"$0\" && interlude_stop_pulse \"$1\"", Self.library, dir]
+        stopper.arguments = ["-c", "source \"$0\" && \(Self.stopFunction) \"$1\"", Self.library, dir]
         try? stopper.run()
         stopper.waitUntilExit()
         owner?.waitUntilExit()
         owner = nil
-        try? FileManager.default.removeItem(atPath: dir)
     }
 
     private func pid32(_ text: String) -> Int32? { Int32(text.trimmingCharacters(in: .whitespacesAndNewlines)) }
