@@ -151,8 +151,8 @@ enum Bench {
             await sleep(o.idleSeconds)
             let cpu1 = ProcStats.cpuSeconds(pid), cs1 = ProcStats.contextSwitches(pid)
             out.append(resourceTable(fresh: residentFresh, with1000: residentWith1000, idleAfter: rssIdle,
-                                     cpu: zip2(cpu0, cpu1).map { $1 - $0 }, switches: zip2(cs0, cs1).map { $1 - $0 },
-                                     seconds: o.idleSeconds, threads: ProcStats.threads(pid)))
+                                     cpu: zip2(cpu0, cpu1).map { $1 - $0 }, wakeups: ProcStats.wakeups(cs0, cs1),
+                                     seconds: o.idleSeconds, threads: cs1.count))
         }
         out.append("Load average (1 min) at the start \(loadStart), at the end \(loadAverage()): other work on the machine "
                    + "adds noise to every number above.")
@@ -234,8 +234,11 @@ enum Bench {
         return lines.joined(separator: "\n")
     }
 
-    static func resourceTable(fresh: Int?, with1000: Int?, idleAfter: Int?, cpu: Double?, switches: Int?,
-                              seconds: Double, threads: Int?) -> String {
+    static func resourceTable(fresh: Int?, with1000: Int?, idleAfter: Int?, cpu: Double?,
+                              wakeups: (byThread: [(name: String, switches: Int)], started: Int, ended: Int), seconds: Double,
+                              threads: Int) -> String {
+        let total = wakeups.byThread.reduce(0) { $0 + $1.switches }
+        let busy = wakeups.byThread.filter { $0.switches > 0 }.map { "`\($0.name)` \($0.switches)" }.joined(separator: ", ")
         func mb(_ b: Int?) -> String { b.map { String(format: "%.1f MB", Double($0) / 1_048_576) } ?? "–" }
         return [
             "**Daemon resources** (`/proc/PID/status` VmRSS; `/proc/PID/stat` utime + stime, in 10 ms ticks; "
@@ -247,7 +250,8 @@ enum Bench {
             "| resident memory, 1000 sessions registered | \(mb(with1000)) |",
             "| resident memory, idle after the bench | \(mb(idleAfter)) |",
             "| CPU time over \(Int(seconds)) s idle | \(cpu.map { String(format: "%.0f ms", $0 * 1000) } ?? "–") |",
-            "| context switches (wake-ups) over \(Int(seconds)) s idle, \(threads.map(String.init) ?? "?") threads | \(switches.map(String.init) ?? "–") |",
+            "| context switches (wake-ups) over \(Int(seconds)) s idle, all \(threads) threads | \(total)\(busy.isEmpty ? "" : " (\(busy))") |",
+            "| threads started / ended over \(Int(seconds)) s idle | \(wakeups.started) / \(wakeups.ended) |",
         ].joined(separator: "\n")
     }
 

@@ -52,6 +52,11 @@ struct OnsetBench {
 
     func trial(_ m: Method, client: InterludeClient) async throws -> Trial {
         if !(await waitForSilence()) { log("warning: the output is not silent before a \(m) trial (other audio?)") }
+        // The sink mixes in blocks (10 ms on the null sink with its 10 ms reader), and the silence
+        // check above ends just after a block was recorded: without a random delay every request
+        // would start at the same phase of the block clock and land in the same block, turning a
+        // 1 ms difference between methods into 0 or 10 ms. A random phase makes each median fair.
+        await sleep(Double.random(in: 0..<0.02))
         let t0 = now()
         switch m {
         case .cli:

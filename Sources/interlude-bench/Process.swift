@@ -88,18 +88,33 @@ enum ProcStats {
         return (utime + stime) / Double(sysconf(Int32(_SC_CLK_TCK)))
     }
 
-    /// Context switches of all the process's threads (voluntary + involuntary): each is a wake-up or
-    /// a preemption, so an idle daemon that never wakes keeps this constant.
-    static func contextSwitches(_ pid: Int32) -> Int? {
-        guard let tasks = try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task") else { return nil }
-        var total = 0
+    /// Context switches (voluntary + involuntary) of each of the process's threads, by thread id,
+    /// with the thread's name: each is a wake-up or a preemption, so a thread that never wakes keeps
+    /// its count.
+    static func contextSwitches(_ pid: Int32) -> [Int: (name: String, count: Int)] {
+        guard let tasks = try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task") else { return [:] }
+        var out: [Int: (name: String, count: Int)] = [:]
         for t in tasks {
-            guard let text = try? String(contentsOfFile: "/proc/\(pid)/task/\(t)/status", encoding: .utf8) else { continue }
+            guard let tid = Int(t), let text = try? String(contentsOfFile: "/proc/\(pid)/task/\(t)/status", encoding: .utf8) else { continue }
+            let name = ((try? String(contentsOfFile: "/proc/\(pid)/task/\(t)/comm", encoding: .utf8)) ?? "?")
+                .trimmingCharacters(in: .whitespacesAndNewlines)
+            var count = 0
             for line in text.split(separator: "\n") where line.contains("ctxt_switches:") {
-                total += line.split(separator: "\t").last.flatMap { Int($0.trimmingCharacters(in: .whitespaces)) } ?? 0
+                count += line.split(separator: "\t").last.flatMap { Int($0.trimmingCharacters(in: .whitespaces)) } ?? 0
             }
+            out[tid] = (name, count)
         }
-        return total
+        return out
+    }
+
+    /// Wake-ups between two ``contextSwitches(_:)`` readings: per thread name, of the threads alive
+    /// at both; and the number of threads that started and ended in between.
+    static func wakeups(_ before: [Int: (name: String, count: Int)], _ after: [Int: (name: String, count: Int)])
+        -> (byThread: [(name: String, switches: Int)], started: Int, ended: Int) {
+        let both = Set(before.keys).intersection(after.keys)
+        var byName: [String: Int] = [:]
+        for tid in both { byName[after[tid]!.name, default: 0] += after[tid]!.count - before[tid]!.count }
+        return (byName.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }, after.count - both.count, before.count - both.count)
     }
 
     /// Number of threads.
