@@ -16,7 +16,7 @@ enum Bench {
     PulseAudio server of $PULSE_SERVER, recording the default sink's monitor, and prints Markdown.
       --daemon-pid PID        the daemon's pid, for /proc (memory, CPU); without it those are skipped
       --cli PATH              the interlude CLI to time (default .build/release/interlude)
-      --runs N                onset and duck runs (default 21)
+      --runs N                onset and duck runs (default 31)
       --arbitration-runs N    timed activations per session count (default 50)
       --idle-seconds S        idle time over which the daemon's CPU is measured (default 60)
       --build TEXT            how the binaries were built, for the header
@@ -28,7 +28,7 @@ enum Bench {
         var socket: String
         var daemonPID: Int32?
         var cli = ".build/release/interlude"
-        var runs = 21
+        var runs = 31
         var arbitrationRuns = 50
         var idleSeconds = 60.0
         var sections: Set<String> = ["onset", "duck", "arbitration", "resources"]
@@ -144,8 +144,10 @@ enum Bench {
         }
 
         if o.sections.contains("resources"), let pid = o.daemonPID {
-            log("resources: idle for \(Int(o.idleSeconds)) s")
-            await sleep(2)
+            // Idle means nothing left to do: first let deferred work run out (timers of the A9 expiry,
+            // 10 s, that the arbitration runs armed and cancelled, and idle worker threads exiting).
+            log("resources: settling for 15 s, then idle for \(Int(o.idleSeconds)) s")
+            await sleep(15)
             let rssIdle = ProcStats.residentBytes(pid)
             let cpu0 = ProcStats.cpuSeconds(pid), cs0 = ProcStats.contextSwitches(pid)
             await sleep(o.idleSeconds)
