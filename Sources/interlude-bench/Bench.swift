@@ -170,26 +170,32 @@ enum Bench {
 
     static func onsetTable(_ r: OnsetBench.Result, methods: [OnsetBench.Method], runs: Int,
                            cliStart: Stats, pactlStart: Stats) -> String {
-        let reference = Stats(r.trials[.pactl, default: []].compactMap(\.onset)).median
+        let referenceOnsets = r.trials[.pactl, default: []].compactMap(\.onset)
+        let reference = Stats(referenceOnsets).median
         var lines = [
             "**Sound onset**: request → first audible sample (> −40 dBFS) at the sink's monitor; median of \(runs) "
-            + "rounds (methods interleaved), 10th–90th percentile, and when the command exited or the request returned.",
+            + "rounds (methods interleaved, each request at a random phase of the sink's mixing blocks), 10th–90th "
+            + "percentile, the ratio of medians to `pactl play-sample` with its 95 % bootstrap interval, and when the "
+            + "command exited or the request returned.",
             "",
-            "| what | onset (median) | p10–p90 | vs `pactl play-sample` | returned (median) |",
-            "|---|---:|---:|---:|---:|",
+            "| what | onset (median) | p10–p90 | vs `pactl play-sample` | 95 % interval | returned (median) |",
+            "|---|---:|---:|---:|---:|---:|",
         ]
         for m in methods {
             let trials = r.trials[m, default: []]
             let onsets = Stats(trials.compactMap(\.onset))
             let missing = trials.count - onsets.count
             let ratio = zip2(onsets.median, reference).map { String(format: "%.2f×", $0 / $1) } ?? "–"
+            let interval = m == .pactl ? "" : bootstrapRatio(onsets.sorted, referenceOnsets)
+                .map { String(format: "%.2f–%.2f×", $0.low, $0.high) } ?? "–"
             lines.append("| \(m.label)\(missing > 0 ? " (\(missing) runs without a clean onset)" : "") | \(ms(onsets.median)) | "
-                         + "\(ms(onsets.quantile(0.1)))–\(ms(onsets.quantile(0.9))) | \(ratio) | \(ms(Stats(trials.map(\.returned)).median)) |")
+                         + "\(ms(onsets.quantile(0.1)))–\(ms(onsets.quantile(0.9))) | \(ratio) | \(interval) | "
+                         + "\(ms(Stats(trials.map(\.returned)).median)) |")
         }
         let firstRatio = zip2(r.first.onset, reference).map { String(format: "%.2f×", $0 / $1) } ?? "–"
-        lines.append("| first `interlude play default` after the daemon started (1 run) | \(ms(r.first.onset)) | | \(firstRatio) | \(ms(r.first.returned)) |")
-        lines.append("| start-up only: `interlude help` (exits at once) | | | | \(ms(cliStart.median)) |")
-        lines.append("| start-up only: `pactl --version` | | | | \(ms(pactlStart.median)) |")
+        lines.append("| first `interlude play default` after the daemon started (1 run) | \(ms(r.first.onset)) | | \(firstRatio) | | \(ms(r.first.returned)) |")
+        lines.append("| start-up only: `interlude help` (exits at once) | | | | | \(ms(cliStart.median)) |")
+        lines.append("| start-up only: `pactl --version` | | | | | \(ms(pactlStart.median)) |")
         return lines.joined(separator: "\n")
     }
 

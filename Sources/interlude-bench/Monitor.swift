@@ -86,3 +86,19 @@ struct Stats {
         return sorted[min(sorted.count - 1, max(0, Int((p * Double(sorted.count)).rounded(.up)) - 1))]
     }
 }
+
+/// A 95 % bootstrap interval of median(a) / median(b): both samples resampled with replacement
+/// 2000 times. Shows how far the ratio of two medians of noisy onsets can be trusted.
+func bootstrapRatio(_ a: [Double], _ b: [Double], resamples: Int = 2000) -> (low: Double, high: Double)? {
+    guard !a.isEmpty, !b.isEmpty else { return nil }
+    var ratios: [Double] = []
+    ratios.reserveCapacity(resamples)
+    for _ in 0..<resamples {
+        let ra = Stats((0..<a.count).map { _ in a[Int.random(in: 0..<a.count)] }).median!
+        let rb = Stats((0..<b.count).map { _ in b[Int.random(in: 0..<b.count)] }).median!
+        if rb > 0 { ratios.append(ra / rb) }
+    }
+    let s = Stats(ratios)
+    guard let low = s.quantile(0.025), let high = s.quantile(0.975) else { return nil }
+    return (low, high)
+}
