@@ -47,6 +47,10 @@ let package = Package(
         ]),
         .executableTarget(name: "interlude", dependencies: ["InterludeClient", "InterludeScenario", "InterludePulse", "InterludeSound"]),
         .executableTarget(name: "interlude-soundgen", dependencies: ["CSndfile"]),
+        // Scripts/bench: onset, duck reaction, arbitration cost and resources of a running daemon.
+        .executableTarget(name: "interlude-bench", dependencies: [
+            "InterludeClient", "InterludePulse", "InterludeScenario", "InterludePolicy", "InterludeConfig",
+        ]),
 
         .testTarget(name: "InterludePolicyTests", dependencies: ["InterludePolicy", "InterludeTestSupport"]),
         .testTarget(name: "InterludeWireTests", dependencies: ["InterludeWire"]),

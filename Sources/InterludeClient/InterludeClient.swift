@@ -40,7 +40,63 @@ public final class InterludeClient: @unchecked Sendable {
     ///   - app: our app id (reverse-DNS).
     /// - Throws: ``ConnectionError`` when no daemon answers; ``WireError`` when `hello` is refused.
     public static func connect(socket: String? = nil, app: String) async throws -> InterludeClient {
-        let path = socket ?? defaultSocketPath(environment: ProcessInfo.processInfo.environment)
+        let fd = try openSocket(socket ?? defaultSocketPath(environment: ProcessInfo.processInfo.environment))
+        let client = try InterludeClient(fd: fd)
+        client.startReader()
+        client.hello = try await client.call(WireMethod.hello, HelloParams(app: app), as: HelloResult.self)
+        return client
+    }
+
+    /// Connects, says `hello` and sends one request in the same write, reads the greeting and both
+    /// replies on the calling thread (no reader thread), closes, and returns the request's result.
+    /// One round trip instead of three (greeting, hello, request) for a client with one thing to
+    /// say, such as `interlude play`: the daemon handles a connection's requests in order after its
+    /// greeting (PROTOCOL.md "Order"). Blocks until the daemon answers.
+    /// - Throws: ``ConnectionError`` when no daemon answers; ``WireError`` when the daemon refuses
+    ///   the connection, `hello` or the request.
+    public static func request<P: Encodable, R: Decodable>(socket: String? = nil, app: String, _ method: String, _ params: P,
+                                                           as: R.Type) throws -> R {
+        let fd = try openSocket(socket ?? defaultSocketPath(environment: ProcessInfo.processInfo.environment))
+        defer { Glibc.close(fd) }
+        // Encoded straight from the typed params, one encoder pass per line (no JSONValue round trip
+        // through the decoder before the request is on its way).
+        let encoder = WireCoding.encoder
+        var out = try encoder.encode(RequestLine(id: 1, method: WireMethod.hello, params: HelloParams(app: app)))
+        out.append(0x0a)
+        out += try encoder.encode(RequestLine(id: 2, method: method, params: params))
+        out.append(0x0a)
+        guard sendAll(fd, out) else { throw ConnectionError(description: "write failed: \(String(cString: strerror(errno)))") }
+        var framer = LineFramer(maxLineBytes: 16 << 20)
+        var buf = [UInt8](repeating: 0, count: 65536)
+        var greeted = false
+        while true {
+            let n = buf.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { throw ConnectionError(description: "the daemon closed the connection") }
+            guard let lines = try? framer.feed(buf[0..<n]) else { throw ConnectionError(description: "a line from the daemon is too long") }
+            for line in lines {
+                guard let message = try? ServerMessage.parse(line) else { continue }
+                switch message {
+                case .greeting: greeted = true
+                case .event: continue
+                case let .reply(r):
+                    guard greeted else { throw ConnectionError(description: "no greeting from the daemon") }
+                    if let e = r.error { throw e }  // a refused connection (id null), hello, or the request
+                    if r.id == .number(2) { return try (r.result ?? .object([:])).decode(R.self) }
+                }
+            }
+        }
+    }
+
+    /// A request line with typed params (PROTOCOL.md "Messages").
+    private struct RequestLine<P: Encodable>: Encodable {
+        var id: Int
+        var method: String
+        var params: P
+    }
+
+    /// A connected Unix stream socket to `path`.
+    static func openSocket(_ path: String) throws -> Int32 {
         let fd = Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw ConnectionError(description: "socket: \(String(cString: strerror(errno)))") }
         var addr = sockaddr_un()
@@ -61,10 +117,21 @@ public final class InterludeClient: @unchecked Sendable {
             Glibc.close(fd)
             throw ConnectionError(description: "no daemon at \(path) (\(e)); start one with `interluded`")
         }
-        let client = try InterludeClient(fd: fd)
-        client.startReader()
-        client.hello = try await client.call(WireMethod.hello, HelloParams(app: app), as: HelloResult.self)
-        return client
+        return fd
+    }
+
+    /// Writes all of `data` (no SIGPIPE in apps: MSG_NOSIGNAL). False on a write error.
+    static func sendAll(_ fd: Int32, _ data: Data) -> Bool {
+        data.withUnsafeBytes { raw -> Bool in
+            var off = 0
+            while off < raw.count {
+                let n = Glibc.send(fd, raw.baseAddress! + off, raw.count - off, Int32(MSG_NOSIGNAL))
+                if n < 0 && errno == EINTR { continue }
+                if n <= 0 { return false }
+                off += n
+            }
+            return true
+        }
     }
 
     /// `INTERLUDE_SOCKET`, else `$XDG_RUNTIME_DIR/interlude/socket`, else `/tmp/interlude-UID/socket`.
@@ -166,17 +233,7 @@ public final class InterludeClient: @unchecked Sendable {
             do {
                 var line = try WireRequest(id: .number(Double(id)), method: method, params: params.objectValue ?? [:]).encoded()
                 line.append(0x0a)
-                let ok = line.withUnsafeBytes { raw -> Bool in
-                    var off = 0
-                    while off < raw.count {
-                        let n = Glibc.send(fd, raw.baseAddress! + off, raw.count - off, Int32(MSG_NOSIGNAL))  // no SIGPIPE in apps
-                        if n < 0 && errno == EINTR { continue }
-                        if n <= 0 { return false }
-                        off += n
-                    }
-                    return true
-                }
-                if !ok { throw ConnectionError(description: "write failed: \(String(cString: strerror(errno)))") }
+                if !Self.sendAll(fd, line) { throw ConnectionError(description: "write failed: \(String(cString: strerror(errno)))") }
             } catch {
                 lock.lock()
                 let kk = pending.removeValue(forKey: id)

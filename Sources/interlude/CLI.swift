@@ -89,8 +89,7 @@ enum CLI {
     static func status(socket: String?, _ argv: [String]) async throws -> Int32 {
         let a = try Arguments(argv, flagNames: ["json"])
         try a.only(["json"])
-        let c = try await InterludeClient.connect(socket: socket, app: "org.interlude.CLI")
-        let s = try await c.status()
+        let s = try InterludeClient.request(socket: socket, app: "org.interlude.CLI", WireMethod.status, StatusParams(), as: StatusResult.self)
         if a.has("json") {
             let enc = JSONEncoder()
             enc.outputFormatting = [.prettyPrinted, .sortedKeys]
@@ -138,8 +137,11 @@ enum CLI {
         guard a.positionals.count == 1 else { throw Arguments.UsageError(description: "play takes one NAME or PATH") }
         var sound = a.positionals[0]
         if sound.contains("/") { sound = URL(fileURLWithPath: sound).standardizedFileURL.path }
-        let c = try await InterludeClient.connect(socket: socket, app: "org.interlude.CLI")
-        let r = try await c.play(sound, volume: try a.double("volume", in: 0...1))
+        // One write, one round trip (hello and sound.play pipelined): this is the command whose
+        // latency a user hears (Scripts/bench).
+        let r = try InterludeClient.request(socket: socket, app: "org.interlude.CLI", WireMethod.soundPlay,
+                                            SoundPlayParams(sound: sound, volume: try a.double("volume", in: 0...1)),
+                                            as: SoundPlayResult.self)
         if let w = r.warning {
             FileHandle.standardError.write(Data("interlude: warning: \(w.message) — played \(r.played) instead\n".utf8))
         }
@@ -151,8 +153,8 @@ enum CLI {
         guard argv.count == 1, argv[0] == "silent" || argv[0] == "ring" else {
             throw Arguments.UsageError(description: "ringer takes silent or ring")
         }
-        let c = try await InterludeClient.connect(socket: socket, app: "org.interlude.CLI")
-        try await c.setRinger(silent: argv[0] == "silent")
+        _ = try InterludeClient.request(socket: socket, app: "org.interlude.CLI", WireMethod.ringerSet,
+                                        RingerParams(mode: argv[0]), as: JSONValue.self)
         print("ringer \(argv[0])")
         return 0
     }

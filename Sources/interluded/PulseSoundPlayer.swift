@@ -71,5 +71,11 @@ actor PulseSoundPlayer: SoundPlayer {
 
     func cachedSamples() async -> [String] { cache.values.map(\.sample).sorted() }
 
-    func serverRestarted() async { cache = [:] }
+    /// Called on every connection to the server, the first included: the cache is gone with a
+    /// restarted server, and the default sound goes back in at once (S3), so that no request (the
+    /// first `interlude play default` after start-up included) waits for decoding and uploading.
+    func serverRestarted() async {
+        cache = [:]
+        _ = try? load(defaultName)
+    }
 }

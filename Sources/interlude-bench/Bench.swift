@@ -1,0 +1,296 @@
+import Foundation
+import InterludeClient
+import InterludeConfig
+import InterludePolicy
+import InterludePulse
+
+/// `interlude-bench`: measures a running `interluded` and PulseAudio server and prints Markdown
+/// tables (README "Benchmarks"). Run by `Scripts/bench`, which builds, starts a daemon and passes
+/// its socket and pid.
+enum Bench {
+    static let usage = """
+    usage: interlude-bench --daemon-pid PID [--socket PATH] [--cli PATH] [--runs N] [--arbitration-runs N]
+                           [--idle-seconds S] [--only onset,duck,arbitration,resources] [--build TEXT]
+
+    Measures a running interluded (socket: --socket, else $INTERLUDE_SOCKET, else the default) on the
+    PulseAudio server of $PULSE_SERVER, recording the default sink's monitor, and prints Markdown.
+      --daemon-pid PID        the daemon's pid, for /proc (memory, CPU); without it those are skipped
+      --cli PATH              the interlude CLI to time (default .build/release/interlude)
+      --runs N                onset and duck runs (default 31)
+      --arbitration-runs N    timed activations per session count (default 50)
+      --idle-seconds S        idle time over which the daemon's CPU is measured (default 60)
+      --build TEXT            how the binaries were built, for the header
+    """
+
+    static func log(_ s: String) { FileHandle.standardError.write(Data("interlude-bench: \(s)\n".utf8)) }
+
+    struct Options {
+        var socket: String
+        var daemonPID: Int32?
+        var cli = ".build/release/interlude"
+        var runs = 31
+        var arbitrationRuns = 50
+        var idleSeconds = 60.0
+        var sections: Set<String> = ["onset", "duck", "arbitration", "resources"]
+        var build = "?"
+        var sound = "Sounds/default.wav"
+        var sample = "interlude-bench-default"
+    }
+
+    static func parse(_ argv: [String]) throws -> Options {
+        var o = Options(socket: InterludeClient.defaultSocketPath(environment: ProcessInfo.processInfo.environment))
+        var i = 0
+        func value() throws -> String {
+            guard i + 1 < argv.count else { throw Spawn.Failure(description: "\(argv[i]) needs a value") }
+            i += 1
+            return argv[i]
+        }
+        func number(_ s: String) throws -> Double {
+            guard let d = Double(s), d.isFinite, d >= 0 else { throw Spawn.Failure(description: "not a number: \(s)") }
+            return d
+        }
+        while i < argv.count {
+            switch argv[i] {
+            case "--socket": o.socket = try value()
+            case "--daemon-pid": o.daemonPID = Int32(try number(try value()))
+            case "--cli": o.cli = try value()
+            case "--runs": o.runs = max(1, Int(try number(try value())))
+            case "--arbitration-runs": o.arbitrationRuns = max(1, Int(try number(try value())))
+            case "--idle-seconds": o.idleSeconds = try number(try value())
+            case "--only": o.sections = Set(try value().split(separator: ",").map(String.init))
+            case "--build": o.build = try value()
+            case "--sound": o.sound = try value()
+            case "--sample": o.sample = try value()
+            case "--help", "-h": print(usage); exit(0)
+            default: throw Spawn.Failure(description: "unknown argument \(argv[i])\n\(usage)")
+            }
+            i += 1
+        }
+        return o
+    }
+
+    static func run(_ argv: [String]) async -> Int32 {
+        do {
+            let o = try parse(argv)
+            let report = try await measure(o)
+            print(report)
+            return 0
+        } catch {
+            log("\(error)")
+            return 1
+        }
+    }
+
+    // MARK: Measuring
+
+    static func measure(_ o: Options) async throws -> String {
+        // The CLI is run as a user runs it: `interlude play default`, the socket from the environment.
+        setenv("INTERLUDE_SOCKET", o.socket, 1)
+        let cwd = FileManager.default.currentDirectoryPath
+        let sound = o.sound.hasPrefix("/") ? o.sound : cwd + "/" + o.sound
+        let config = try ConfigLoader.load(folders: ConfigLoader.folders(
+            builtin: cwd + "/Config", override: nil, environment: ProcessInfo.processInfo.environment))
+        let policy = config.audioPolicy
+
+        var out: [String] = []
+        let facts = machineFacts()
+        out.append("Machine: \(facts.cpus) × \(facts.cpu), Linux \(facts.kernel), \(facts.memory) RAM; PulseAudio \(facts.pulse) "
+                   + "(\(facts.sink)); \(o.build); \(facts.date).")
+        let loadStart = loadAverage()
+        let residentFresh = o.daemonPID.flatMap { ProcStats.residentBytes($0) }
+
+        let pulse = PulseConnection(clientName: "interlude-bench", properties: ["application.id": "org.interlude.Bench"])
+        try pulse.connect(timeout: 5)
+        defer { pulse.disconnect() }
+        let monitorSource = try pulse.defaultSinkName() + ".monitor"
+
+        if o.sections.contains("onset") {
+            try Spawn.run(["pactl", "upload-sample", sound, o.sample])
+            defer { try? Spawn.run(["pactl", "remove-sample", o.sample]) }
+            let monitor = try Monitor(pulse: pulse, source: monitorSource)
+            defer { monitor.stop() }
+            await sleep(2.5)  // the recorder's start-time estimate settles over its first 2 s
+            let bench = OnsetBench(monitor: monitor, pulse: pulse, socket: o.socket, cli: o.cli, soundFile: sound,
+                                   sampleName: o.sample, soundSeconds: 1.2, log: log)
+            let methods: [OnsetBench.Method] = [.cli, .libraryConnected, .libraryNewConnection, .pactl, .paplay, .inProcess]
+            let r = try await bench.run(runs: o.runs, methods: methods)
+            log("onset: start-up only")
+            let cliStart = try OnsetBench.startupOnly([o.cli, "help"], runs: o.runs)
+            let pactlStart = try OnsetBench.startupOnly(["pactl", "--version"], runs: o.runs)
+            out.append(onsetTable(r, methods: methods, runs: o.runs, cliStart: cliStart, pactlStart: pactlStart))
+        }
+
+        if o.sections.contains("duck") {
+            let monitor = try Monitor(pulse: pulse, source: monitorSource)
+            defer { monitor.stop() }
+            await sleep(2.5)
+            let bench = DuckBench(monitor: monitor, pulse: pulse, socket: o.socket, levelDb: policy.duckLevelDb,
+                                  rampDown: policy.duckRampDown, rampUp: policy.duckRampUp, log: log)
+            out.append(duckTable(try await bench.run(runs: o.runs), policy: policy))
+        }
+
+        var residentWith1000: Int?
+        if o.sections.contains("arbitration") {
+            let bench = ArbitrationBench(socket: o.socket, config: policy, log: log)
+            var rows: [(Int, ArbitrationBench.DaemonResult, ArbitrationBench.PureResult)] = []
+            for n in [10, 100, 1000] {
+                log("arbitration: \(n) sessions")
+                let d = try await bench.daemon(sessions: n, runs: o.arbitrationRuns, daemonPID: o.daemonPID)
+                if n == 1000 { residentWith1000 = d.residentWithSessions }
+                await sleep(0.5)  // the daemon releases the sessions (A9)
+                rows.append((n, d, bench.pure(sessions: n, runs: max(200, o.arbitrationRuns))))
+            }
+            out.append(arbitrationTable(rows, runs: o.arbitrationRuns, pureRuns: max(200, o.arbitrationRuns)))
+        }
+
+        if o.sections.contains("resources"), let pid = o.daemonPID {
+            // Idle means nothing left to do: first let deferred work run out (timers of the A9 expiry,
+            // 10 s, that the arbitration runs armed and cancelled, and idle worker threads exiting).
+            log("resources: settling for 15 s, then idle for \(Int(o.idleSeconds)) s")
+            await sleep(15)
+            let rssIdle = ProcStats.residentBytes(pid)
+            let cpu0 = ProcStats.cpuSeconds(pid), cs0 = ProcStats.contextSwitches(pid)
+            await sleep(o.idleSeconds)
+            let cpu1 = ProcStats.cpuSeconds(pid), cs1 = ProcStats.contextSwitches(pid)
+            out.append(resourceTable(fresh: residentFresh, with1000: residentWith1000, idleAfter: rssIdle,
+                                     cpu: zip2(cpu0, cpu1).map { $1 - $0 }, wakeups: ProcStats.wakeups(cs0, cs1),
+                                     seconds: o.idleSeconds, threads: cs1.count))
+        }
+        out.append("Load average (1 min) at the start \(loadStart), at the end \(loadAverage()): other work on the machine "
+                   + "adds noise to every number above.")
+        return out.joined(separator: "\n\n")
+    }
+
+    static func zip2<A, B>(_ a: A?, _ b: B?) -> (A, B)? {
+        guard let a, let b else { return nil }
+        return (a, b)
+    }
+
+    // MARK: Tables
+
+    static func onsetTable(_ r: OnsetBench.Result, methods: [OnsetBench.Method], runs: Int,
+                           cliStart: Stats, pactlStart: Stats) -> String {
+        let referenceOnsets = r.trials[.pactl, default: []].compactMap(\.onset)
+        let reference = Stats(referenceOnsets).median
+        var lines = [
+            "**Sound onset**: request → first audible sample (> −40 dBFS) at the sink's monitor; median of \(runs) "
+            + "rounds (methods interleaved, each request at a random phase of the sink's mixing blocks), 10th–90th "
+            + "percentile, the ratio of medians to `pactl play-sample` with its 95 % bootstrap interval, and when the "
+            + "command exited or the request returned.",
+            "",
+            "| what | onset (median) | p10–p90 | vs `pactl play-sample` | 95 % interval | returned (median) |",
+            "|---|---:|---:|---:|---:|---:|",
+        ]
+        for m in methods {
+            let trials = r.trials[m, default: []]
+            let onsets = Stats(trials.compactMap(\.onset))
+            let missing = trials.count - onsets.count
+            let ratio = zip2(onsets.median, reference).map { String(format: "%.2f×", $0 / $1) } ?? "–"
+            let interval = m == .pactl ? "" : bootstrapRatio(onsets.sorted, referenceOnsets)
+                .map { String(format: "%.2f–%.2f×", $0.low, $0.high) } ?? "–"
+            lines.append("| \(m.label)\(missing > 0 ? " (\(missing) runs without a clean onset)" : "") | \(ms(onsets.median)) | "
+                         + "\(ms(onsets.quantile(0.1)))–\(ms(onsets.quantile(0.9))) | \(ratio) | \(interval) | "
+                         + "\(ms(Stats(trials.map(\.returned)).median)) |")
+        }
+        let firstRatio = zip2(r.first.onset, reference).map { String(format: "%.2f×", $0 / $1) } ?? "–"
+        lines.append("| first `interlude play default` after the daemon started (1 run) | \(ms(r.first.onset)) | | \(firstRatio) | | \(ms(r.first.returned)) |")
+        lines.append("| start-up only: `interlude help` (exits at once) | | | | | \(ms(cliStart.median)) |")
+        lines.append("| start-up only: `pactl --version` | | | | | \(ms(pactlStart.median)) |")
+        return lines.joined(separator: "\n")
+    }
+
+    static func duckTable(_ runs: [DuckBench.Run], policy: AudioPolicyConfig) -> String {
+        func row(_ what: String, _ values: [Double?]) -> String {
+            let s = Stats(values.compactMap { $0 })
+            let missing = values.count - s.count
+            return "| \(what)\(missing > 0 ? " (not reached in \(missing) runs)" : "") | \(ms(s.median)) | \(ms(s.quantile(0.1)))–\(ms(s.quantile(0.9))) |"
+        }
+        let reached = Stats(runs.compactMap(\.reached)).median
+        return [
+            "**Duck reaction**: a `playback` session plays 440 Hz; a `voicePrompt` session with `duckOthers` is activated "
+            + "(`InterludeClient.activate`); the tone's level at the monitor (Goertzel, 20 ms windows every 2 ms, times "
+            + "±10 ms). Configured: \(fmtDb(policy.duckLevelDb)) over a \(Int(policy.duckRampDown * 1000)) ms ramp; "
+            + "median of \(runs.count) runs.",
+            "",
+            "| from the activate request to | median | p10–p90 |",
+            "|---|---:|---:|",
+            row("the tone falls by 0.5 dB (ramp under way)", runs.map(\.fall)),
+            row("the tone within 1 dB of \(fmtDb(policy.duckLevelDb)) (≤ \(fmtDb(policy.duckLevelDb + 1)))", runs.map(\.target)),
+            row("the activation reply (A11: after the ramp)", runs.map(\.reply)),
+            "| configured ramp (`audio.duckRampDownMs`) | \(Int(policy.duckRampDown * 1000)) ms | |",
+            "| level reached (0.5–0.85 s after the request) | \(reached.map(fmtDb) ?? "–") | |",
+        ].joined(separator: "\n")
+    }
+
+    static func fmtDb(_ d: Double) -> String { String(format: "%.1f dB", d).replacingOccurrences(of: "-", with: "−") }
+
+    static func arbitrationTable(_ rows: [(Int, ArbitrationBench.DaemonResult, ArbitrationBench.PureResult)],
+                                 runs: Int, pureRuns: Int) -> String {
+        var lines = [
+            "**Arbitration**: N `playback` sessions registered on one connection, one of them active; activating "
+            + "another non-mixable one interrupts it (A1), then it is deactivated (untimed). Round trip of "
+            + "`session.activate` over the socket (median of \(runs)) and the same on the pure policy in-process "
+            + "(median of \(pureRuns)).",
+            "",
+            "| sessions | `session.activate` round trip | p10–p90 | `AudioPolicy.reduce` | reduce + `nextDeadline` | registering all N |",
+            "|---:|---:|---:|---:|---:|---:|",
+        ]
+        for (n, d, p) in rows {
+            lines.append("| \(n) | \(us(d.activate.median)) | \(us(d.activate.quantile(0.1)))–\(us(d.activate.quantile(0.9))) | "
+                         + "\(us(p.reduce.median)) | \(us(p.reduceAndDeadline.median)) | \(us(d.register)) |")
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    static func resourceTable(fresh: Int?, with1000: Int?, idleAfter: Int?, cpu: Double?,
+                              wakeups: (byThread: [(name: String, switches: Int)], started: Int, ended: Int), seconds: Double,
+                              threads: Int) -> String {
+        let total = wakeups.byThread.reduce(0) { $0 + $1.switches }
+        let busy = wakeups.byThread.filter { $0.switches > 0 }.map { "`\($0.name)` \($0.switches)" }.joined(separator: ", ")
+        func mb(_ b: Int?) -> String { b.map { String(format: "%.1f MB", Double($0) / 1_048_576) } ?? "–" }
+        return [
+            "**Daemon resources** (`/proc/PID/status` VmRSS; `/proc/PID/stat` utime + stime, in 10 ms ticks; "
+            + "context switches of all its threads):",
+            "",
+            "| | |",
+            "|---|---:|",
+            "| resident memory, idle (just started) | \(mb(fresh)) |",
+            "| resident memory, 1000 sessions registered | \(mb(with1000)) |",
+            "| resident memory, idle after the bench | \(mb(idleAfter)) |",
+            "| CPU time over \(Int(seconds)) s idle | \(cpu.map { String(format: "%.0f ms", $0 * 1000) } ?? "–") |",
+            "| context switches (wake-ups) over \(Int(seconds)) s idle, all \(threads) threads | \(total)\(busy.isEmpty ? "" : " (\(busy))") |",
+            "| threads started / ended over \(Int(seconds)) s idle | \(wakeups.started) / \(wakeups.ended) |",
+        ].joined(separator: "\n")
+    }
+
+    // MARK: Facts
+
+    struct Facts { var cpus: Int; var cpu: String; var kernel: String; var memory: String; var pulse: String; var sink: String; var date: String }
+
+    static func machineFacts() -> Facts {
+        let cpuinfo = (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8)) ?? ""
+        let model = cpuinfo.split(separator: "\n").first { $0.hasPrefix("model name") }
+            .map { $0.split(separator: ":", maxSplits: 1).last.map { $0.trimmingCharacters(in: .whitespaces) } ?? "?" } ?? "?"
+        var u = utsname()
+        uname(&u)
+        let kernel = withUnsafeBytes(of: &u.release) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+        let meminfo = (try? String(contentsOfFile: "/proc/meminfo", encoding: .utf8)) ?? ""
+        let memKB = meminfo.split(separator: "\n").first { $0.hasPrefix("MemTotal:") }
+            .flatMap { $0.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first.flatMap { Int($0) } }
+        let info = Spawn.output(["pactl", "info"])
+        func field(_ name: String) -> String {
+            info.split(separator: "\n").first { $0.hasPrefix(name + ":") }
+                .map { String($0.dropFirst(name.count + 1)).trimmingCharacters(in: .whitespaces) } ?? "?"
+        }
+        let f = DateFormatter()
+        f.dateFormat = "yyyy-MM-dd HH:mm 'UTC'"
+        f.timeZone = TimeZone(identifier: "UTC")
+        return Facts(cpus: Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))), cpu: model, kernel: kernel,
+                     memory: memKB.map { String(format: "%.0f GB", Double($0) / 1_048_576) } ?? "?",
+                     pulse: field("Server Version"), sink: "default sink \(field("Default Sink"))", date: f.string(from: Date()))
+    }
+
+    static func loadAverage() -> String {
+        ((try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8)) ?? "?").split(separator: " ").first.map(String.init) ?? "?"
+    }
+}
