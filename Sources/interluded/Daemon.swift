@@ -126,7 +126,15 @@ func waitForTerminationSignal(orParentExit watchParent: Bool) async {
             return s
         }
         SignalSources.keep(sources)
-        if watchParent {
+        if watchParent, let fd = ParentWatch.pidfd(parent) {
+            // The parent's pidfd becomes readable when it exits: no polling (an idle daemon sleeps).
+            let source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: queue)
+            source.setEventHandler { @Sendable in if once.claim() { k.resume() } }
+            source.resume()
+            SignalSources.keepRead(source)
+            if getppid() != parent, once.claim() { k.resume() }  // gone before the watch began
+        } else if watchParent {
+            // No pidfd_open (kernel < 5.3 or glibc < 2.36): check the parent 4 times a second.
             let timer = DispatchSource.makeTimerSource(queue: queue)
             timer.schedule(deadline: .now() + 0.25, repeating: 0.25)
             timer.setEventHandler { @Sendable in
@@ -142,8 +150,24 @@ func waitForTerminationSignal(orParentExit watchParent: Bool) async {
 enum SignalSources {
     nonisolated(unsafe) static var all: [DispatchSourceSignal] = []
     nonisolated(unsafe) static var timers: [DispatchSourceTimer] = []
+    nonisolated(unsafe) static var reads: [DispatchSourceRead] = []
     static func keep(_ s: [DispatchSourceSignal]) { all += s }
     static func keepTimer(_ t: DispatchSourceTimer) { timers.append(t) }
+    static func keepRead(_ r: DispatchSourceRead) { reads.append(r) }
+}
+
+/// Watches the parent process without polling (`--exit-with-parent`).
+enum ParentWatch {
+    /// `pidfd_open(pid, 0)`: a descriptor that becomes readable when the process exits, or nil.
+    /// Looked up with `dlsym` (glibc 2.36 has it, but the Glibc module does not import
+    /// `<sys/pidfd.h>`); nil where the C library or the kernel (< 5.3) lacks it.
+    static func pidfd(_ pid: pid_t) -> Int32? {
+        guard pid > 1, let symbol = dlsym(nil, "pidfd_open") else { return nil }  // nil handle: RTLD_DEFAULT
+        typealias PidfdOpen = @convention(c) (pid_t, UInt32) -> Int32
+        let fd = unsafeBitCast(symbol, to: PidfdOpen.self)(pid, 0)
+        guard fd >= 0 else { return nil }
+        return fd
+    }
 }
 
 /// A flag that can be claimed once, from any thread.
