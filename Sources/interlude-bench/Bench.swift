@@ -10,7 +10,7 @@ import InterludePulse
 enum Bench {
     static let usage = """
     usage: interlude-bench --daemon-pid PID [--socket PATH] [--cli PATH] [--runs N] [--arbitration-runs N]
-                           [--idle-seconds S] [--only onset,duck,arbitration,resources] [--build TEXT]
+                           [--idle-seconds S] [--only onset,duck,arbitration,throughput,resources] [--build TEXT]
 
     Measures a running interluded (socket: --socket, else $INTERLUDE_SOCKET, else the default) on the
     PulseAudio server of $PULSE_SERVER, recording the default sink's monitor, and prints Markdown.
@@ -31,7 +31,7 @@ enum Bench {
         var runs = 31
         var arbitrationRuns = 50
         var idleSeconds = 60.0
-        var sections: Set<String> = ["onset", "duck", "arbitration", "resources"]
+        var sections: Set<String> = ["onset", "duck", "arbitration", "throughput", "resources"]
         var build = "?"
         var sound = "Sounds/default.wav"
         var sample = "interlude-bench-default"
@@ -141,6 +141,16 @@ enum Bench {
                 rows.append((n, d, bench.pure(sessions: n, runs: max(200, o.arbitrationRuns))))
             }
             out.append(arbitrationTable(rows, runs: o.arbitrationRuns, pureRuns: max(200, o.arbitrationRuns)))
+        }
+
+        if o.sections.contains("throughput") {
+            let bench = ThroughputBench(socket: o.socket, log: log)
+            var rows: [ThroughputBench.Result] = []
+            for clients in [1, 8] {
+                log("throughput: \(clients) client(s)")
+                rows.append(try await bench.run(clients: clients, requestsPerClient: clients == 1 ? 400 : 100))
+            }
+            out.append(ThroughputBench.table(rows))
         }
 
         if o.sections.contains("resources"), let pid = o.daemonPID {
