@@ -58,7 +58,13 @@ extension PulseConnection {
             let now = try await describeSinkInput(sinkInput)
             withLock {
                 if gains[sinkInput] == nil {
-                    gains[sinkInput] = GainState(user: now.volumes, gainDb: 0, lastConfirmed: now.volumes, generation: 0)
+                    // pipewire-pulse reports a just-created stream at volume 0 until it is linked
+                    // (seen: a prompt opened during a call stayed silent, user 0 × gain). A
+                    // stream is not created at volume 0 on purpose (that is what mute is for), so
+                    // an all-zero volume here means "not set yet": the user's volume is 100 %.
+                    let user = now.volumes.allSatisfy({ $0 == 0 }) && !now.volumes.isEmpty
+                        ? [pa_volume_t](repeating: pa_volume_t(PA_VOLUME_NORM), count: now.volumes.count) : now.volumes
+                    gains[sinkInput] = GainState(user: user, gainDb: 0, lastConfirmed: now.volumes, generation: 0)
                 }
             }
         }

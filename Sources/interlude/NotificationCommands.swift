@@ -30,10 +30,18 @@ enum NotificationCommands {
         }
         if a.has("in") && a.has("at") { throw Arguments.UsageError(description: "give --in or --at, not both") }
         var trigger: TriggerParams?
+        var repeats: Bool?
+        if let r = a.value("repeats") {
+            guard let v = ["true": true, "yes": true, "false": false, "no": false][r] else {
+                throw Arguments.UsageError(description: "--repeats takes true or false")
+            }
+            guard a.has("in") else { throw Arguments.UsageError(description: "--repeats goes with --in SECONDS (an --at time fires once)") }
+            repeats = v
+        }
         if let s = try a.double("in", in: 0...(366 * 86400)) {
-            trigger = TriggerParams(in: s, repeats: a.value("repeats").map { $0 == "true" || $0 == "yes" })
+            trigger = TriggerParams(in: s, repeats: repeats)
         } else if let at = a.value("at") {
-            trigger = TriggerParams(at: try parseTime(at))
+            trigger = TriggerParams(at: try parseTime(at, option: "--at"))
         }
         let badge = try a.value("badge").map { s -> Int in
             guard let n = Int(s), n >= 0 else { throw Arguments.UsageError(description: "--badge must be a whole number ≥ 0") }
@@ -59,11 +67,26 @@ enum NotificationCommands {
         return 0
     }
 
-    /// "12:30" (today, or tomorrow if past), an ISO 8601 date-time, or seconds since the epoch.
-    static func parseTime(_ s: String) throws -> Double {
-        if let epoch = Double(s) { return epoch }
+    /// "12:30" (today, or tomorrow if past), an ISO 8601 date-time (with a zone, or local time
+    /// without one), or seconds since the epoch; within the next 10 years.
+    static func parseTime(_ s: String, option: String) throws -> Double {
+        let now = Date().timeIntervalSince1970
+        func checked(_ t: Double) throws -> Double {
+            guard t.isFinite, t <= now + 10 * 366 * 86400 else {
+                throw Arguments.UsageError(description: "\(option) \(s) is not a time within the next 10 years")
+            }
+            return t
+        }
+        if let epoch = Double(s) { return try checked(epoch) }
         let iso = ISO8601DateFormatter()
-        if let d = iso.date(from: s) { return d.timeIntervalSince1970 }
+        if let d = iso.date(from: s) { return try checked(d.timeIntervalSince1970) }
+        for format in ["yyyy-MM-dd'T'HH:mm:ss", "yyyy-MM-dd'T'HH:mm", "yyyy-MM-dd HH:mm"] {
+            let f = DateFormatter()
+            f.locale = Locale(identifier: "en_US_POSIX")
+            f.timeZone = TimeZone.current
+            f.dateFormat = format
+            if let d = f.date(from: s) { return try checked(d.timeIntervalSince1970) }
+        }
         let parts = s.split(separator: ":").compactMap { Int($0) }
         if parts.count == 2, (0...23).contains(parts[0]), (0...59).contains(parts[1]) {
             var cal = Calendar.current
@@ -73,7 +96,7 @@ enum NotificationCommands {
             if when <= now { when = cal.date(byAdding: .day, value: 1, to: when)! }
             return when.timeIntervalSince1970
         }
-        throw Arguments.UsageError(description: "--at takes HH:MM, an ISO 8601 time (2026-12-01T09:00:00Z) or epoch seconds")
+        throw Arguments.UsageError(description: "\(option) takes HH:MM, a date-time (2026-12-01T09:00, local, or with a zone: 2026-12-01T09:00:00Z) or epoch seconds")
     }
 
     /// One line a person can read: outcome, level, sound, the rules that decided (N16).
@@ -127,7 +150,7 @@ enum NotificationCommands {
             guard a.positionals.count == 2 else { throw Arguments.UsageError(description: "focus on NAME [--for SECONDS | --until TIME]") }
             if a.has("for") && a.has("until") { throw Arguments.UsageError(description: "give --for or --until, not both") }
             status = try await c.call(NotificationMethod.focusSet,
-                                      FocusSetParams(name: a.positionals[1], until: try a.value("until").map(parseTime),
+                                      FocusSetParams(name: a.positionals[1], until: try a.value("until").map { try parseTime($0, option: "--until") },
                                                      for: try a.double("for", in: 1...(366 * 86400))), as: FocusStatusResult.self)
         case "off":
             status = try await c.call(NotificationMethod.focusSet, FocusSetParams(name: nil), as: FocusStatusResult.self)
