@@ -88,7 +88,8 @@ private let writerVariable = "INTERLUDE_STORE_CRASH_WRITER"
         let reported = saved(lines)
         #expect(reported == Array(0..<reported.count))  // one report per save, in order
         let last = try #require(reported.last)
-        #expect(last >= 20, "the writer saved too few states for the kill to mean anything")
+        // The writer was killed after its 20th report (states 0…19), possibly at once.
+        #expect(reported.count >= 20, "the writer saved too few states for the kill to mean anything")
         let insideSave = lines.last?.hasPrefix("start ") == true
 
         // The writer never closed the database: loading must recover it from its write-ahead log.
