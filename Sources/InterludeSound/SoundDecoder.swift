@@ -172,8 +172,11 @@ public enum SoundDecoder {
 
     private static func openSndfile(fd: Int32, info: inout SF_INFO) -> OpenResult {
         openLock.withLock { _ in
-            // close_desc = SF_FALSE: the caller owns and closes the descriptor.
-            if let handle = sf_open_fd(fd, Int32(SFM_READ), &info, Int32(SF_FALSE)) {
+            // libsndfile opens its own descriptor of the same file (through /proc/self/fd) and
+            // closes it itself. Handing it ours with sf_open_fd(…, SF_FALSE) raced: after a failed
+            // open our descriptor could be closed twice, the second time someone else's reused
+            // number (seen: concurrent decodes got each other's errors).
+            if let handle = sf_open("/proc/self/fd/\(fd)", Int32(SFM_READ), &info) {
                 return .success(handle)
             }
             let message = sf_strerror(nil).map { String(cString: $0) } ?? "unknown libsndfile error"
