@@ -21,7 +21,6 @@ public enum WireEventName {
     public static let activated = "activated"
     public static let expired = "expired"
     public static let enforcement = "enforcement"
-    public static let sessionChanged = "sessionChanged"
     public static let soundPlayed = "soundPlayed"
     public static let ringerChanged = "ringerChanged"
 }
