@@ -10,6 +10,7 @@ let package = Package(
     products: [
         .executable(name: "interluded", targets: ["interluded"]),
         .executable(name: "interlude", targets: ["interlude"]),
+        .executable(name: "interlude-audio", targets: ["interlude-audio"]),
         .library(name: "InterludeClient", targets: ["InterludeClient"]),
     ],
     targets: [
@@ -37,6 +38,8 @@ let package = Package(
         .target(name: "InterludeServer", dependencies: ["InterludeEngine", "InterludeWire", "CInterludeSys"]),
         // Client library apps use; the CLI is its first user.
         .target(name: "InterludeClient", dependencies: ["InterludeWire"]),
+        // What both CLI executables share: the argument reader and how errors and JSON lines print.
+        .target(name: "InterludeCommandLine", dependencies: ["InterludeWire"]),
         // Scenario files, tone analysis (Goertzel), reference apps, SVG plots.
         .target(name: "InterludeScenario", dependencies: ["InterludeClient", "InterludePulse", "InterludeConfig"]),
         // Fakes and a manual clock for tests.
@@ -45,7 +48,12 @@ let package = Package(
         .executableTarget(name: "interluded", dependencies: [
             "InterludeServer", "InterludeEngine", "InterludePulse", "InterludeSound", "InterludeStore", "InterludeConfig",
         ]),
-        .executableTarget(name: "interlude", dependencies: ["InterludeClient", "InterludeScenario", "InterludePulse", "InterludeSound"]),
+        // The CLI links the client library only (fast start for `interlude play`); the commands that
+        // play audio of their own run in `interlude-audio`, which `interlude` execs for them.
+        .executableTarget(name: "interlude", dependencies: ["InterludeClient", "InterludeCommandLine"]),
+        .executableTarget(name: "interlude-audio", dependencies: [
+            "InterludeClient", "InterludeCommandLine", "InterludeScenario", "InterludePulse", "InterludeSound",
+        ]),
         .executableTarget(name: "interlude-soundgen", dependencies: ["CSndfile"]),
         // Scripts/bench: onset, duck reaction, arbitration cost and resources of a running daemon.
         .executableTarget(name: "interlude-bench", dependencies: [

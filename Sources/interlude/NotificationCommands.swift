@@ -1,5 +1,6 @@
 import Foundation
 import InterludeClient
+import InterludeCommandLine
 import InterludePolicy
 import InterludeWire
 
@@ -62,8 +63,8 @@ enum NotificationCommands {
             FileHandle.standardError.write(Data("interlude: \(app) is \(auth.status.rawValue == "denied" ? "denied" : "not yet authorized") (N1); allow it with `interlude auth \(app) grant`\n".utf8))
         }
         let r = try await c.call(NotificationMethod.add, params, as: AddNotificationResult.self)
-        if a.has("json") { CLI.printJSONLine(r); return 0 }
-        print("\(r.identifier): \(describe(r.decision))")
+        if a.has("json") { CommandOutput.printJSONLine(r); return 0 }
+        print("\(r.identifier): \(CommandOutput.describe(r.decision))")
         return 0
     }
 
@@ -99,34 +100,6 @@ enum NotificationCommands {
         throw Arguments.UsageError(description: "\(option) takes HH:MM, a date-time (2026-12-01T09:00, local, or with a zone: 2026-12-01T09:00:00Z) or epoch seconds")
     }
 
-    /// One line a person can read: outcome, level, sound, the rules that decided (N16).
-    static func describe(_ d: NotificationDecision) -> String {
-        var out: String
-        switch d.outcome {
-        case .delivered: out = "delivered"
-        case let .held(until): out = "held" + (until.map { " until \(Date(timeIntervalSince1970: $0.secondsSince1970))" } ?? "")
-        case .silenced: out = "delivered silently"
-        case let .downgraded(from, to): out = "delivered, downgraded from \(name(from)) to \(name(to))"
-        case let .rejected(code): out = "rejected (\(code.rawValue))"
-        }
-        out += ", level \(name(d.level))"
-        if let s = d.sound {
-            out += ", sound \(s.name) at \(Int((s.volume * 100).rounded())) %"
-            if s.bypassRingerAndFocus { out += " through ringer and focus" }
-        } else {
-            out += ", no sound"
-        }
-        if !d.banner { out += ", no banner" }
-        if let b = d.badge { out += ", badge \(b)" }
-        out += " — rules \(d.rules.joined(separator: ", "))"
-        if !d.notes.isEmpty { out += "\n  " + d.notes.joined(separator: "\n  ") }
-        return out
-    }
-
-    static func name(_ l: InterruptionLevel) -> String {
-        switch l { case .passive: "passive"; case .active: "active"; case .timeSensitive: "timeSensitive"; case .critical: "critical" }
-    }
-
     // MARK: explain, focus
 
     static func explain(socket: String?, _ argv: [String]) async throws -> Int32 {
@@ -135,8 +108,8 @@ enum NotificationCommands {
         guard a.positionals.count == 1 else { throw Arguments.UsageError(description: "explain takes one notification ID") }
         let c = try await connectUser(socket)
         let r = try await c.call(NotificationMethod.explain, ExplainParams(app: a.value("app"), identifier: a.positionals[0]), as: ExplainResult.self)
-        if a.has("json") { CLI.printJSONLine(r); return 0 }
-        print("\(r.app)/\(r.identifier): \(describe(r.decision))")
+        if a.has("json") { CommandOutput.printJSONLine(r); return 0 }
+        print("\(r.app)/\(r.identifier): \(CommandOutput.describe(r.decision))")
         return 0
     }
 
@@ -189,11 +162,11 @@ enum NotificationCommands {
         }
         let list = try await c.call(NotificationMethod.delivered, ListNotificationsParams(app: app, all: app == nil ? true : nil),
                                     as: NotificationListResult.self)
-        if a.has("json") { CLI.printJSONLine(list); return 0 }
+        if a.has("json") { CommandOutput.printJSONLine(list); return 0 }
         if list.notifications.isEmpty && list.pending.isEmpty { print("the notification center is empty") }
         for n in list.notifications {
             let when = Date(timeIntervalSince1970: n.deliveredAt.secondsSince1970)
-            print("\(when)  \(n.app)  \(n.identifier)  [\(name(n.level))]\(n.late ? " (late)" : "")  \(n.title)\(n.body.isEmpty ? "" : " — \(n.body)")")
+            print("\(when)  \(n.app)  \(n.identifier)  [\(CommandOutput.name(n.level))]\(n.late ? " (late)" : "")  \(n.title)\(n.body.isEmpty ? "" : " — \(n.body)")")
         }
         for p in list.pending {
             print("pending  \(p.app)  \(p.identifier)  at \(Date(timeIntervalSince1970: p.fireAt))\(p.repeats ? " (repeats)" : "")  \(p.title)")

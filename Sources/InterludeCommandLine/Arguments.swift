@@ -1,15 +1,24 @@
 import Foundation
 
-/// A tiny argument reader: `--name value`, repeated `--option X`, flags, positionals.
-struct Arguments {
-    var positionals: [String] = []
-    var values: [String: [String]] = [:]
-    var flags: Set<String> = []
+/// A tiny argument reader shared by `interlude` and `interlude-audio`: `--name value`,
+/// `--name=value`, repeated `--option X`, flags, positionals.
+public struct Arguments: Sendable {
+    /// Arguments that do not start with `--`, in order.
+    public var positionals: [String] = []
+    /// Every value given for each option name, in order.
+    public var values: [String: [String]] = [:]
+    /// Options given that take no value.
+    public var flags: Set<String> = []
 
-    struct UsageError: Error, CustomStringConvertible { var description: String }
+    /// A command line the command cannot run; the CLI prints it and exits with status 2.
+    public struct UsageError: Error, CustomStringConvertible {
+        public var description: String
+        public init(description: String) { self.description = description }
+    }
 
     /// - Parameter flagNames: options that take no value.
-    init(_ args: [String], flagNames: Set<String>) throws {
+    /// - Throws: `UsageError` when an option that takes a value is last.
+    public init(_ args: [String], flagNames: Set<String>) throws {
         var i = 0
         while i < args.count {
             let a = args[i]
@@ -31,11 +40,13 @@ struct Arguments {
         }
     }
 
-    func value(_ name: String) -> String? { values[name]?.last }
-    func all(_ name: String) -> [String] { values[name] ?? [] }
-    func has(_ name: String) -> Bool { flags.contains(name) || values[name] != nil }
+    public func value(_ name: String) -> String? { values[name]?.last }
+    public func all(_ name: String) -> [String] { values[name] ?? [] }
+    public func has(_ name: String) -> Bool { flags.contains(name) || values[name] != nil }
 
-    func double(_ name: String, in range: ClosedRange<Double>? = nil) throws -> Double? {
+    /// The option as a finite number, checked against `range` when given; nil when absent.
+    /// - Throws: `UsageError` naming the option and the value.
+    public func double(_ name: String, in range: ClosedRange<Double>? = nil) throws -> Double? {
         guard let s = value(name) else { return nil }
         guard let d = Double(s), d.isFinite else { throw UsageError(description: "--\(name) must be a number, not \(s)") }
         if let range, !range.contains(d) {
@@ -45,7 +56,7 @@ struct Arguments {
     }
 
     /// Refuses options the command does not know.
-    func only(_ known: Set<String>) throws {
+    public func only(_ known: Set<String>) throws {
         let given = Set(values.keys).union(flags)
         if let bad = given.subtracting(known).sorted().first { throw UsageError(description: "unknown option --\(bad)") }
     }

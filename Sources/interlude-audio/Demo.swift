@@ -1,5 +1,6 @@
 import Foundation
 import InterludeClient
+import InterludeCommandLine
 import InterludePolicy
 import InterludePulse
 import InterludeScenario
@@ -16,7 +17,7 @@ enum Demo {
         let a = try Arguments(argv, flagNames: [])
         try a.only([])
         let pulse = PulseConnection(clientName: "interlude demo")
-        try CLI.connectAudio(pulse)
+        try AudioCLI.connectAudio(pulse)
         defer { pulse.disconnect() }
         let watcher = try await InterludeClient.connect(socket: socket, app: "org.interlude.CLI")  // the user's tool
         try await watcher.subscribe()
@@ -99,7 +100,7 @@ enum Demo {
             let t = Date().timeIntervalSince1970 - start
             let r = try await c.call(NotificationMethod.add, AddNotificationParams(title: title, sound: "default", criticalVolume: volume,
                                                                                      level: level), as: AddNotificationResult.self)
-            say("\(app): \(NotificationCommands.describe(r.decision))")
+            say("\(app): \(CommandOutput.describe(r.decision))")
             c.close()
             return (t, r.decision)
         }
@@ -175,7 +176,7 @@ enum Demo {
         switch e.event {
         case WireEventName.duckChanged:
             let lv = d["levelDb"]?.doubleValue ?? 0
-            return "\(who): " + (d["ducked"]?.boolValue == true ? "ducked to \(CLI.fmt(lv)) dB (ramped) [A2]" : "duck released → 0 dB (ramped)")
+            return "\(who): " + (d["ducked"]?.boolValue == true ? "ducked to \(CommandOutput.fmt(lv)) dB (ramped) [A2]" : "duck released → 0 dB (ramped)")
         case WireEventName.interruptionBegan:
             return "\(who): interruptionBegan (reason \(d["reason"]?.stringValue ?? "?")) → pauses"
         case WireEventName.interruptionEnded:
@@ -195,7 +196,7 @@ enum Demo {
         case NotificationEventName.badgeChanged:
             return "badge of \(d["app"]?.stringValue ?? "?") → \(Int(d["count"]?.doubleValue ?? 0)) [N12]"
         case WireEventName.soundPlayed:
-            return "sound \(d["played"]?.stringValue ?? "?") played (\(CLI.fmt(d["duration"]?.doubleValue ?? 0)) s) [S3]"
+            return "sound \(d["played"]?.stringValue ?? "?") played (\(CommandOutput.fmt(d["duration"]?.doubleValue ?? 0)) s) [S3]"
         default:
             return "\(who.isEmpty ? "" : who + ": ")\(e.event) \(d)"
         }

@@ -1,0 +1,62 @@
+import Foundation
+import InterludePolicy
+import InterludeWire
+
+/// What `interlude` and `interlude-audio` print, the same way: errors on standard error prefixed
+/// `interlude:`, events and replies as JSON lines, levels in dB with one decimal.
+public enum CommandOutput {
+    /// Prints `interlude: MESSAGE` on standard error and returns `code` (the exit status).
+    public static func fail(_ message: String, code: Int32 = 1) -> Int32 {
+        FileHandle.standardError.write(Data("interlude: \(message)\n".utf8))
+        return code
+    }
+
+    /// The exit status for an error a command threw: 2 for a usage error, 1 otherwise, with a
+    /// message that for a daemon error starts with its stable code (PROTOCOL.md "Errors").
+    public static func fail(_ error: any Error) -> Int32 {
+        switch error {
+        case let e as Arguments.UsageError: return fail(e.description, code: 2)
+        case let e as WireError: return fail("\(e.code.rawValue): \(e.message)")
+        default: return fail("\(error)")
+        }
+    }
+
+    /// One value as one line of JSON on standard output (the wire encoding: sorted keys).
+    public static func printJSONLine<T: Encodable>(_ v: T) {
+        if let d = try? WireCoding.encoder.encode(v) {
+            FileHandle.standardOutput.write(d + Data([0x0a]))
+        }
+    }
+
+    /// A level or a duration with one decimal, as the CLI prints them ("-14.0").
+    public static func fmt(_ d: Double) -> String { String(format: "%.1f", d) }
+
+    /// One line a person can read: outcome, level, sound, the rules that decided (N16).
+    public static func describe(_ d: NotificationDecision) -> String {
+        var out: String
+        switch d.outcome {
+        case .delivered: out = "delivered"
+        case let .held(until): out = "held" + (until.map { " until \(Date(timeIntervalSince1970: $0.secondsSince1970))" } ?? "")
+        case .silenced: out = "delivered silently"
+        case let .downgraded(from, to): out = "delivered, downgraded from \(name(from)) to \(name(to))"
+        case let .rejected(code): out = "rejected (\(code.rawValue))"
+        }
+        out += ", level \(name(d.level))"
+        if let s = d.sound {
+            out += ", sound \(s.name) at \(Int((s.volume * 100).rounded())) %"
+            if s.bypassRingerAndFocus { out += " through ringer and focus" }
+        } else {
+            out += ", no sound"
+        }
+        if !d.banner { out += ", no banner" }
+        if let b = d.badge { out += ", badge \(b)" }
+        out += " — rules \(d.rules.joined(separator: ", "))"
+        if !d.notes.isEmpty { out += "\n  " + d.notes.joined(separator: "\n  ") }
+        return out
+    }
+
+    /// The level as the protocol and the CLI spell it.
+    public static func name(_ l: InterruptionLevel) -> String {
+        switch l { case .passive: "passive"; case .active: "active"; case .timeSensitive: "timeSensitive"; case .critical: "critical" }
+    }
+}
