@@ -7,6 +7,8 @@ source "$INTERLUDE_ROOT/Scripts/lib/pulse.sh"
 
 # Debian packages the build, the daemon and the tests need.
 INTERLUDE_PACKAGES=(pulseaudio pulseaudio-utils libpulse-dev libsndfile1-dev libsqlite3-dev sox)
+# gdb: Scripts/test prints the threads of a test run that hangs (interlude_run_with_deadline).
+INTERLUDE_TEST_PACKAGES=(gdb)
 
 say() { printf '==> %s\n' "$*" >&2; }
 
@@ -66,4 +68,31 @@ interlude_stop_daemon() {
     kill -TERM "$INTERLUDE_DAEMON_PID" 2>/dev/null
     wait "$INTERLUDE_DAEMON_PID" 2>/dev/null
     INTERLUDE_DAEMON_PID=
+}
+
+# Runs a command with line-buffered output and a deadline of $1 seconds. A test run normally takes
+# a few minutes; one still running at the deadline has hung: the threads of the test process are
+# printed (gdb, when installed) so that the log says where, the run is stopped, and 124 returned.
+interlude_run_with_deadline() {
+    local limit=$1 pid waited=0 x
+    shift
+    stdbuf -oL -eL "$@" &
+    pid=$!
+    while kill -0 "$pid" 2>/dev/null; do
+        if [ "$waited" -ge "$limit" ]; then
+            echo "interlude: '$*' still running after $limit s: it hung; the test process's threads follow" >&2
+            for x in $(pgrep -f 'PackageTests\.xctest'); do
+                echo "--- threads of pid $x: $(tr '\0' ' ' < "/proc/$x/cmdline" 2>/dev/null)" >&2
+                command -v gdb >/dev/null && timeout 120 gdb -p "$x" -batch -ex 'thread apply all bt 30' 2>&1 \
+                    | grep -E '^(Thread |#)' | cut -c1-240 >&2
+            done
+            pkill -KILL -f 'PackageTests\.xctest'
+            kill "$pid" 2>/dev/null
+            wait "$pid" 2>/dev/null
+            return 124
+        fi
+        sleep 1
+        waited=$((waited + 1))
+    done
+    wait "$pid"
 }

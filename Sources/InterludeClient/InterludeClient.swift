@@ -29,6 +29,14 @@ public final class InterludeClient: @unchecked Sendable {
     var closed = false
     let eventSink: AsyncStream<WireEvent>.Continuation
 
+    /// The default of how long a request waits for its reply, and `connect` for the greeting, in
+    /// seconds, before failing with ``ConnectionError``. A daemon answers in milliseconds (an
+    /// activation that ducks others after its ramp, A11, in about 0.3 s); a daemon that stopped
+    /// answering must not hang its apps.
+    public static let defaultReplyTimeout: Double = 30
+    /// This connection's reply timeout in seconds (see ``defaultReplyTimeout``).
+    public let replyTimeout: Double
+
     /// Errors of the connection itself (the daemon's own errors are ``WireError``).
     public struct ConnectionError: Error, CustomStringConvertible, Sendable {
         public var description: String
@@ -38,10 +46,13 @@ public final class InterludeClient: @unchecked Sendable {
     /// - Parameters:
     ///   - socket: the socket path; nil = `INTERLUDE_SOCKET` or `$XDG_RUNTIME_DIR/interlude/socket`.
     ///   - app: our app id (reverse-DNS).
-    /// - Throws: ``ConnectionError`` when no daemon answers; ``WireError`` when `hello` is refused.
-    public static func connect(socket: String? = nil, app: String) async throws -> InterludeClient {
+    ///   - replyTimeout: seconds to wait for the greeting and for each reply.
+    /// - Throws: ``ConnectionError`` when no daemon answers (or not within `replyTimeout`);
+    ///   ``WireError`` when `hello` is refused.
+    public static func connect(socket: String? = nil, app: String,
+                               replyTimeout: Double = defaultReplyTimeout) async throws -> InterludeClient {
         let fd = try openSocket(socket ?? defaultSocketPath(environment: ProcessInfo.processInfo.environment))
-        let client = try InterludeClient(fd: fd)
+        let client = try InterludeClient(fd: fd, replyTimeout: replyTimeout)
         client.startReader()
         client.hello = try await client.call(WireMethod.hello, HelloParams(app: app), as: HelloResult.self)
         return client
@@ -52,12 +63,13 @@ public final class InterludeClient: @unchecked Sendable {
     /// One round trip instead of three (greeting, hello, request) for a client with one thing to
     /// say, such as `interlude play`: the daemon handles a connection's requests in order after its
     /// greeting (PROTOCOL.md "Order"). Blocks until the daemon answers.
-    /// - Throws: ``ConnectionError`` when no daemon answers; ``WireError`` when the daemon refuses
-    ///   the connection, `hello` or the request.
+    /// - Throws: ``ConnectionError`` when no daemon answers, or no reply within `replyTimeout`
+    ///   seconds; ``WireError`` when the daemon refuses the connection, `hello` or the request.
     public static func request<P: Encodable, R: Decodable>(socket: String? = nil, app: String, _ method: String, _ params: P,
-                                                           as: R.Type) throws -> R {
+                                                           as: R.Type, replyTimeout: Double = defaultReplyTimeout) throws -> R {
         let fd = try openSocket(socket ?? defaultSocketPath(environment: ProcessInfo.processInfo.environment))
         defer { Glibc.close(fd) }
+        setReceiveTimeout(fd, seconds: replyTimeout)
         // Encoded straight from the typed params, one encoder pass per line (no JSONValue round trip
         // through the decoder before the request is on its way).
         let encoder = WireCoding.encoder
@@ -72,6 +84,7 @@ public final class InterludeClient: @unchecked Sendable {
         while true {
             let n = buf.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
             if n < 0 && errno == EINTR { continue }
+            if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) { throw noReply(method, after: replyTimeout) }
             guard n > 0 else { throw ConnectionError(description: "the daemon closed the connection") }
             guard let lines = try? framer.feed(buf[0..<n]) else { throw ConnectionError(description: "a line from the daemon is too long") }
             for line in lines {
@@ -95,22 +108,13 @@ public final class InterludeClient: @unchecked Sendable {
         var params: P
     }
 
-    /// A connected Unix stream socket to `path`.
+    /// A connected Unix stream socket to `path` (close-on-exec).
     static func openSocket(_ path: String) throws -> Int32 {
-        let fd = Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        let fd = Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw ConnectionError(description: "socket: \(String(cString: strerror(errno)))") }
-        var addr = sockaddr_un()
-        addr.sun_family = sa_family_t(AF_UNIX)
-        let bytes = Array(path.utf8)
-        guard bytes.count < MemoryLayout.size(ofValue: addr.sun_path) else {
-            Glibc.close(fd); throw ConnectionError(description: "socket path too long: \(path)")
-        }
-        withUnsafeMutableBytes(of: &addr.sun_path) { raw in
-            for (i, b) in bytes.enumerated() { raw[i] = b }
-            raw[bytes.count] = 0
-        }
-        let rc = withUnsafePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        let rc: Int32
+        do { rc = try UnixSocket.attach(fd, to: path, listen: false) } catch {
+            Glibc.close(fd); throw ConnectionError(description: "\(error)")
         }
         guard rc == 0 else {
             let e = String(cString: strerror(errno))
@@ -118,6 +122,16 @@ public final class InterludeClient: @unchecked Sendable {
             throw ConnectionError(description: "no daemon at \(path) (\(e)); start one with `interluded`")
         }
         return fd
+    }
+
+    /// Makes `read` on `fd` give up after `seconds` (0 = wait for ever) with EAGAIN.
+    static func setReceiveTimeout(_ fd: Int32, seconds: Double) {
+        var tv = timeval(tv_sec: Int(seconds), tv_usec: Int((seconds - seconds.rounded(.down)) * 1e6))
+        _ = setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+    }
+
+    static func noReply(_ method: String, after seconds: Double) -> ConnectionError {
+        ConnectionError(description: "no reply to \(method) within \(seconds) s; the daemon is not answering")
     }
 
     /// Writes all of `data` (no SIGPIPE in apps: MSG_NOSIGNAL). False on a write error.
@@ -141,16 +155,24 @@ public final class InterludeClient: @unchecked Sendable {
         return "/tmp/interlude-\(getuid())/socket"
     }
 
-    private init(fd: Int32) throws {
+    private init(fd: Int32, replyTimeout: Double) throws {
         self.fd = fd
+        self.replyTimeout = replyTimeout
         (events, eventSink) = AsyncStream.makeStream(of: WireEvent.self, bufferingPolicy: .unbounded)
         greeting = Greeting(version: "?")
         hello = HelloResult(client: 0, pid: 0)
-        // Read the greeting synchronously: it is the first line.
+        // Read the greeting synchronously: it is the first line. The daemon greets at once; the
+        // timeout keeps a wedged daemon from hanging us. The reader thread then waits for ever.
+        Self.setReceiveTimeout(fd, seconds: replyTimeout)
+        defer { Self.setReceiveTimeout(fd, seconds: 0) }
         var framer = LineFramer()
         var buf = [UInt8](repeating: 0, count: 4096)
         while true {
             let n = buf.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n < 0 && errno == EINTR { continue }
+            if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) {
+                Glibc.close(fd); throw ConnectionError(description: "no greeting within \(replyTimeout) s; the daemon is not answering")
+            }
             guard n > 0 else { Glibc.close(fd); throw ConnectionError(description: "the daemon closed the connection before greeting") }
             let lines = (try? framer.feed(buf[0..<n])) ?? []
             if let first = lines.first {
@@ -230,6 +252,14 @@ public final class InterludeClient: @unchecked Sendable {
             nextID += 1
             pending[id] = k
             lock.unlock()
+            let timeout = replyTimeout
+            DispatchQueue.global().asyncAfter(deadline: .now() + timeout) { [weak self] in
+                guard let self else { return }
+                self.lock.lock()
+                let late = self.pending.removeValue(forKey: id)
+                self.lock.unlock()
+                late?.resume(throwing: Self.noReply(method, after: timeout))
+            }
             do {
                 var line = try WireRequest(id: .number(Double(id)), method: method, params: params.objectValue ?? [:]).encoded()
                 line.append(0x0a)

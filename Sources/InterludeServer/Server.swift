@@ -51,9 +51,9 @@ public final class SocketServer: @unchecked Sendable {
         }
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw StartError(description: "socket: \(String(cString: strerror(errno)))") }
-        var addr = try SocketServer.address(path)
-        let rc = withUnsafePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        let rc: Int32
+        do { rc = try UnixSocket.attach(fd, to: path, listen: true) } catch {
+            close(fd); throw StartError(description: "\(error)")
         }
         guard rc == 0 else { close(fd); throw StartError(description: "bind \(path): \(String(cString: strerror(errno)))") }
         chmod(path, 0o600)
@@ -73,29 +73,8 @@ public final class SocketServer: @unchecked Sendable {
         unlink(path)
     }
 
-    static func address(_ path: String) throws -> sockaddr_un {
-        var addr = sockaddr_un()
-        addr.sun_family = sa_family_t(AF_UNIX)
-        let bytes = Array(path.utf8)
-        guard bytes.count < MemoryLayout.size(ofValue: addr.sun_path) else {
-            throw StartError(description: "socket path too long: \(path)")
-        }
-        withUnsafeMutableBytes(of: &addr.sun_path) { raw in
-            for (i, b) in bytes.enumerated() { raw[i] = b }
-            raw[bytes.count] = 0
-        }
-        return addr
-    }
-
     /// Whether a daemon answers on the socket at `path`.
-    public static func isLive(_ path: String) -> Bool {
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        guard var addr = try? address(path) else { return false }
-        return withUnsafePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        } == 0
-    }
+    public static func isLive(_ path: String) -> Bool { UnixSocket.isLive(path) }
 
     private func connectionClosed() { queue.async { self.open -= 1 } }
 

@@ -237,14 +237,5 @@ final class DaemonProcess {
 
 /// Whether a daemon answers on a socket path.
 enum SocketProbe {
-    static func live(_ path: String) -> Bool {
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var addr = sockaddr_un()
-        addr.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &addr.sun_path) { raw in for (i, b) in path.utf8.enumerated() { raw[i] = b } }
-        return withUnsafePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        } == 0
-    }
+    static func live(_ path: String) -> Bool { UnixSocket.isLive(path) }
 }

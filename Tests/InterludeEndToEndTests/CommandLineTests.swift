@@ -1,0 +1,116 @@
+import Foundation
+import Testing
+import InterludeScenario
+import InterludeWire
+
+/// The `interlude` executable as a user runs it, against a real `interluded` on a real PulseAudio
+/// server: the client-only commands answer themselves, the audio commands are handed to
+/// `interlude-audio` (issue 3: `interlude` links neither libpulse nor libsndfile), and errors exit
+/// with status 2 (usage) or 1 (the daemon or the server) and a message on standard error.
+@Suite(.serialized) struct CommandLineEndToEndTests {
+    struct Run { var status: Int32; var out: String; var err: String }
+
+    /// Runs the built `interlude` with `args` and waits for it (at most `timeout` seconds).
+    func interlude(_ args: [String], timeout: Double = 20) throws -> Run {
+        guard let path = ScenarioRunner.siblingExecutable("interlude") else { throw CocoaError(.fileNoSuchFile) }
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: path)
+        p.arguments = args
+        let out = Pipe(), err = Pipe()
+        p.standardOutput = out
+        p.standardError = err
+        try p.run()
+        // Read both pipes to the end before waiting, so a full pipe cannot stall the child.
+        let outData = ReadAll(out.fileHandleForReading), errData = ReadAll(err.fileHandleForReading)
+        let deadline = Date().addingTimeInterval(timeout)
+        while p.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
+        if p.isRunning { kill(p.processIdentifier, SIGKILL) }
+        p.waitUntilExit()
+        return Run(status: p.terminationStatus, out: outData.text(), err: errData.text())
+    }
+
+    /// Collects everything a pipe delivers on a thread of its own.
+    final class ReadAll: @unchecked Sendable {
+        private var data = Data()
+        private let done = DispatchSemaphore(value: 0)
+        init(_ h: FileHandle) {
+            Thread.detachNewThread { [self] in data = h.readDataToEndOfFile(); done.signal() }
+        }
+        func text() -> String { done.wait(); return String(decoding: data, as: UTF8.self) }
+    }
+
+    @Test func theCLILinksNeitherLibpulseNorLibsndfile() throws {
+        guard let path = ScenarioRunner.siblingExecutable("interlude"),
+              let audio = ScenarioRunner.siblingExecutable("interlude-audio") else { throw CocoaError(.fileNoSuchFile) }
+        // The dynamic section names the libraries the loader maps at start-up.
+        func needed(_ file: String) throws -> String {
+            let p = Process()
+            p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+            p.arguments = ["ldd", file]
+            let out = Pipe()
+            p.standardOutput = out
+            try p.run()
+            let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            p.waitUntilExit()
+            return text
+        }
+        let cli = try needed(path)
+        #expect(!cli.contains("libpulse"), "interlude maps libpulse:\n\(cli)")
+        #expect(!cli.contains("libsndfile"), "interlude maps libsndfile:\n\(cli)")
+        #expect(try needed(audio).contains("libpulse"))
+    }
+
+    @Test func usageErrorsExitTwoFromBothExecutables() throws {
+        let unknown = try interlude(["frobnicate"])
+        #expect(unknown.status == 2)
+        #expect(unknown.err.contains("unknown command frobnicate"))
+        // Parsed by interlude-audio: the hand-off keeps the arguments and the exit status.
+        let session = try interlude(["session", "--app", "org.example.Music", "--category", "loud"])
+        #expect(session.status == 2)
+        #expect(session.err.contains("unknown category loud"), "\(session.err)")
+        let interrupt = try interlude(["interrupt", "meeting", "--for", "1"])
+        #expect(interrupt.status == 2)
+        #expect(interrupt.err.contains("interrupt takes call or prompt"), "\(interrupt.err)")
+    }
+
+    @Test func noDaemonIsAClearErrorWithStatusOne() throws {
+        let r = try interlude(["--socket", "/nonexistent/interlude/socket", "play", "default"])
+        #expect(r.status == 1)
+        #expect(r.err.contains("no daemon at /nonexistent/interlude/socket"), "\(r.err)")
+    }
+
+    @Test(.enabled(if: AudioServer.required()))
+    func playStatusAndAPromptThroughTheRealDaemon() async throws {
+        let work = NSTemporaryDirectory() + "interlude-cli-\(getpid())"
+        try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: work) }
+        let socket = work + "/socket"
+        let daemon = try DaemonProcess(socket: socket, work: work, config: false)
+        defer { daemon.stop() }
+
+        let play = try interlude(["--socket", socket, "play", "default"])
+        #expect(play.status == 0, "\(play.err)")
+        #expect(play.out.hasPrefix("played default"), "\(play.out)")
+
+        // The prompt runs in interlude-audio with its own stream: it registers, activates, plays
+        // for 0.3 s and deactivates, printing its events as JSON lines.
+        let prompt = try interlude(["--socket", socket, "interrupt", "prompt", "--for", "0.3"])
+        #expect(prompt.status == 0, "\(prompt.err)")
+        let events = prompt.out.split(separator: "\n").compactMap { try? WireCoding.decoder.decode(WireEvent.self, from: Data($0.utf8)) }
+        #expect(events.map(\.event).contains("activate"), "\(prompt.out)")
+        #expect(events.last?.event == "deactivated", "\(prompt.out)")
+
+        // Its session ends with its process (A9: a closed connection releases its sessions).
+        var s: StatusResult?
+        for _ in 0..<20 {
+            let status = try interlude(["--socket", socket, "status", "--json"])
+            #expect(status.status == 0, "\(status.err)")
+            s = try WireCoding.decoder.decode(StatusResult.self, from: Data(status.out.utf8))
+            if s?.sessions.isEmpty == true { break }
+            try await Task.sleep(nanoseconds: 100_000_000)
+        }
+        #expect(s?.audioConnected == true)
+        #expect(s?.sessions.isEmpty == true, "\(String(describing: s?.sessions))")
+        #expect(daemon.isRunning)
+    }
+}

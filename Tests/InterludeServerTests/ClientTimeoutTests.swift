@@ -1,0 +1,74 @@
+import Foundation
+import Testing
+import InterludeClient
+import InterludeWire
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A daemon that stops answering must not hang its apps: the client library gives up on the
+/// greeting and on each reply after its reply timeout, with a `ConnectionError` that says so.
+@Suite(.serialized) struct ClientTimeoutTests {
+    /// A socket that accepts connections and then says only what it is told to (maybe nothing).
+    final class MuteDaemon: @unchecked Sendable {
+        let path: String
+        let fd: Int32
+        private let lock = NSLock()
+        private var peers: [Int32] = []
+
+        init(greeting: Bool) throws {
+            path = NSTemporaryDirectory() + "interlude-mute-\(UUID().uuidString.prefix(8)).sock"
+            fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+            guard try UnixSocket.attach(fd, to: path, listen: true) == 0, listen(fd, 8) == 0 else {
+                throw UnixSocket.Failure(description: "cannot listen on \(path)")
+            }
+            let line = #"{"greeting":{"server":"interluded","version":"mute","protocol":1}}"# + "\n"
+            let listener = fd
+            Thread.detachNewThread { [self] in
+                while true {
+                    let c = accept(listener, nil, nil)
+                    if c < 0 { return }
+                    lock.withLock { peers.append(c) }  // kept open, never read
+                    if greeting { _ = line.withCString { send(c, $0, strlen($0), Int32(MSG_NOSIGNAL)) } }
+                }
+            }
+        }
+        deinit {
+            shutdown(fd, Int32(SHUT_RDWR))
+            close(fd)
+            lock.withLock { peers.forEach { close($0) } }
+            unlink(path)
+        }
+    }
+
+    func seconds(_ body: () async throws -> Void) async -> (Double, String) {
+        let t0 = Date()
+        var message = ""
+        do { try await body() } catch { message = "\(error)" }
+        return (Date().timeIntervalSince(t0), message)
+    }
+
+    @Test func noGreetingFailsTheConnectAfterTheTimeout() async throws {
+        let mute = try MuteDaemon(greeting: false)
+        let (t, message) = await seconds { _ = try await InterludeClient.connect(socket: mute.path, app: "org.example.T", replyTimeout: 0.3) }
+        #expect(message.contains("no greeting within 0.3 s"), "\(message)")
+        #expect(t >= 0.25 && t < 5)
+    }
+
+    @Test func noReplyToHelloFailsTheConnectAfterTheTimeout() async throws {
+        let mute = try MuteDaemon(greeting: true)
+        let (t, message) = await seconds { _ = try await InterludeClient.connect(socket: mute.path, app: "org.example.T", replyTimeout: 0.3) }
+        #expect(message.contains("no reply to hello within 0.3 s"), "\(message)")
+        #expect(t >= 0.25 && t < 5)
+    }
+
+    @Test func theOneShotRequestGivesUpToo() async throws {
+        let mute = try MuteDaemon(greeting: true)
+        let (t, message) = await seconds {
+            _ = try InterludeClient.request(socket: mute.path, app: "org.example.T", WireMethod.status, StatusParams(),
+                                            as: StatusResult.self, replyTimeout: 0.3)
+        }
+        #expect(message.contains("no reply to status within 0.3 s"), "\(message)")
+        #expect(t >= 0.25 && t < 5)
+    }
+}
