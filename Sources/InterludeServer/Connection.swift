@@ -41,13 +41,17 @@ final class Connection: @unchecked Sendable {
     func start() {
         let flags = fcntl(fd, F_GETFL)
         _ = fcntl(fd, F_SETFL, flags | O_NONBLOCK)
+        // The fd is closed after both sources are off it (their cancel handlers have run): closed
+        // earlier, its number can be reused by a new connection while libdispatch still watches
+        // it, and the late unregistration silences the new connection.
+        let closer = CloseAfterBoth(fd: fd)
         let rs = DispatchSource.makeReadSource(fileDescriptor: fd, queue: queue)
         rs.setEventHandler { [weak self] in self?.readAvailable() }
+        rs.setCancelHandler { closer.release() }
         readSource = rs
         let ws = DispatchSource.makeWriteSource(fileDescriptor: fd, queue: queue)
         ws.setEventHandler { [weak self] in self?.flush() }
-        let fd = self.fd
-        ws.setCancelHandler { _ = Glibc.close(fd) }  // the write source is always cancelled last
+        ws.setCancelHandler { closer.release() }
         writeSource = ws
         rs.resume()
     }
@@ -64,8 +68,7 @@ final class Connection: @unchecked Sendable {
                     sendLocked(ServerMessage.reply(WireReply(id: nil, error: WireError(.tooLarge,
                         "a message may be at most \(LineFramer.defaultMaxLineBytes) bytes; closing the connection"))))
                     closeAfterFlush = true
-                    readSource?.cancel()
-                    readSource = nil
+                    readSource?.cancel()  // kept: closeLocked sees it was cancelled already
                     requestSink.finish()
                     flush()
                     return
@@ -121,10 +124,22 @@ final class Connection: @unchecked Sendable {
     private func closeLocked() {
         guard !closed else { return }
         closed = true
-        readSource?.cancel()
+        if let rs = readSource, !rs.isCancelled { rs.cancel() }
         if writeSuspended { writeSource?.resume() }
         writeSource?.cancel()
         requestSink.finish()
         onClose?()
+    }
+}
+
+/// Closes a file descriptor when the last of its two dispatch sources has been cancelled.
+private final class CloseAfterBoth: @unchecked Sendable {
+    private let fd: Int32
+    private let lock = NSLock()
+    private var left = 2
+    init(fd: Int32) { self.fd = fd }
+    func release() {
+        let last = lock.withLock { left -= 1; return left == 0 }
+        if last { _ = Glibc.close(fd) }
     }
 }

@@ -62,14 +62,26 @@ public final class SocketServer: @unchecked Sendable {
         listenFD = fd
         let src = DispatchSource.makeReadSource(fileDescriptor: fd, queue: queue)
         src.setEventHandler { [weak self] in self?.acceptAll() }
+        // Closed only once the source is off the fd: closing it earlier lets the number be reused
+        // (by the next socket anyone opens) while libdispatch still watches it, and the late
+        // unregistration then removes the new socket's watch, which never fires again.
+        src.setCancelHandler { _ = Glibc.close(fd) }
         acceptSource = src
         src.resume()
     }
 
-    /// Stops accepting and removes the socket file.
+    /// Stops accepting and removes the socket file. The listening socket is closed when its
+    /// dispatch source has been cancelled.
     public func stop() {
-        acceptSource?.cancel()
-        if listenFD >= 0 { close(listenFD); listenFD = -1 }
+        queue.sync {
+            if let source = acceptSource {
+                source.cancel()
+                acceptSource = nil
+            } else if listenFD >= 0 {
+                close(listenFD)
+            }
+            listenFD = -1
+        }
         unlink(path)
     }
 
@@ -79,7 +91,7 @@ public final class SocketServer: @unchecked Sendable {
     private func connectionClosed() { queue.async { self.open -= 1 } }
 
     private func acceptAll() {
-        while true {
+        while listenFD >= 0 {
             let fd = accept(listenFD, nil, nil)
             if fd < 0 { return }
             _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
