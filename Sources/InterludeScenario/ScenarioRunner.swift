@@ -82,10 +82,7 @@ public final class ScenarioRunner: @unchecked Sendable {
             }
             daemon = try startDaemon(socket: socket, work: work)
         }
-        defer {
-            daemon?.terminate()
-            daemon?.waitUntilExit()
-        }
+        defer { daemon.map { ScenarioRunner.stop($0) } }
 
         let pulse = PulseConnection(clientName: "interlude scenario")
         do { try pulse.connect(timeout: 5) } catch { throw RunError(description: "no PulseAudio server: \(error)") }
@@ -139,8 +136,7 @@ public final class ScenarioRunner: @unchecked Sendable {
         let recordingStart = recorder.startTime - start
         var report = Report(outcomes: [], recording: recording, recordingStart: recordingStart, sampleRate: 48000, daemonLog: "")
         report.outcomes = scenario.expectations.map { judge($0, apps: apps, report: report) }
-        daemon?.terminate()
-        daemon?.waitUntilExit()
+        daemon.map { ScenarioRunner.stop($0) }
         report.daemonLog = (try? String(contentsOfFile: work + "/daemon.log", encoding: .utf8)) ?? ""
         return report
     }
@@ -182,6 +178,17 @@ public final class ScenarioRunner: @unchecked Sendable {
         let log = (try? String(contentsOfFile: work + "/daemon.log", encoding: .utf8)) ?? ""
         p.terminate()
         throw RunError(description: "the private daemon did not start:\n\(log)")
+    }
+
+    /// Stops a child process: SIGTERM, then SIGKILL if it is still running after `grace` seconds,
+    /// and waits for it. A daemon that hangs on its way out must not hang its runner.
+    public static func stop(_ p: Process, grace: Double = 5) {
+        guard p.isRunning else { p.waitUntilExit(); return }
+        p.terminate()
+        let deadline = Date().addingTimeInterval(grace)
+        while p.isRunning && Date() < deadline { usleep(10_000) }
+        if p.isRunning { kill(p.processIdentifier, SIGKILL) }
+        p.waitUntilExit()
     }
 
     /// An executable in the same folder as this program (or the test bundle).

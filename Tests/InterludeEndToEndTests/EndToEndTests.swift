@@ -232,7 +232,7 @@ final class DaemonProcess {
     }
     var isRunning: Bool { process.isRunning }
     func kill9() { kill(process.processIdentifier, SIGKILL); process.waitUntilExit() }
-    func stop() { process.terminate(); process.waitUntilExit() }
+    func stop() { ScenarioRunner.stop(process) }
 }
 
 /// Whether a daemon answers on a socket path.
