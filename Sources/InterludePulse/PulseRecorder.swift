@@ -115,8 +115,10 @@ public final class PulseRecorder: @unchecked Sendable {
                 if channels == 1 {
                     recorded.append(contentsOf: UnsafeBufferPointer(start: input, count: frames))
                 } else {
+                    // No reserveCapacity here: an exact reservation per chunk defeats the array's
+                    // geometric growth and made a long recording quadratic (a minute of audio
+                    // copied on every chunk).
                     let scale = 1 / Float(channels)
-                    recorded.reserveCapacity(recorded.count + frames)
                     for frame in 0..<frames {
                         var sum: Float = 0
                         for channel in 0..<channels { sum += input[frame * channels + channel] }
