@@ -71,7 +71,7 @@ struct OnsetBench {
         case .libraryConnected:
             _ = try await client.play("default")
         case .libraryNewConnection:
-            let c = try await InterludeClient.connect(socket: socket, app: "org.interlude.Bench")
+            let c = try await InterludeClient.connect(socket: socket, app: Self.app)
             _ = try await c.play("default")
             c.close()
         case .inProcess:
@@ -87,6 +87,11 @@ struct OnsetBench {
         return Trial(onset: onset, returned: returned)
     }
 
+    /// The library rows play as the user's tool, as `interlude play` does, so that every row takes
+    /// the same path in the daemon (S1–S3; an app's `sound.play` is decided by N17 first and needs
+    /// the user's authorization).
+    static let app = "org.interlude.CLI"
+
     struct Result {
         var first: Trial
         var trials: [Method: [Trial]]
@@ -95,7 +100,7 @@ struct OnsetBench {
     /// One cold `interlude play default` (the daemon's first sound since it started), then `runs`
     /// rounds of every method, each round in a rotated order.
     func run(runs: Int, methods: [Method]) async throws -> Result {
-        let client = try await InterludeClient.connect(socket: socket, app: "org.interlude.Bench")
+        let client = try await InterludeClient.connect(socket: socket, app: Self.app)
         defer { client.close() }
         log("onset: first interlude play default after the daemon started")
         let first = try await trial(.cli, client: client)
