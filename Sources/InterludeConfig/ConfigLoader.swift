@@ -130,10 +130,31 @@ public enum ConfigLoader {
         } catch let DecodingError.typeMismatch(t, c) {
             let key = c.codingPath.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }.joined(separator: ".")
             let (file, line) = where_(c.codingPath.first?.stringValue ?? "")
-            throw ConfigError(file: file, line: line, key: key, message: "must be \(t)", code: "configBadValue")
+            throw ConfigError(file: file, line: line, key: key, message: "must be \(ConfigLoader.plainType(t))", code: "configBadValue")
+        } catch let DecodingError.keyNotFound(k, c) {
+            let key = (c.codingPath + [k]).map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }.joined(separator: ".")
+            let (file, line) = where_(c.codingPath.first?.stringValue ?? k.stringValue)
+            throw ConfigError(file: file, line: line, key: key, message: "is required", code: "configBadValue")
+        } catch let DecodingError.valueNotFound(t, c) {
+            let key = c.codingPath.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }.joined(separator: ".")
+            let (file, line) = where_(c.codingPath.first?.stringValue ?? "")
+            throw ConfigError(file: file, line: line, key: key, message: "must be \(ConfigLoader.plainType(t)), not null", code: "configBadValue")
         } catch {
             let (file, line) = where_("")
             throw ConfigError(file: file, line: line, key: nil, message: "\(error)", code: "configBadValue")
+        }
+    }
+
+    /// A decoding type as the config's reader knows it ("a list", "a string"), never a Swift name.
+    static func plainType(_ t: Any.Type) -> String {
+        let name = String(describing: t)
+        if name.hasPrefix("Array") || name.hasPrefix("[") && !name.contains(":") { return "a list" }
+        if name.hasPrefix("Dictionary") || name.hasPrefix("[") { return "an object" }
+        switch name {
+        case "String": return "a string"
+        case "Bool": return "true or false"
+        case "Int", "Double", "Float", "Int64", "UInt32": return "a number"
+        default: return "a value of another kind"
         }
     }
 

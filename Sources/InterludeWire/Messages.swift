@@ -61,6 +61,21 @@ public struct WireRequest: Sendable, Equatable {
         if let extra = Set(params.keys).subtracting(P.fields).sorted().first {
             throw WireError(.unknownField, "\(method) has no param \"\(extra)\" (known: \(P.fields.sorted().joined(separator: ", ")))")
         }
+        // Objects inside params are checked too, where the params type lists their keys.
+        func check(_ value: JSONValue, _ path: String) throws(WireError) {
+            switch value {
+            case let .object(o):
+                guard let known = P.nestedFields[path] else { return }  // free-form, or not an object param
+                if let extra = Set(o.keys).subtracting(known).sorted().first {
+                    throw WireError(.unknownField, "\(method) has no param \"\(path).\(extra)\" (known: \(known.sorted().joined(separator: ", ")))")
+                }
+                for (k, v) in o { try check(v, path + "." + k) }
+            case let .array(a):
+                for v in a { try check(v, path + "[]") }
+            default: return
+            }
+        }
+        for (k, v) in params { try check(v, k) }
         do { return try JSONValue.object(params).decode(P.self) } catch let e as DecodingError {
             throw WireError(.badRequest, "\(method): \(WireRequest.describe(e))")
         } catch { throw WireError(.badRequest, "\(method): \(error)") }
@@ -94,7 +109,15 @@ public struct WireParseError: Error, Sendable {
 
 /// Params of one method. `fields` lists every key the method accepts (others → `unknownField`).
 public protocol WireParams: Codable, Sendable {
+    /// The param names the method knows; any other is refused with `unknownField`.
     static var fields: Set<String> { get }
+    /// The keys known inside object params, by path: `"trigger"`, `"trigger.calendar"`, and
+    /// `"categories[]"` for each element of an array. Objects at other paths are not checked.
+    static var nestedFields: [String: Set<String>] { get }
+}
+
+extension WireParams {
+    public static var nestedFields: [String: Set<String>] { [:] }
 }
 
 /// A reply: `{"id": 1, "result": {...}}` or `{"id": 1, "error": {"code": "...", "message": "..."}}`.

@@ -84,6 +84,21 @@ import InterludePolicy
         }
     }
 
+    @Test("a notification key of the wrong kind says what it must be in the config's words, not Swift's",
+          arguments: [
+            ("{\n  entitledCriticalApps: 'org.example.Alarm',\n}", "entitledCriticalApps", "must be a list"),
+            ("{\n  authorization: [],\n}", "authorization", "must be an object"),
+          ])
+    func notificationKeyOfTheWrongKind(text: String, key: String, message: String) throws {
+        let dir = try tempDir(text)
+        do { _ = try ConfigLoader.load(folders: [builtin, dir]); Issue.record("accepted") } catch {
+            #expect(error.line == 2)
+            #expect(error.key == key)
+            #expect(error.description.contains(message), "\(error.description)")
+            #expect(!error.description.contains("Array<") && !error.description.contains("Dictionary<"), "\(error.description)")
+        }
+    }
+
     @Test func syntaxErrorNamesFileAndLine() throws {
         let dir = try tempDir("{\n  audio: {\n    duckLevelDb: ,\n  },\n}")
         do { _ = try ConfigLoader.load(folders: [dir]); Issue.record("accepted") } catch {

@@ -89,6 +89,27 @@ import InterludePolicy
             #expect(error.message.contains("colour"))
         }
     }
+    @Test("unknown keys inside trigger, calendar, categories and actions are refused by their path",
+          arguments: [
+            (#"{"title":"t","trigger":{"in":5,"every":3}}"#, "trigger.every"),
+            (#"{"title":"t","trigger":{"calendar":{"hour":9,"minutes":30}}}"#, "trigger.calendar.minutes"),
+          ])
+    func unknownNestedParamIsRefusedByPath(params: String, path: String) throws {
+        let r = try WireRequest.parse(Array(#"{"id":1,"method":"notification.add","params":\#(params)}"#.utf8))
+        do { _ = try r.decodeParams(AddNotificationParams.self); Issue.record("accepted") } catch {
+            #expect(error.code == .unknownField)
+            #expect(error.message.contains("\"\(path)\""), "\(error.message)")
+        }
+    }
+    @Test func unknownKeysInCategoriesAndActionsAreRefusedButUserInfoIsFreeForm() throws {
+        let bad = try WireRequest.parse(Array(#"{"id":1,"method":"notification.registerCategories","params":{"categories":[{"identifier":"c","actions":[{"identifier":"a","title":"A","options":[],"colour":"red"}]}]}}"#.utf8))
+        do { _ = try bad.decodeParams(RegisterCategoriesParams.self); Issue.record("accepted") } catch {
+            #expect(error.code == .unknownField)
+            #expect(error.message.contains("categories[].actions[].colour"), "\(error.message)")
+        }
+        let ok = try WireRequest.parse(Array(#"{"id":1,"method":"notification.add","params":{"title":"t","userInfo":{"any key":"its value"},"trigger":{"in":5}}}"#.utf8))
+        #expect(throws: Never.self) { _ = try ok.decodeParams(AddNotificationParams.self) }
+    }
     @Test func badEnumValueIsBadRequest() throws {
         let r = try WireRequest.parse(Array(#"{"id":1,"method":"session.register","params":{"category":"loud"}}"#.utf8))
         do { _ = try r.decodeParams(RegisterParams.self); Issue.record("accepted") } catch {
