@@ -11,16 +11,18 @@ extension Engine {
 
     /// Feeds one event to the notification policy, persists, carries out the effects, and
     /// returns the reply (if the event has one).
+    /// - Throws: `storageFailed` when the new state cannot be saved (N15): the state is then as
+    ///   before the event and none of its effects happen.
     @discardableResult
-    func notify(_ event: NotificationEvent) -> NotificationReply? {
+    func notify(_ event: NotificationEvent) throws(WireError) -> NotificationReply? {
         let before = notifState
         let now = NotificationTime(clock.wallTime)
         let fx = NotificationPolicy.reduce(&notifState, event, now: now, config: notifConfig)
-        if notifState != before, let store {
+        if notifState != before, !notifState.differsOnlyInPresence(from: before), let store {
             do { try store.save(notifState) } catch {
                 log("cannot save the notification state: \(error) [N15]")
                 notifState = before
-                return .failed(code: .badRequest, message: "storageFailed: \(error)", decision: nil)
+                throw WireError(.storageFailed, "the notification state cannot be saved: \(error)")
             }
         }
         var reply: NotificationReply?
@@ -43,23 +45,15 @@ extension Engine {
     }
 
     func scheduleNotificationTick() {
-        let next = NotificationPolicy.nextDeadline(notifState, config: notifConfig)
-        guard next != notifDeadline else { return }
-        notifTimer?.cancel()
-        notifDeadline = next
-        guard let next else { notifTimer = nil; return }
         let clock = self.clock
-        let wait = max(0, next.secondsSince1970 - clock.wallTime)
-        let due = clock.now + wait
-        notifTimer = Task { [weak self] in
-            do { try await clock.sleep(until: due) } catch { return }
-            await self?.notificationTick()
-        }
+        // Wall-clock deadlines become monotonic sleeps: from now, that many seconds.
+        notificationTimer.arm(NotificationPolicy.nextDeadline(notifState, config: notifConfig)?.secondsSince1970, clock: clock,
+                              sleepUntil: { clock.now + max(0, $0 - clock.wallTime) }) { [weak self] in await self?.notificationTick() }
     }
 
     func notificationTick() {
-        notifDeadline = nil
-        notify(.tick)
+        notificationTimer.fired()
+        _ = try? notify(.tick)  // a failed save is logged; the next event tries again
     }
 
     /// Plays a decided sound: through the sample cache; a critical one unmutes a muted output for
@@ -80,14 +74,29 @@ extension Engine {
                 await audio.setOutputMuted(false)
                 restoreMute = true
             }
+            // The app and subscribers hear what played, with the S1 warning if the requested sound
+            // could not be used (the CLI's notify prints it).
+            var played: [String: JSONValue] = [
+                "app": .string(p.app), "requested": .string(name), "volume": .number(volume),
+                "notification": .string(p.notificationIdentifier ?? ""),
+            ]
             do {
                 let r = try await sounds.play(name, volume: volume, properties: props)
                 if let w = r.warning { log("sound \(name): \(w) → played \(r.played) [S1]") }
+                played["played"] = .string(r.played)
+                played["duration"] = .number(r.duration)
+                if let w = r.warning { played["warning"] = (try? JSONValue(encoding: w)) ?? .null }
+                self.broadcast(WireEventName.soundPlayed, .object(played), alsoTo: p.app)
                 if restoreMute {
                     try? await Task.sleep(nanoseconds: UInt64((r.duration + 0.1) * 1e9))
                 }
             } catch {
                 log("sound \(name) failed: \(error)")
+                let e = (error as? WireError) ?? WireError(.soundFailed, "\(error)")
+                played["played"] = .string("none")
+                played["duration"] = .number(0)
+                played["warning"] = (try? JSONValue(encoding: e)) ?? .null
+                self.broadcast(WireEventName.soundPlayed, .object(played), alsoTo: p.app)
             }
             if restoreMute, let audio { await audio.setOutputMuted(true) }
         }
@@ -144,6 +153,7 @@ extension Engine {
         guard caller == Engine.userToolApp else {
             throw WireError(.notAuthorized, "an app may act only on its own notifications")
         }
+        try Engine.checkAppID(named)
         return named
     }
 
@@ -151,7 +161,6 @@ extension Engine {
         switch reply {
         case nil: throw WireError(.internalError, "the notification policy gave no reply")
         case let .failed(code, message, _)?:
-            if message.hasPrefix("storageFailed") { throw WireError(.storageFailed, message) }
             throw WireError(WireErrorCode(rawValue: code.rawValue) ?? .badRequest, message)
         case let r?: return r
         }
@@ -217,19 +226,29 @@ extension Engine {
             PendingSummary(app: $0.app, identifier: $0.request.identifier, title: $0.request.content.title,
                            fireAt: $0.fireAt.secondsSince1970, repeats: $0.request.trigger?.repeats ?? false)
         }
-        return NotificationListResult(notifications: delivered, pending: pending)
+        let badges = everyone ? notifState.apps.compactMapValues { $0.badge == 0 ? nil : $0.badge }
+                              : [app: notifState.apps[app]?.badge ?? 0]
+        return NotificationListResult(notifications: delivered, pending: pending, badges: badges)
     }
 
-    /// `notification.remove`.
-    public func removeNotifications(client: Int, _ p: RemoveNotificationsParams) throws(WireError) {
+    /// `notification.remove`: returns the identifiers that were there and are gone.
+    public func removeNotifications(client: Int, _ p: RemoveNotificationsParams) throws(WireError) -> RemoveNotificationsResult {
         let app = try target(client, p.app)
+        func present() -> Set<String> {
+            let s = notifState
+            return Set(s.pending.filter { $0.app == app }.map(\.request.identifier)
+                       + s.delivered.filter { $0.app == app }.map(\.request.identifier)
+                       + (s.summaryQueue + s.coalesced).filter { $0.app == app }.map(\.request.identifier))
+        }
+        let before = present()
         if p.all == true {
             _ = try expect(notify(.removePending(app: app, identifiers: nil)))
             _ = try expect(notify(.removeDelivered(app: app, identifiers: nil)))
-            return
+        } else {
+            if let ids = p.pending { _ = try expect(notify(.removePending(app: app, identifiers: ids))) }
+            if let ids = p.delivered { _ = try expect(notify(.removeDelivered(app: app, identifiers: ids))) }
         }
-        if let ids = p.pending { _ = try expect(notify(.removePending(app: app, identifiers: ids))) }
-        if let ids = p.delivered { _ = try expect(notify(.removeDelivered(app: app, identifiers: ids))) }
+        return RemoveNotificationsResult(removed: before.subtracting(present()).sorted())
     }
 
     /// `notification.setBadge` (N12).
@@ -274,6 +293,7 @@ extension Engine {
         guard try appOf(client) == Engine.userToolApp, let app = p.app else {
             throw WireError(.notAuthorized, "settings belong to the user: use the interlude CLI (settings APP KEY=VALUE)")
         }
+        try Engine.checkAppID(app)
         _ = try expect(notify(.setSettings(app: app, p.change)))
         return notifState.apps[app]?.settings ?? NotificationAppSettings()
     }

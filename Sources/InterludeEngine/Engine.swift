@@ -44,19 +44,19 @@ public actor Engine {
     var reportedPlaying: [AudioSessionID: Bool] = [:]
     var streams: [UInt32: AudioStream] = [:]
     var audioConnected = false
-    var timer: Task<Void, Never>?
+    /// Wakes the audio policy at its next deadline (A4 delay, A8 grace, A9 expiry).
+    var audioTimer = DeadlineTimer()
     // Notification side (N-rules): state, config, store, timer.
     var notifState = NotificationState()
     let notifConfig: NotificationPolicyConfig
     let store: NotificationStoring?
-    var notifTimer: Task<Void, Never>?
-    var notifDeadline: NotificationTime?
+    /// Wakes the notification policy at its next deadline (triggers, schedules, summary).
+    var notificationTimer = DeadlineTimer()
     var generatedIDs = 0
     /// This daemon's identity on the audio server (its socket path), and whether it manages only
     /// streams marked with it (`--private`, the scenario runner's daemon).
     var identity: String?
     var onlyOwnStreams = false
-    var timerDeadline: Double?
 
     /// - Parameters:
     ///   - store: where the notification state persists (N15); nil keeps it in memory only.
@@ -93,8 +93,8 @@ public actor Engine {
     /// After a restart, apps count as disconnected and triggers missed while the daemon was down
     /// are delivered once, marked late (N15).
     public func start() {
-        for (app, record) in notifState.apps where record.connected { notify(.appDisconnected(app: app)) }
-        notify(.tick)
+        for (app, record) in notifState.apps where record.connected { _ = try? notify(.appDisconnected(app: app)) }
+        _ = try? notify(.tick)
         guard let audio else { return }
         let events = audio.events
         Task { [weak self] in
@@ -112,24 +112,31 @@ public actor Engine {
         return id
     }
 
+    /// An app id is 1…255 bytes of UTF-8 without whitespace or control characters
+    /// (reverse-DNS by convention, e.g. `org.example.Music`).
+    /// - Throws: `badRequest` naming the rule.
+    static func checkAppID(_ app: String, param: String = "app") throws(WireError) {
+        guard !app.isEmpty, app.utf8.count <= 255,
+              !app.unicodeScalars.contains(where: { $0.properties.isWhitespace || $0.value < 0x20 || $0.value == 0x7f }) else {
+            throw WireError(.badRequest, "\(param) must be 1…255 characters without spaces or control characters, e.g. org.example.Music")
+        }
+    }
+
     /// `hello`: names the client's app.
     public func hello(client: Int, app: String) throws(WireError) -> HelloResult {
         if let named = clients[client]?.app, named != app {
             throw WireError(.badRequest, "this connection is \(named); an app id is given once (connect again for another)")
         }
-        guard !app.isEmpty, app.utf8.count <= 255,
-              !app.unicodeScalars.contains(where: { $0.properties.isWhitespace || $0.value < 0x20 || $0.value == 0x7f }) else {
-            throw WireError(.badRequest, "app must be 1…255 characters without spaces or control characters, e.g. org.example.Music")
-        }
+        try Engine.checkAppID(app)
         clients[client]?.app = app
-        notify(.appConnected(app: app))
+        _ = try? notify(.appConnected(app: app))  // presence only; a failed save is logged
         return HelloResult(client: client, pid: clients[client]?.pid ?? 0)
     }
 
     /// A9: the connection closed (or the client crashed): its sessions deactivate, notifying others.
     public func disconnect(client: Int) {
         guard let c = clients.removeValue(forKey: client) else { return }
-        if let app = c.app, !clients.values.contains(where: { $0.app == app }) { notify(.appDisconnected(app: app)) }
+        if let app = c.app, !clients.values.contains(where: { $0.app == app }) { _ = try? notify(.appDisconnected(app: app)) }
         if !c.sessions.isEmpty {
             log("client \(client) (\(c.app ?? "?")) gone: releasing \(c.sessions.map(\.rawValue).joined(separator: ", ")) [A9]")
             reduce(.clientGone(c.sessions))
@@ -204,10 +211,11 @@ public actor Engine {
     }
 
     /// A12: the ringer switch (also silences notification sounds but critical ones, N3).
-    public func setRinger(silent: Bool) {
+    /// - Throws: `storageFailed` when the switch cannot be saved (N15); nothing changes then.
+    public func setRinger(silent: Bool) throws(WireError) {
+        try notify(.setRinger(silent: silent))
         log("ringer \(silent ? "silent" : "ring") [A12]")
         reduce(.ringer(silent: silent))
-        notify(.setRinger(silent: silent))
         broadcast(WireEventName.ringerChanged, .object(["mode": .string(silent ? "silent" : "ring")]))
     }
 
@@ -259,7 +267,8 @@ public actor Engine {
                                  state: s.state, playing: s.isPlaying, ducked: out.ducked, duckDb: out.gainDb, muted: out.muted,
                                  interruptedBy: s.interruptedBy.sorted(), streams: byStream[s.id] ?? [])
         }
-        return StatusResult(version: version, audioConnected: audioConnected, audioServer: nil,
+        let server = audioConnected ? await audio?.serverName() : nil
+        return StatusResult(version: version, audioConnected: audioConnected, audioServer: server,
                             ringer: audioState.ringerSilent ? "silent" : "ring", sessions: sessions,
                             unmatchedStreams: unmatched, samples: await sounds?.cachedSamples() ?? [])
     }
@@ -276,7 +285,7 @@ public actor Engine {
         scheduleTick()
         // A call in progress silences notification sounds but critical ones (N-rules, A4).
         let callActive = !audioState.activeCalls.isEmpty
-        if callActive != notifState.callActive { notify(.setCallActive(callActive)) }
+        if callActive != notifState.callActive { _ = try? notify(.setCallActive(callActive)) }
         return (fx, ramps)
     }
 
@@ -318,20 +327,11 @@ public actor Engine {
     }
 
     func scheduleTick() {
-        let next = AudioPolicy.nextDeadline(audioState, config: audioConfig)
-        guard next != timerDeadline else { return }
-        timer?.cancel()
-        timerDeadline = next
-        guard let next else { timer = nil; return }
-        let clock = self.clock
-        timer = Task { [weak self] in
-            do { try await clock.sleep(until: next) } catch { return }
-            await self?.tick()
-        }
+        audioTimer.arm(AudioPolicy.nextDeadline(audioState, config: audioConfig), clock: clock) { [weak self] in await self?.tick() }
     }
 
     func tick() {
-        timerDeadline = nil
+        audioTimer.fired()
         reduce(.tick)
     }
 

@@ -56,6 +56,9 @@ public protocol AudioBackend: Sendable {
     func outputMuted() async -> Bool?
     /// Mutes or unmutes the output (default sink), for a critical sound through a muted output (N3).
     func setOutputMuted(_ muted: Bool) async
+    /// The audio server as it names itself (e.g. "pulseaudio", or "PulseAudio (on PipeWire 0.3.65)");
+    /// nil while not connected. Shown by `status`.
+    func serverName() async -> String?
 }
 
 /// Port: persistence of the notification state (N15). `save` must be atomic: a crash leaves the

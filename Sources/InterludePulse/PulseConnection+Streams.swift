@@ -58,13 +58,8 @@ extension PulseConnection {
             let now = try await describeSinkInput(sinkInput)
             withLock {
                 if gains[sinkInput] == nil {
-                    // pipewire-pulse reports a just-created stream at volume 0 until it is linked
-                    // (seen: a prompt opened during a call stayed silent, user 0 × gain). A
-                    // stream is not created at volume 0 on purpose (that is what mute is for), so
-                    // an all-zero volume here means "not set yet": the user's volume is 100 %.
-                    let user = now.volumes.allSatisfy({ $0 == 0 }) && !now.volumes.isEmpty
-                        ? [pa_volume_t](repeating: pa_volume_t(PA_VOLUME_NORM), count: now.volumes.count) : now.volumes
-                    gains[sinkInput] = GainState(user: user, gainDb: 0, lastConfirmed: now.volumes, generation: 0)
+                    gains[sinkInput] = GainState(user: Self.initialUserVolume(reported: now.volumes), gainDb: 0,
+                                                 lastConfirmed: now.volumes, generation: 0)
                 }
             }
         }
@@ -90,6 +85,16 @@ extension PulseConnection {
             let superseded = try await writeGainStep(sinkInput, generation: generation, gainDb: value)
             if superseded { return }
         }
+    }
+
+    /// The user's volume of a sink input the adapter has not touched yet, from the volume the server
+    /// reports (per channel). pipewire-pulse reports a just-created stream at volume 0 until it is
+    /// linked (seen: a prompt opened during a call stayed silent, user 0 × gain); a stream is not
+    /// created at volume 0 on purpose (that is what mute is for), so an all-zero volume means "not
+    /// set yet" and the user's volume is 100 % (README "PipeWire").
+    static func initialUserVolume(reported: [pa_volume_t]) -> [pa_volume_t] {
+        guard !reported.isEmpty, reported.allSatisfy({ $0 == 0 }) else { return reported }
+        return [pa_volume_t](repeating: pa_volume_t(PA_VOLUME_NORM), count: reported.count)
     }
 
     /// Sets the gain and writes `user × gain`, unless a newer ramp has started (then returns true).

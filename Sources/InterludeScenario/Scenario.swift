@@ -37,21 +37,37 @@ public struct Scenario: Sendable {
         public var line: Int
     }
 
+    // The format's judging numbers (SCENARIOS.md; README "Scenario files").
+
+    /// `levelDb: "silent"` holds below this level, dB relative to the tone at full volume.
+    public static let silentBelowDb = -50.0
+    /// An `event` expectation with `at` (no `between`) holds for an event within this many seconds
+    /// either side of `at`.
+    public static let eventWindowSeconds = 0.25
+    /// Events are stamped when the runner receives them: this many seconds of delivery are allowed
+    /// after a window's end.
+    public static let eventDeliverySeconds = 0.05
+    /// A notification `sound: "played"` in a scenario without tones: the recording's peak within
+    /// `soundListenSeconds` after the decision is above this level, dBFS.
+    public static let audiblePeakDbfs = -40.0
+    /// How long after a notification's decision the recording is searched for its sound, seconds.
+    public static let soundListenSeconds = 1.2
+
     public enum Level: Sendable, Equatable {
         /// dB range relative to the tone at full volume.
         case range(Double, Double)
-        /// Below −50 dB.
+        /// Below ``Scenario/silentBelowDb``.
         case silent
         public func holds(_ db: Double) -> Bool {
             switch self {
             case let .range(lo, hi): return db >= lo && db <= hi
-            case .silent: return db < -50
+            case .silent: return db < Scenario.silentBelowDb
             }
         }
         public var description: String {
             switch self {
             case let .range(lo, hi): return "[\(fmt(lo)), \(fmt(hi))] dB"
-            case .silent: return "silent (< -50 dB)"
+            case .silent: return "silent (< \(fmt(Scenario.silentBelowDb)) dB)"
             }
         }
     }

@@ -120,7 +120,7 @@ public final class ScenarioRunner: @unchecked Sendable {
             switch item {
             case let .step(step):
                 options.log(String(format: "%6.2f s  step: %@", now(), "\(step.action)"))
-                try await perform(step.action, apps: apps, control: control, players: &players, work: work, socket: socket)
+                try await perform(step.action, apps: apps, control: control, mixer: pulse, players: &players, work: work, socket: socket)
             case let .snapshot(at):
                 if let st = try? await control.status() { lock.withLock { snapshots[at] = st } }
             }
@@ -205,7 +205,9 @@ public final class ScenarioRunner: @unchecked Sendable {
         return nil
     }
 
-    func perform(_ a: Scenario.Action, apps: [String: ReferenceApp], control: InterludeClient,
+    /// Carries out one step. `mixer` is the runner's own server connection: a `volume` step writes
+    /// the user's volume through it, as a mixer application would (A7).
+    func perform(_ a: Scenario.Action, apps: [String: ReferenceApp], control: InterludeClient, mixer: PulseConnection,
                  players: inout [String: Process], work: String, socket: String) async throws {
         switch a {
         case let .activate(s, delay):
@@ -224,12 +226,7 @@ public final class ScenarioRunner: @unchecked Sendable {
         case let .play(s): apps[s]!.setUserPaused(false)
         case let .crash(s): apps[s]!.crash()
         case let .volume(s, db):
-            if let idx = apps[s]!.sinkInput {
-                let pulse = PulseConnection(clientName: "interlude scenario mixer")
-                try pulse.connect(timeout: 2)
-                try await pulse.setUserVolume(sinkInput: idx, db: db)
-                pulse.disconnect()
-            }
+            if let idx = apps[s]!.sinkInput { try await mixer.setUserVolume(sinkInput: idx, db: db) }
         case let .stream(x, role, tone):
             let file = work + "/\(x).wav"
             try WAVFile.writeSine(path: file, frequency: tone, amplitude: 0.25, seconds: scenario.duration + 2, sampleRate: 48000)
@@ -314,9 +311,9 @@ public final class ScenarioRunner: @unchecked Sendable {
             if scenario.sessions.isEmpty && scenario.streamTones.isEmpty {
                 // Nothing else plays: the output itself says whether a sound was heard.
                 let nextNotify = lock.withLock { notifications.values.map(\.time).filter { $0 > seen.time + 0.01 }.min() }
-                let end = min(seen.time + 1.2, nextNotify ?? .infinity)
+                let end = min(seen.time + Scenario.soundListenSeconds, nextNotify ?? .infinity)
                 let peak = peakDb(report, from: seen.time, to: end)
-                let audible = peak > -40
+                let audible = peak > Scenario.audiblePeakDbfs
                 if (want == "played") != audible { held = false }
                 parts.append(String(format: "recording peak %.1f dBFS", max(peak, -120)))
             }
@@ -342,10 +339,10 @@ public final class ScenarioRunner: @unchecked Sendable {
         var parts: [String] = []
         var held = true
         if let ev = e.event {
-            let (t1, t2) = e.between ?? (e.at! - 0.25, e.at! + 0.25)
+            let (t1, t2) = e.between ?? (e.at! - Scenario.eventWindowSeconds, e.at! + Scenario.eventWindowSeconds)
             let seen = lock.withLock { events[name] ?? [] }
             let match = seen.first { s in
-                s.event.event == ev && s.time >= t1 && s.time <= t2 + 0.05
+                s.event.event == ev && s.time >= t1 && s.time <= t2 + Scenario.eventDeliverySeconds
                     && (e.shouldResume.map { s.event.data["shouldResume"]?.boolValue == $0 } ?? true)
                     && (e.reason.map { s.event.data["reason"]?.stringValue == $0 } ?? true)
                     && (e.promptStyle.map { s.event.data["promptStyle"]?.stringValue == $0 } ?? true)

@@ -190,7 +190,7 @@ struct RequestHandler {
         case WireMethod.ringerSet:
             let p = try r.decodeParams(RingerParams.self)
             guard p.mode == "silent" || p.mode == "ring" else { throw WireError(.badRequest, "mode must be silent or ring") }
-            await engine.setRinger(silent: p.mode == "silent")
+            try await engine.setRinger(silent: p.mode == "silent")
             return empty
         case NotificationMethod.requestAuthorization:
             return try encode(try await engine.requestAuthorization(client: client, r.decodeParams(RequestAuthorizationParams.self)))
@@ -199,8 +199,7 @@ struct RequestHandler {
         case NotificationMethod.pending, NotificationMethod.delivered:
             return try encode(try await engine.listNotifications(client: client, r.decodeParams(ListNotificationsParams.self)))
         case NotificationMethod.remove:
-            try await engine.removeNotifications(client: client, r.decodeParams(RemoveNotificationsParams.self))
-            return empty
+            return try encode(try await engine.removeNotifications(client: client, r.decodeParams(RemoveNotificationsParams.self)))
         case NotificationMethod.setBadge:
             try await engine.setBadge(client: client, r.decodeParams(SetBadgeParams.self))
             return empty

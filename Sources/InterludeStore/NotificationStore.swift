@@ -69,6 +69,17 @@ public final class NotificationStore {
     private var saved: Rows?
     /// `PRAGMA data_version` after our last load or save: another connection's commit changes it.
     private var dataVersion: Int64 = 0
+    /// The elements the previous save encoded and their text, by identity. Most of a save's
+    /// elements are unchanged, and comparing a value with the one encoded last time costs far less
+    /// than encoding it again. A pure memo: it holds whatever was encoded, committed or not.
+    private var memo = EncodingMemo()
+
+    struct EncodingMemo {
+        var apps: [String: (NotificationAppRecord, String)] = [:]
+        var pending: [String: (PendingNotification, String)] = [:]
+        var delivered: [String: (DeliveredNotification, String)] = [:]
+        var decisions: [String: (NotificationDecisionRecord, String)] = [:]
+    }
     private let encoder: JSONEncoder = {
         let e = JSONEncoder()
         e.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
@@ -302,19 +313,43 @@ public final class NotificationStore {
         }
     }
 
+    /// `items` encoded, each taken from `memo` when the same value was encoded last time under
+    /// its key; `memo` then holds exactly these items.
+    private func encodeMemoized<T: Encodable & Equatable>(_ items: [T], key: (T) -> String, memo: inout [String: (T, String)],
+                                                          place: String) throws -> [String] {
+        var next: [String: (T, String)] = [:]
+        next.reserveCapacity(items.count)
+        let texts = try items.map { item -> String in
+            let k = key(item)
+            let text: String
+            if let (old, json) = memo[k], old == item { text = json } else { text = try encode(item, place) }
+            next[k] = (item, text)
+            return text
+        }
+        memo = next
+        return texts
+    }
+
     /// The state as rows (list `seq`s not yet assigned).
     private func encode(_ state: NotificationState) throws -> Rows {
         var rows = Rows()
-        for (app, record) in state.apps { rows.apps[app] = try encode(record, "app \(app)") }
-        rows.pending = try state.pending.map {
-            ListRow(seq: 0, app: $0.app, identifier: $0.request.identifier, json: try encode($0, "a pending notification"))
+        var apps: [String: (NotificationAppRecord, String)] = [:]
+        for (app, record) in state.apps {
+            let text: String
+            if let (old, json) = memo.apps[app], old == record { text = json } else { text = try encode(record, "app \(app)") }
+            apps[app] = (record, text)
+            rows.apps[app] = text
         }
-        rows.delivered = try state.delivered.map {
-            ListRow(seq: 0, app: $0.app, identifier: $0.request.identifier, json: try encode($0, "a delivered notification"))
-        }
-        rows.decisionLog = try state.decisionLog.map {
-            ListRow(seq: 0, app: $0.app, identifier: $0.identifier, json: try encode($0, "a decision record"))
-        }
+        memo.apps = apps
+        let pending = try encodeMemoized(state.pending, key: { $0.app + "\u{0}" + $0.request.identifier }, memo: &memo.pending,
+                                         place: "a pending notification")
+        rows.pending = zip(state.pending, pending).map { ListRow(seq: 0, app: $0.app, identifier: $0.request.identifier, json: $1) }
+        let delivered = try encodeMemoized(state.delivered, key: { $0.app + "\u{0}" + $0.request.identifier }, memo: &memo.delivered,
+                                           place: "a delivered notification")
+        rows.delivered = zip(state.delivered, delivered).map { ListRow(seq: 0, app: $0.app, identifier: $0.request.identifier, json: $1) }
+        let decisions = try encodeMemoized(state.decisionLog, key: { "\($0.app)\u{0}\($0.identifier)\u{0}\($0.time.secondsSince1970)" },
+                                           memo: &memo.decisions, place: "a decision record")
+        rows.decisionLog = zip(state.decisionLog, decisions).map { ListRow(seq: 0, app: $0.app, identifier: $0.identifier, json: $1) }
         if let clock = state.clock { rows.meta[MetaKey.clock.rawValue] = try encode(clock, "clock") }
         rows.meta[MetaKey.focus.rawValue] = try encode(state.focus, "focus")
         rows.meta[MetaKey.ringerSilent.rawValue] = try encode(state.ringerSilent, "ringerSilent")

@@ -26,6 +26,8 @@ public final class FakeAudioBackend: AudioBackend, @unchecked Sendable {
     var _outputMuted = false
     public func outputMuted() async -> Bool? { lock.withLock { _outputMuted } }
     public func setOutputMuted(_ muted: Bool) async { lock.withLock { _outputMuted = muted } }
+    /// "fake audio server".
+    public func serverName() async -> String? { "fake audio server" }
 
     /// The ramps requested so far, in order.
     public var ramps: [(stream: UInt32, db: Double, duration: Double)] { lock.withLock { _ramps } }
@@ -54,9 +56,21 @@ public final class MemoryNotificationStore: NotificationStoring, @unchecked Send
     let lock = NSLock()
     var state: NotificationState
     public private(set) var saves = 0
+    var _failing = false
     public init(_ state: NotificationState = NotificationState()) { self.state = state }
     public func load() throws -> NotificationState { lock.withLock { state } }
-    public func save(_ s: NotificationState) throws { lock.withLock { state = s; saves += 1 } }
+    public func save(_ s: NotificationState) throws {
+        try lock.withLock {
+            if _failing { throw CocoaError(.fileWriteOutOfSpace) }
+            state = s
+            saves += 1
+        }
+    }
+    /// While true, every save fails (a full disk) and the saved state stays as it was.
+    public var failing: Bool {
+        get { lock.withLock { _failing } }
+        set { lock.withLock { _failing = newValue } }
+    }
     public var saved: NotificationState { lock.withLock { state } }
 }
 

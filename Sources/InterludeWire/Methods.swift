@@ -150,6 +150,7 @@ public struct StatusResult: Codable, Sendable, Equatable {
     public var version: String
     /// Whether the daemon is connected to the audio server.
     public var audioConnected: Bool
+    /// The audio server's name for itself while connected (e.g. "pulseaudio").
     public var audioServer: String?
     public var ringer: String
     public var sessions: [SessionStatus]

@@ -44,6 +44,10 @@ public struct TriggerParams: Codable, Sendable, Equatable {
 
 /// `notification.add`: deliver now or schedule a notification of the calling app.
 public struct AddNotificationParams: WireParams, Equatable {
+    public static let nestedFields: [String: Set<String>] = [
+        "trigger": ["in", "at", "calendar", "repeats"],
+        "trigger.calendar": ["year", "month", "day", "weekday", "hour", "minute", "second"],
+    ]
     public static let fields: Set<String> = [
         "identifier", "title", "subtitle", "body", "sound", "criticalVolume", "badge", "thread", "category", "level",
         "relevance", "promotional", "alertOnce", "sender", "isCall", "userInfo", "trigger",
@@ -100,11 +104,18 @@ public struct ListNotificationsParams: WireParams, Equatable {
     public var all: Bool?
     public init(app: String? = nil, all: Bool? = nil) { self.app = app; self.all = all }
 }
-/// One entry of a listing. Views honour hidden previews (N13).
+/// The result of `notification.pending` / `notification.delivered`. Views honour hidden previews (N13).
 public struct NotificationListResult: Codable, Sendable, Equatable {
+    /// The center, oldest first.
     public var notifications: [NotificationView]
+    /// Requests waiting for their trigger.
     public var pending: [PendingSummary]
-    public init(notifications: [NotificationView], pending: [PendingSummary]) { self.notifications = notifications; self.pending = pending }
+    /// The badge (N12) of each app listed: the one app asked about (0 if it has none), or with
+    /// `all` every app whose badge is not 0.
+    public var badges: [String: Int]
+    public init(notifications: [NotificationView], pending: [PendingSummary], badges: [String: Int] = [:]) {
+        self.notifications = notifications; self.pending = pending; self.badges = badges
+    }
 }
 public struct PendingSummary: Codable, Sendable, Equatable {
     public var app: String
@@ -131,6 +142,13 @@ public struct RemoveNotificationsParams: WireParams, Equatable {
     }
 }
 
+/// The result of `notification.remove`: the identifiers that were there and are gone (pending,
+/// held or delivered), each once, in no particular order. Unknown identifiers are not in it.
+public struct RemoveNotificationsResult: Codable, Sendable, Equatable {
+    public var removed: [String]
+    public init(removed: [String]) { self.removed = removed }
+}
+
 /// `notification.setBadge` (N12).
 public struct SetBadgeParams: WireParams, Equatable {
     public static let fields: Set<String> = ["app", "count"]
@@ -142,6 +160,10 @@ public struct SetBadgeParams: WireParams, Equatable {
 /// `notification.registerCategories` (N14: at most 4 actions each).
 public struct RegisterCategoriesParams: WireParams, Equatable {
     public static let fields: Set<String> = ["categories"]
+    public static let nestedFields: [String: Set<String>] = [
+        "categories[]": ["identifier", "actions", "hiddenPreviewsBodyPlaceholder"],
+        "categories[].actions[]": ["identifier", "title", "options", "textInputPlaceholder"],
+    ]
     public var categories: [NotificationCategory]
     public init(categories: [NotificationCategory]) { self.categories = categories }
 }
@@ -173,25 +195,29 @@ public struct ExplainResult: Codable, Sendable, Equatable {
 }
 
 /// `notification.getSettings` / `notification.setSettings` (N2; the user's, from the CLI).
+@dynamicMemberLookup
 public struct SettingsParams: WireParams, Equatable {
     public static let fields: Set<String> = ["app", "authorization", "sound", "badge", "showPreviews", "timeSensitive",
                                              "criticalAlerts", "scheduledSummary", "marketing"]
+    /// Whose settings (default the caller).
     public var app: String?
-    public var authorization: NotificationAuthorizationStatus?
-    public var sound: Bool?
-    public var badge: Bool?
-    public var showPreviews: NotificationPreviewSetting?
-    public var timeSensitive: Bool?
-    public var criticalAlerts: Bool?
-    public var scheduledSummary: Bool?
-    public var marketing: Bool?
-    public init(app: String? = nil) { self.app = app }
-    /// The change to apply (nil fields unchanged).
-    public var change: NotificationSettingsChange {
-        var c = NotificationSettingsChange()
-        c.authorization = authorization; c.sound = sound; c.badge = badge; c.showPreviews = showPreviews
-        c.timeSensitive = timeSensitive; c.criticalAlerts = criticalAlerts; c.scheduledSummary = scheduledSummary; c.marketing = marketing
-        return c
+    /// The change to apply (nil fields unchanged), on the wire as params beside `app`.
+    public var change: NotificationSettingsChange
+    public init(app: String? = nil, change: NotificationSettingsChange = NotificationSettingsChange()) { self.app = app; self.change = change }
+    /// The change's fields as the params' own: `p.sound = false`.
+    public subscript<T>(dynamicMember field: WritableKeyPath<NotificationSettingsChange, T>) -> T {
+        get { change[keyPath: field] }
+        set { change[keyPath: field] = newValue }
+    }
+    enum CodingKeys: String, CodingKey { case app }
+    public init(from decoder: any Decoder) throws {
+        app = try decoder.container(keyedBy: CodingKeys.self).decodeIfPresent(String.self, forKey: .app)
+        change = try NotificationSettingsChange(from: decoder)
+    }
+    public func encode(to encoder: any Encoder) throws {
+        try change.encode(to: encoder)
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encodeIfPresent(app, forKey: .app)
     }
 }
 

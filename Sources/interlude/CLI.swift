@@ -100,7 +100,7 @@ enum CLI {
             print(String(decoding: try enc.encode(s), as: UTF8.self))
             return 0
         }
-        print("interluded \(s.version) — audio server \(s.audioConnected ? "connected" : "NOT connected"), ringer \(s.ringer)")
+        print("interluded \(s.version) — audio server \(s.audioConnected ? "connected" + (s.audioServer.map { " (\($0))" } ?? "") : "NOT connected"), ringer \(s.ringer)")
         if s.sessions.isEmpty { print("no sessions") }
         for x in s.sessions {
             var line = "\(x.session)  \(x.app)  \(x.category.rawValue)/\(x.mode.rawValue)"
@@ -155,6 +155,7 @@ enum CLI {
         let c = try await InterludeClient.connect(socket: socket, app: "org.interlude.CLI")
         try await c.subscribe()
         for await e in c.events { CommandOutput.printJSONLine(e) }
-        return 0
+        // The events end only when the connection does: the daemon stopped or dropped us.
+        return CommandOutput.fail("the daemon closed the connection")
     }
 }

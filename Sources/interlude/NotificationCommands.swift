@@ -63,9 +63,30 @@ enum NotificationCommands {
             FileHandle.standardError.write(Data("interlude: \(app) is \(auth.status.rawValue == "denied" ? "denied" : "not yet authorized") (N1); allow it with `interlude auth \(app) grant`\n".utf8))
         }
         let r = try await c.call(NotificationMethod.add, params, as: AddNotificationResult.self)
-        if a.has("json") { CommandOutput.printJSONLine(r); return 0 }
-        print("\(r.identifier): \(CommandOutput.describe(r.decision))")
+        if a.has("json") { CommandOutput.printJSONLine(r) } else { print("\(r.identifier): \(CommandOutput.describe(r.decision))") }
+        if trigger == nil, r.decision.sound.map({ $0.volume > 0 }) == true { await reportSound(of: r.identifier, on: c) }
         return 0
+    }
+
+    /// Waits (at most 3 s) for the daemon's `soundPlayed` for a notification delivered now, and
+    /// prints its S1 warning when the requested sound could not be used and another played.
+    static func reportSound(of identifier: String, on c: InterludeClient) async {
+        let event = await withTaskGroup(of: WireEvent?.self) { g in
+            g.addTask {
+                for await e in c.events where e.event == WireEventName.soundPlayed && e.data["notification"]?.stringValue == identifier {
+                    return e
+                }
+                return nil
+            }
+            g.addTask { try? await Task.sleep(nanoseconds: 3_000_000_000); return nil }
+            let first = await g.next() ?? nil
+            g.cancelAll()
+            return first
+        }
+        guard let e = event, let w = e.data["warning"], w != .null else { return }
+        let message = w["message"]?.stringValue ?? "\(w)"
+        let played = e.data["played"]?.stringValue ?? "?"
+        FileHandle.standardError.write(Data("interlude: warning: \(message) — played \(played) instead\n".utf8))
     }
 
     /// "12:30" (today, or tomorrow if past), an ISO 8601 date-time (with a zone, or local time
@@ -149,13 +170,16 @@ enum NotificationCommands {
         switch a.positionals.first {
         case "remove":
             guard a.positionals.count == 2, let app else { throw Arguments.UsageError(description: "center --app ID remove NOTIFICATION") }
-            try await c.call(NotificationMethod.remove, RemoveNotificationsParams(app: app, pending: [a.positionals[1]], delivered: [a.positionals[1]]), as: JSONValue.self)
-            print("removed \(a.positionals[1])")
+            let id = a.positionals[1]
+            let r = try await c.call(NotificationMethod.remove, RemoveNotificationsParams(app: app, pending: [id], delivered: [id]),
+                                     as: RemoveNotificationsResult.self)
+            guard r.removed.contains(id) else { return CommandOutput.fail("\(app) has no notification \(id) (see `interlude center --app \(app)`)") }
+            print("removed \(id)")
             return 0
         case "clear":
             guard let app else { throw Arguments.UsageError(description: "center --app ID clear") }
-            _ = try await c.call(NotificationMethod.remove, RemoveNotificationsParams(app: app, all: true), as: JSONValue.self)
-            print("cleared \(app)")
+            let r = try await c.call(NotificationMethod.remove, RemoveNotificationsParams(app: app, all: true), as: RemoveNotificationsResult.self)
+            print("cleared \(app): \(r.removed.count) removed")
             return 0
         case nil: break
         default: throw Arguments.UsageError(description: "center [--app ID] [remove ID | clear]")
@@ -164,6 +188,7 @@ enum NotificationCommands {
                                     as: NotificationListResult.self)
         if a.has("json") { CommandOutput.printJSONLine(list); return 0 }
         if list.notifications.isEmpty && list.pending.isEmpty { print("the notification center is empty") }
+        for (who, n) in list.badges.sorted(by: { $0.key < $1.key }) where n != 0 { print("badge  \(who)  \(n)") }
         for n in list.notifications {
             let when = Date(timeIntervalSince1970: n.deliveredAt.secondsSince1970)
             print("\(when)  \(n.app)  \(n.identifier)  [\(CommandOutput.name(n.level))]\(n.late ? " (late)" : "")  \(n.title)\(n.body.isEmpty ? "" : " — \(n.body)")")
@@ -181,10 +206,13 @@ enum NotificationCommands {
             guard let n = Int(argv[1]), n >= 0 else { throw Arguments.UsageError(description: "the badge is a whole number ≥ 0") }
             _ = try await c.call(NotificationMethod.setBadge, SetBadgeParams(app: argv[0], count: n), as: JSONValue.self)
         }
-        let s = try await c.status()
-        _ = s
         let list = try await c.call(NotificationMethod.delivered, ListNotificationsParams(app: argv[0]), as: NotificationListResult.self)
-        print("\(argv[0]): badge \(argv.count == 2 ? argv[1] : "unchanged"), \(list.notifications.count) in the center")
+        let badge = list.badges[argv[0]] ?? 0
+        print("\(argv[0]): badge \(badge), \(list.notifications.count) in the center")
+        if argv.count == 2, badge != Int(argv[1]) {
+            // Accepted, but the app's badges are off (its badge setting or the badge option, N12).
+            FileHandle.standardError.write(Data("interlude: \(argv[0])'s badges are off: the badge stays \(badge)\n".utf8))
+        }
         return 0
     }
 

@@ -51,6 +51,8 @@ final class PulseAudioBackend: AudioBackend, @unchecked Sendable {
         return try? connection.sinkMuted(sink)
     }
 
+    func serverName() async -> String? { connection.serverName }
+
     func setOutputMuted(_ muted: Bool) async {
         guard let sink = try? connection.defaultSinkName() else { return }
         try? connection.setSinkMute(sink, muted)

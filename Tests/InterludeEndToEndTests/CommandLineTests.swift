@@ -113,4 +113,30 @@ import InterludeWire
         #expect(s?.sessions.isEmpty == true, "\(String(describing: s?.sessions))")
         #expect(daemon.isRunning)
     }
+
+    /// S1 on the notification path: a notification whose sound file is unusable plays the default
+    /// sound, and `interlude notify` says so on standard error (from the daemon's `soundPlayed`).
+    @Test(.enabled(if: AudioServer.required()))
+    func S1_notifyWithAnUnusableSoundWarnsAndPlaysTheDefault() async throws {
+        let work = NSTemporaryDirectory() + "interlude-cli-s1-\(getpid())"
+        let sounds = work + "/data/interlude/sounds"
+        try FileManager.default.createDirectory(atPath: sounds, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: work) }
+        FileManager.default.createFile(atPath: sounds + "/empty.wav", contents: Data())
+        try #"{ authorization: { default: "grant" } }"#.write(toFile: work + "/interlude.json5", atomically: true, encoding: .utf8)
+        var env = ProcessInfo.processInfo.environment
+        env["XDG_DATA_HOME"] = work + "/data"
+        let socket = work + "/socket"
+        let daemon = try DaemonProcess(socket: socket, work: work, environment: env)
+        defer { daemon.stop() }
+
+        let bad = try interlude(["--socket", socket, "notify", "--app", "org.example.Chat", "--title", "hi", "--sound", sounds + "/empty.wav"])
+        #expect(bad.status == 0, "\(bad.err)")
+        #expect(bad.out.contains("delivered"), "\(bad.out)")
+        #expect(bad.err.contains("warning:") && bad.err.contains("played default instead"), "stderr: \(bad.err)")
+
+        let good = try interlude(["--socket", socket, "notify", "--app", "org.example.Chat", "--title", "hi again", "--sound", "default"])
+        #expect(good.status == 0, "\(good.err)")
+        #expect(!good.err.contains("warning"), "stderr: \(good.err)")
+    }
 }

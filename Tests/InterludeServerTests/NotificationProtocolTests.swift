@@ -123,4 +123,75 @@ import InterludeWire
         #expect(seen?.data["notification"]?["body"] == .string("Notification"))
         #expect(seen.map { "\($0.data)" }?.contains("1234") == false)
     }
+
+    @Test func N12_listingsCarryTheBadgeAndRemoveSaysWhatWentAway() async throws {
+        let d = try TestDaemon(overlay: Self.grant)
+        let chat = try await app(d, "org.example.Chat")
+        _ = try await add(chat, AddNotificationParams(identifier: "m1", title: "one"))
+        let cli = try await InterludeClient.connect(socket: d.socket, app: Engine.userToolApp)
+        _ = try await cli.call(NotificationMethod.setBadge, SetBadgeParams(app: "org.example.Chat", count: 3), as: JSONValue.self)
+        let one = try await cli.call(NotificationMethod.delivered, ListNotificationsParams(app: "org.example.Chat"), as: NotificationListResult.self)
+        #expect(one.badges == ["org.example.Chat": 3])
+        let quiet = try await cli.call(NotificationMethod.delivered, ListNotificationsParams(app: "org.example.Quiet"), as: NotificationListResult.self)
+        #expect(quiet.badges == ["org.example.Quiet": 0])
+        let all = try await cli.call(NotificationMethod.delivered, ListNotificationsParams(all: true), as: NotificationListResult.self)
+        #expect(all.badges == ["org.example.Chat": 3])
+
+        let gone = try await cli.call(NotificationMethod.remove, RemoveNotificationsParams(app: "org.example.Chat", delivered: ["m1", "nope"]),
+                                      as: RemoveNotificationsResult.self)
+        #expect(gone.removed == ["m1"])
+        let again = try await cli.call(NotificationMethod.remove, RemoveNotificationsParams(app: "org.example.Chat", delivered: ["m1"]),
+                                       as: RemoveNotificationsResult.self)
+        #expect(again.removed.isEmpty)
+        // The badge belongs to the app (N12): removing notifications does not change it.
+        let after = try await chat.call(NotificationMethod.delivered, ListNotificationsParams(), as: NotificationListResult.self)
+        #expect(after.badges == ["org.example.Chat": 3])
+    }
+
+    @Test func theUsersToolMayNotNameAnInvalidAppId() async throws {
+        let d = try TestDaemon(overlay: Self.grant)
+        let cli = try await InterludeClient.connect(socket: d.socket, app: Engine.userToolApp)
+        for bad in ["bad app", "", "tab\there"] {
+            var p = SettingsParams(app: bad)
+            p.sound = false
+            let e = await #expect(throws: WireError.self) { _ = try await cli.call(NotificationMethod.setSettings, p, as: NotificationAppSettings.self) }
+            #expect(e?.code == .badRequest, "\(bad)")
+            let l = await #expect(throws: WireError.self) {
+                _ = try await cli.call(NotificationMethod.delivered, ListNotificationsParams(app: bad), as: NotificationListResult.self)
+            }
+            #expect(l?.code == .badRequest, "\(bad)")
+        }
+    }
+
+    @Test func N15_aStateThatCannotBeSavedIsNotAcknowledged() async throws {
+        let store = MemoryNotificationStore()
+        let d = try TestDaemon(store: store, overlay: Self.grant)
+        let chat = try await app(d, "org.example.Chat")
+        store.failing = true
+        let e = await #expect(throws: WireError.self) { _ = try await add(chat, AddNotificationParams(identifier: "lost", title: "t")) }
+        #expect(e?.code == .storageFailed)
+        let r = await #expect(throws: WireError.self) { try await chat.setRinger(silent: true) }
+        #expect(r?.code == .storageFailed)
+        #expect(try await chat.status().ringer == "ring")
+        store.failing = false
+        let list = try await chat.call(NotificationMethod.delivered, ListNotificationsParams(), as: NotificationListResult.self)
+        #expect(list.notifications.isEmpty, "nothing unsaved is in the center")
+        _ = try await add(chat, AddNotificationParams(identifier: "kept", title: "t"))
+        #expect(store.saved.delivered.map(\.request.identifier) == ["kept"])
+    }
+
+    @Test func N15_connectingAndLeavingCostNoSave() async throws {
+        let store = MemoryNotificationStore()
+        let d = try TestDaemon(store: store, overlay: Self.grant)
+        let chat = try await app(d, "org.example.Chat")  // the first hello records the app: saved
+        _ = try await add(chat, AddNotificationParams(identifier: "m1", title: "t"))
+        let saves = store.saves
+        for _ in 0..<5 {
+            let again = try await InterludeClient.connect(socket: d.socket, app: "org.example.Chat")
+            _ = try await again.status()
+            again.close()
+        }
+        try await Task.sleep(nanoseconds: 200_000_000)
+        #expect(store.saves == saves, "presence is not persisted (N15 keeps only what was acknowledged)")
+    }
 }

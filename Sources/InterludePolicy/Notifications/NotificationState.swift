@@ -41,6 +41,24 @@ public struct NotificationState: Codable, Sendable, Equatable {
     }
 }
 
+extension NotificationState {
+    /// Whether this state differs from `other` at most in which apps are connected and in
+    /// `clock`: what an app connecting or leaving changes when it has no queued responses (N14).
+    /// Such a change need not be saved (N15): every app is offline after a restart, and a clock
+    /// that advanced past no deadline is advanced again on the next event. The engine skips the
+    /// disk sync it would cost on every connection.
+    public func differsOnlyInPresence(from other: NotificationState) -> Bool {
+        guard apps.count == other.apps.count else { return false }
+        var aligned = other
+        aligned.clock = clock
+        for (app, record) in apps {
+            guard aligned.apps[app] != nil else { return false }
+            aligned.apps[app]!.connected = record.connected
+        }
+        return aligned == self
+    }
+}
+
 /// What the policy knows about one app.
 public struct NotificationAppRecord: Codable, Sendable, Equatable {
     /// The user's settings for the app (N2), including its authorization (N1).

@@ -362,6 +362,25 @@ private func granted(_ config: NotificationPolicyConfig = .init(authorization: .
         #expect(h.state.apps[chat]?.queuedResponses.isEmpty == true)
     }
 
+    @Test func N15_presenceAloneNeedNotBeSavedButAQueuedResponseSentOnConnectMust() {
+        var h = Self.withCategory()
+        var before = h.state
+        h.advance(5)
+        h.send(.appConnected(app: chat))
+        #expect(h.state != before)
+        #expect(h.state.differsOnlyInPresence(from: before), "connect: only presence and the clock")
+        before = h.state
+        h.send(.appDisconnected(app: chat))
+        #expect(h.state.differsOnlyInPresence(from: before), "disconnect")
+        h.send(.respondToAction(app: chat, notificationIdentifier: "m1", actionIdentifier: "delete", text: nil))
+        before = h.state
+        h.send(.appConnected(app: chat))  // sends the queued response and empties the queue
+        #expect(!h.state.differsOnlyInPresence(from: before))
+        before = h.state
+        h.send(.appConnected(app: "org.example.New"))  // a new app record
+        #expect(!h.state.differsOnlyInPresence(from: before))
+    }
+
     @Test(arguments: [
         ("nope", "reply", "x", NotificationErrorCode.notFound),
         ("m1", "archive", nil, .notFound),
