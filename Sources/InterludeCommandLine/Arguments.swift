@@ -61,3 +61,25 @@ public struct Arguments: Sendable {
         if let bad = given.subtracting(known).sorted().first { throw UsageError(description: "unknown option --\(bad)") }
     }
 }
+
+/// The start of an `interlude` command line: `[--socket PATH] COMMAND ARGUMENTS…`.
+public struct CommandInvocation: Sendable {
+    /// The `--socket` given anywhere on the line (the daemon's socket), if any.
+    public var socket: String?
+    /// The command (`play`, `session`, …), nil when there is none.
+    public var command: String?
+    /// What follows the command, without `--socket PATH`.
+    public var rest: [String]
+
+    /// Splits `argv` (without the program name).
+    public init(_ argv: [String]) {
+        var args = argv
+        if let i = args.firstIndex(of: "--socket"), i + 1 < args.count {
+            socket = args[i + 1]
+            args.removeSubrange(i...(i + 1))
+        }
+        command = args.first
+        rest = Array(args.dropFirst())
+    }
+}
+

@@ -27,14 +27,9 @@ enum AudioCLI {
     static func printJSONLine<T: Encodable>(_ v: T) { CommandOutput.printJSONLine(v) }
 
     static func run(_ argv: [String]) async -> Int32 {
-        var args = argv
-        var socket: String?
-        if let i = args.firstIndex(of: "--socket"), i + 1 < args.count {
-            socket = args[i + 1]
-            args.removeSubrange(i...(i + 1))
-        }
-        guard let command = args.first else { FileHandle.standardError.write(Data((usage + "\n").utf8)); return 2 }
-        let rest = Array(args.dropFirst())
+        let line = CommandInvocation(argv)
+        guard let command = line.command else { FileHandle.standardError.write(Data((usage + "\n").utf8)); return 2 }
+        let (socket, rest) = (line.socket, line.rest)
         do {
             switch command {
             case "session": return try await session(socket: socket, rest)

@@ -45,14 +45,9 @@ enum CLI {
     static let audioCommands: Set<String> = ["session", "interrupt", "scenario", "demo"]
 
     static func run(_ argv: [String]) async -> Int32 {
-        var args = argv
-        var socket: String?
-        if let i = args.firstIndex(of: "--socket"), i + 1 < args.count {
-            socket = args[i + 1]
-            args.removeSubrange(i...(i + 1))
-        }
-        guard let command = args.first else { FileHandle.standardError.write(Data((usage + "\n").utf8)); return 2 }
-        let rest = Array(args.dropFirst())
+        let line = CommandInvocation(argv)
+        guard let command = line.command else { FileHandle.standardError.write(Data((usage + "\n").utf8)); return 2 }
+        let (socket, rest) = (line.socket, line.rest)
         if audioCommands.contains(command) { return handOff(argv) }
         do {
             switch command {
