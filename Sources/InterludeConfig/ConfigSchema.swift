@@ -60,6 +60,8 @@ public enum ConfigSchema {
               "Connections beyond this are refused with rateLimited."),
         .init("server.maxOutputBytes", .integer(default: 1024 * 1024, range: 65536...(64 * 1024 * 1024), unit: "bytes"),
               "A client that does not read and lets this much pile up is disconnected."),
+        .init("server.userTools", .strings(default: ["org.interlude.CLI"]),
+              "Apps that act for the user (the interlude CLI): they change settings and focus (N2, N7), act on any app's notifications and play sounds without the notification rules (N17)."),
     ]
 
     /// The notification delivery core's keys (POLICY.md part N). They are top-level, as in

@@ -3,11 +3,16 @@ import InterludeWire
 
 /// The notification side of the engine: feeds `NotificationPolicy` (N1–N17), persists its state
 /// before answering (N15: nothing acknowledged is lost), plays the sounds it decides, and routes
-/// its events. The user's own tool (`interlude`, app id ``Engine/userToolApp``) acts for the user:
+/// its events. The user's own tools (`server.userTools`: the `interlude` CLI, ``Engine/userToolApp``) act for the user:
 /// its settings, focus and center commands name the app they act on.
 extension Engine {
-    /// The CLI's app id: requests from it are the user's (settings, focus, center, `play`).
+    /// The CLI's app id, the default of `server.userTools`: requests from it are the user's
+    /// (settings, focus, center, `play`).
     public static let userToolApp = "org.interlude.CLI"
+
+    /// Whether `app` acts for the user (`server.userTools`): it may change settings and focus
+    /// (N2, N7), name another app's notifications, and play sounds without N17.
+    func actsForUser(_ app: String) -> Bool { userTools.contains(app) }
 
     /// Feeds one event to the notification policy, persists, carries out the effects, and
     /// returns the reply (if the event has one).
@@ -150,7 +155,7 @@ extension Engine {
     func target(_ client: Int, _ named: String?) throws(WireError) -> String {
         let caller = try appOf(client)
         guard let named, named != caller else { return caller }
-        guard caller == Engine.userToolApp else {
+        guard actsForUser(caller) else {
             throw WireError(.notAuthorized, "an app may act only on its own notifications")
         }
         try Engine.checkAppID(named)
@@ -218,7 +223,7 @@ extension Engine {
     /// `notification.pending` / `notification.delivered` (views honour hidden previews, N13).
     public func listNotifications(client: Int, _ p: ListNotificationsParams) throws(WireError) -> NotificationListResult {
         let caller = try appOf(client)
-        let everyone = p.all == true && caller == Engine.userToolApp
+        let everyone = p.all == true && actsForUser(caller)
         let app = try target(client, p.app)
         let delivered = notifState.delivered.filter { everyone || $0.app == app }
             .map { NotificationPolicy.view(of: $0, in: notifState, config: notifConfig) }
@@ -271,7 +276,7 @@ extension Engine {
     public func explain(client: Int, _ p: ExplainParams) throws(WireError) -> ExplainResult {
         let caller = try appOf(client)
         var app = try target(client, p.app)
-        if p.app == nil && caller == Engine.userToolApp {
+        if p.app == nil && actsForUser(caller) {
             // The user names only the identifier: the newest decision with it, any app.
             app = notifState.decisionLog.last { $0.identifier == p.identifier }?.app
                 ?? notifState.delivered.last { $0.request.identifier == p.identifier }?.app ?? caller
@@ -290,7 +295,7 @@ extension Engine {
 
     /// `notification.setSettings`: the user's settings for an app (N2). Only the user's tool may.
     public func setSettings(client: Int, _ p: SettingsParams) throws(WireError) -> NotificationAppSettings {
-        guard try appOf(client) == Engine.userToolApp, let app = p.app else {
+        guard actsForUser(try appOf(client)), let app = p.app else {
             throw WireError(.notAuthorized, "settings belong to the user: use the interlude CLI (settings APP KEY=VALUE)")
         }
         try Engine.checkAppID(app)
@@ -300,7 +305,7 @@ extension Engine {
 
     /// `focus.set` (N7): on by name (optionally until a time or for a duration), or off.
     public func setFocus(client: Int, _ p: FocusSetParams) throws(WireError) -> FocusStatusResult {
-        guard try appOf(client) == Engine.userToolApp else {
+        guard actsForUser(try appOf(client)) else {
             throw WireError(.notAuthorized, "focus belongs to the user: use the interlude CLI (focus on NAME)")
         }
         var until = p.until.map(NotificationTime.init)

@@ -50,6 +50,8 @@ public actor Engine {
     var notifState = NotificationState()
     let notifConfig: NotificationPolicyConfig
     let store: NotificationStoring?
+    /// Apps that act for the user (`server.userTools` in `Config/`: the interlude CLI).
+    let userTools: Set<String>
     /// Wakes the notification policy at its next deadline (triggers, schedules, summary).
     var notificationTimer = DeadlineTimer()
     var generatedIDs = 0
@@ -64,6 +66,7 @@ public actor Engine {
     public init(config: InterludeConfig, audio: AudioBackend?, sounds: SoundPlayer?, clock: EngineClock = SystemClock(),
                 store: NotificationStoring? = nil, version: String, log: @escaping @Sendable (String) -> Void = { _ in }) throws {
         self.notifConfig = config.notificationPolicy
+        self.userTools = Set(config.strings("server.userTools"))
         self.store = store
         if let store { notifState = try store.load() }
         self.config = config
@@ -225,7 +228,7 @@ public actor Engine {
         var volume = p.volume ?? 1
         guard (0...1).contains(volume) else { throw WireError(.badRequest, "volume must be within 0…1") }
         let app = clients[client]?.app ?? "?"
-        if app != Engine.userToolApp {
+        if !actsForUser(app) {
             // N17: an app's standalone sound obeys the same focus, ringer and rate rules, at the
             // volume they decide (cooldown, N11).
             let reply = try expect(notify(.play(NotificationPlayRequest(sound: p.sound, volume: volume), app: app,
@@ -387,15 +390,13 @@ public actor Engine {
     }
 
     func streamAppeared(_ s: AudioStream) {
-        if s.critical {
-            // A critical alert (N3) plays at its volume through a call: no session, never ducked.
-            return
-        }
         if session(for: s) == nil {
-            // A10: an unmodified client gets an implicit session from its media.role.
+            // A10: an unmodified client gets an implicit session from its media.role; a critical
+            // alert's sound (N3) gets none.
+            let app = s.appName ?? "pid \(s.pid.map(String.init) ?? "?")"
+            guard let d = AudioSessionDescriptor.implicit(role: s.role, app: app, criticalAlert: s.critical) else { return }
             let id = AudioSessionID("i\(s.index)")
             implicitSession[s.index] = id
-            let d = AudioSessionDescriptor.implicit(role: s.role, app: s.appName ?? "pid \(s.pid.map(String.init) ?? "?")")
             log("stream \(s.index) (\(d.app), role \(s.role ?? "none")) → implicit \(id) \(d.category.rawValue)/\(d.mode.rawValue) [A10]")
             reduce(.register(id, d))
             reduce(.playing(id, !s.corked))

@@ -194,4 +194,16 @@ import InterludeWire
         try await Task.sleep(nanoseconds: 200_000_000)
         #expect(store.saves == saves, "presence is not persisted (N15 keeps only what was acknowledged)")
     }
+
+    @Test func N2_theUsersToolsAreTheConfiguredOnes() async throws {
+        let d = try TestDaemon(overlay: #"{"server": {"userTools": ["org.example.Settings"]}}"#)
+        var p = SettingsParams(app: "org.example.Chat")
+        p.sound = false
+        let panel = try await InterludeClient.connect(socket: d.socket, app: "org.example.Settings")
+        let s = try await panel.call(NotificationMethod.setSettings, p, as: NotificationAppSettings.self)
+        #expect(s.sound == false)
+        let cli = try await InterludeClient.connect(socket: d.socket, app: Engine.userToolApp)
+        let e = await #expect(throws: WireError.self) { _ = try await cli.call(NotificationMethod.setSettings, p, as: NotificationAppSettings.self) }
+        #expect(e?.code == .notAuthorized, "org.interlude.CLI is not in this config's userTools")
+    }
 }

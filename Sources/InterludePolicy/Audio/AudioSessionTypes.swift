@@ -91,6 +91,13 @@ public struct AudioSessionDescriptor: Codable, Sendable, Equatable {
     /// Pauses spoken audio instead of ducking it (A3).
     public var interruptsSpokenAudio: Bool { options.contains(.interruptSpokenAudioAndMixWithOthers) }
 
+    /// A10 with N3: the implicit session of a stream, or nil for the sound of a critical alert. A
+    /// critical alert plays at its volume through ringer, focus and a call, so its stream has no
+    /// session: nothing ducks, mutes or interrupts it, and it ducks nothing.
+    public static func implicit(role: String?, app: String, criticalAlert: Bool) -> AudioSessionDescriptor? {
+        criticalAlert ? nil : implicit(role: role, app: app)
+    }
+
     /// A10: the implicit session for an unmodified client's stream with this `media.role`.
     /// `phone` → a call; `music`, `video`, `game` → `playback`; `event`, `a11y`, `navigation` →
     /// mixable with `duckOthers`. Any other role (or none) → `playback` with `mixWithOthers`, so that

@@ -325,6 +325,13 @@ import InterludePolicy
         #expect(d.implicit)
     }
 
+    @Test(arguments: ["event", "phone", nil] as [String?])
+    func A10_N3_aCriticalAlertsStreamGetsNoSession(role: String?) {
+        #expect(AudioSessionDescriptor.implicit(role: role, app: "interluded", criticalAlert: true) == nil)
+        #expect(AudioSessionDescriptor.implicit(role: role, app: "interluded", criticalAlert: false)
+                == AudioSessionDescriptor.implicit(role: role, app: "interluded"))
+    }
+
     @Test func A10_phoneRoleStreamActsAsCall() {
         var h = AudioHarness()
         h.start("music", AudioHarness.music)
