@@ -124,24 +124,31 @@ public enum ConfigLoader {
             }
             config.notificationPolicy = p
         } catch let e as ConfigError { throw e } catch let DecodingError.dataCorrupted(c) {
-            let key = c.codingPath.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }.joined(separator: ".")
+            let key = ConfigLoader.keyPath(c.codingPath)
             let (file, line) = where_(c.codingPath.first?.stringValue ?? "")
             throw ConfigError(file: file, line: line, key: key, message: c.debugDescription, code: "configBadValue")
         } catch let DecodingError.typeMismatch(t, c) {
-            let key = c.codingPath.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }.joined(separator: ".")
+            let key = ConfigLoader.keyPath(c.codingPath)
             let (file, line) = where_(c.codingPath.first?.stringValue ?? "")
             throw ConfigError(file: file, line: line, key: key, message: "must be \(ConfigLoader.plainType(t))", code: "configBadValue")
         } catch let DecodingError.keyNotFound(k, c) {
-            let key = (c.codingPath + [k]).map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }.joined(separator: ".")
+            let key = ConfigLoader.keyPath(c.codingPath + [k])
             let (file, line) = where_(c.codingPath.first?.stringValue ?? k.stringValue)
             throw ConfigError(file: file, line: line, key: key, message: "is required", code: "configBadValue")
         } catch let DecodingError.valueNotFound(t, c) {
-            let key = c.codingPath.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }.joined(separator: ".")
+            let key = ConfigLoader.keyPath(c.codingPath)
             let (file, line) = where_(c.codingPath.first?.stringValue ?? "")
             throw ConfigError(file: file, line: line, key: key, message: "must be \(ConfigLoader.plainType(t)), not null", code: "configBadValue")
         } catch {
             let (file, line) = where_("")
             throw ConfigError(file: file, line: line, key: nil, message: "\(error)", code: "configBadValue")
+        }
+    }
+
+    /// A decoding path as a config key: `entitledCriticalApps[0].app`.
+    static func keyPath(_ path: [any CodingKey]) -> String {
+        path.reduce(into: "") { out, k in
+            if let i = k.intValue { out += "[\(i)]" } else { out += (out.isEmpty ? "" : ".") + k.stringValue }
         }
     }
 

@@ -88,6 +88,8 @@ import InterludePolicy
           arguments: [
             ("{\n  entitledCriticalApps: 'org.example.Alarm',\n}", "entitledCriticalApps", "must be a list"),
             ("{\n  authorization: [],\n}", "authorization", "must be an object"),
+            ("{\n  entitledCriticalApps: [{ app: 'org.example.Alarm', executablepath: '/usr/bin/alarm' }],\n}",
+             "entitledCriticalApps[0].executablepath", "unknown key"),
           ])
     func notificationKeyOfTheWrongKind(text: String, key: String, message: String) throws {
         let dir = try tempDir(text)

@@ -168,9 +168,22 @@ public struct NotificationCriticalEntitlement: Codable, Sendable, Equatable {
             self.init(app: id)
             return
         }
+        // Unknown keys are refused (a misspelt executablePath would otherwise drop the binding).
+        let any = try decoder.container(keyedBy: AnyKey.self)
+        if let unknown = any.allKeys.first(where: { CodingKeys(rawValue: $0.stringValue) == nil }) {
+            throw DecodingError.dataCorrupted(.init(codingPath: any.codingPath + [unknown],
+                                                    debugDescription: "unknown key (an entitlement has app and executablePath)"))
+        }
         let c = try decoder.container(keyedBy: CodingKeys.self)
         self.init(app: try c.decode(String.self, forKey: .app),
                   executablePath: try c.decodeIfPresent(String.self, forKey: .executablePath))
+    }
+
+    private struct AnyKey: CodingKey {
+        var stringValue: String
+        var intValue: Int? { nil }
+        init(stringValue: String) { self.stringValue = stringValue }
+        init?(intValue: Int) { nil }
     }
 }
 
