@@ -140,13 +140,15 @@ struct NotificationReducer {
     }
 
     /// A pending request's trigger came due at `time` (N8). A trigger more than
-    /// `missedTriggerTolerance` behind `now` was missed: one-shot ones are delivered once, marked
-    /// late; repeating ones skip to their next occurrence after `now` (N15).
+    /// `missedTriggerTolerance` behind `now` was missed (N15): a one-shot one is delivered once,
+    /// marked late; a repeating one skips its missed occurrences to the first within the
+    /// tolerance of `now`. That occurrence, if it is not after `now`, is on time and fires next,
+    /// so every repeating trigger is treated alike however long the daemon was down.
     mutating func fire(_ index: Int, at time: NotificationTime, now: NotificationTime) {
         let p = state.pending[index]
         let late = now - time > config.missedTriggerTolerance
         if let trigger = p.request.trigger, trigger.repeats {
-            if let next = nextFire(trigger, previous: time, notBefore: late ? now : time) {
+            if let next = nextFire(trigger, previous: time, notBefore: late ? now - config.missedTriggerTolerance : time) {
                 state.pending[index].fireAt = next
             } else {
                 state.pending.remove(at: index)

@@ -175,6 +175,25 @@ private let utc = NotificationHarness.utc
         #expect(berlin.nextOccurrence(of: match, after: utc("2025-06-01T12:10:00Z")) == utc(first))
     }
 
+    @Test(arguments: [
+        // (seconds down after the last event, deliveries, next fire after the restart) for a
+        // 60 s repeating trigger added at 0, with the default 60 s tolerance.
+        (335.0, 1, 360.0),  // 300 is 35 s back: within the tolerance, on time; 60…240 missed
+        (390.0, 1, 420.0),  // 360 is 30 s back: on time
+        (419.5, 1, 420.0),  // 360 is 59.5 s back: still on time
+        (59.0, 0, 60.0),    // nothing due yet
+    ])
+    func N15_aRepeatingTriggerSkipsMissedOccurrencesButNotOneWithinTheTolerance(downUntil: Double, delivered: Int, next: Double) {
+        var h = Self.berlin(start: "2025-06-01T12:00:00Z")
+        let t0 = h.now
+        h.post("every-minute", from: app, trigger: .interval(seconds: 60, repeats: true))
+        h.tick(at: t0 + 10)
+        let e = h.tick(at: t0 + downUntil)
+        #expect(h.deliveries(in: e).count == delivered)
+        #expect(h.deliveries(in: e).allSatisfy { !$0.late })
+        #expect(h.state.pending.map(\.fireAt) == [t0 + next])
+    }
+
     @Test func N15_missedOneShotIsDeliveredOnceLateAndRepeatingSkipsToNext() {
         var h = Self.berlin(start: "2025-06-01T12:00:00Z")
         h.post("once", from: app, trigger: .interval(seconds: 600, repeats: false))
