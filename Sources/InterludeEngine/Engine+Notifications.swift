@@ -206,6 +206,7 @@ extension Engine {
             guard given == 1 else { throw WireError(.badRequest, "trigger needs exactly one of in, at, calendar") }
             if let s = t.in { trigger = .interval(seconds: s, repeats: t.repeats ?? false) }
             if let at = t.at {
+                guard at.isFinite else { throw WireError(.badRequest, "at must be a time (seconds since 1970)") }
                 guard t.repeats != true else { throw WireError(.badRequest, "an at trigger fires once; use in or calendar to repeat") }
                 trigger = .interval(seconds: max(0.001, at - clock.wallTime), repeats: false)
             }
@@ -308,9 +309,13 @@ extension Engine {
         guard actsForUser(try appOf(client)) else {
             throw WireError(.notAuthorized, "focus belongs to the user: use the interlude CLI (focus on NAME)")
         }
+        let limit = NotificationPolicy.maximumScheduleSeconds
         var until = p.until.map(NotificationTime.init)
+        if let u = p.until {
+            guard u.isFinite, u - clock.wallTime <= limit else { throw WireError(.badRequest, "until must be within 10 years from now") }
+        }
         if let f = p.for {
-            guard f > 0 else { throw WireError(.badRequest, "for must be positive seconds") }
+            guard f > 0, f <= limit else { throw WireError(.badRequest, "for must be positive seconds, at most 10 years") }
             until = NotificationTime(clock.wallTime + f)
         }
         _ = try expect(notify(.setFocus(name: p.name, until: until)))

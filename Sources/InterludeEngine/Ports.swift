@@ -103,9 +103,14 @@ public struct SystemClock: EngineClock {
         clock_gettime(CLOCK_REALTIME, &ts)
         return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
     }
+    /// Sleeps in steps of at most a day, so that any deadline (even a distant or infinite one)
+    /// is in range; a NaN deadline returns at once.
     public func sleep(until deadline: Double) async throws {
-        let delta = deadline - now
-        if delta > 0 { try await Task.sleep(nanoseconds: UInt64(delta * 1e9)) }
+        while true {
+            let delta = deadline - now
+            guard delta > 0 else { return }
+            try await Task.sleep(nanoseconds: UInt64(min(delta, 86400) * 1e9))
+        }
     }
     static func monotonic() -> Double {
         var ts = timespec()

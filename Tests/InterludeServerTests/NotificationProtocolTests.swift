@@ -206,4 +206,41 @@ import InterludeWire
         let e = await #expect(throws: WireError.self) { _ = try await cli.call(NotificationMethod.setSettings, p, as: NotificationAppSettings.self) }
         #expect(e?.code == .notAuthorized, "org.interlude.CLI is not in this config's userTools")
     }
+
+    @Test func N8_timesBeyondTenYearsAreRefusedAndTheDaemonLives() async throws {
+        let d = try TestDaemon(overlay: Self.grant)
+        let chat = try await app(d, "org.example.Chat")
+        for trigger in [TriggerParams(in: 1e300), TriggerParams(in: 2e10), TriggerParams(at: 1e300),
+                        TriggerParams(calendar: NotificationCalendarMatch(year: 9999, month: 1, day: 1))] {
+            let e = await #expect(throws: WireError.self) { _ = try await add(chat, AddNotificationParams(title: "t", trigger: trigger)) }
+            #expect(e?.code == .badRequest, "\(trigger)")
+        }
+        let cli = try await InterludeClient.connect(socket: d.socket, app: Engine.userToolApp)
+        for p in [FocusSetParams(name: "sleep", for: 1e300), FocusSetParams(name: "sleep", until: 1e300)] {
+            let e = await #expect(throws: WireError.self) { _ = try await cli.call(NotificationMethod.focusSet, p, as: FocusStatusResult.self) }
+            #expect(e?.code == .badRequest)
+        }
+        #expect(try await cli.status().version == "test")
+    }
 }
+
+/// The engine's real clock sleeps towards any deadline without trapping: a distant one (a day at a
+/// time, cancellable), an infinite one, a NaN one (returns at once).
+@Suite struct SystemClockTests {
+    @Test(arguments: [1e300, Double.infinity])
+    func aDistantDeadlineSleepsAndCanBeCancelled(ahead: Double) async throws {
+        let clock = SystemClock()
+        let t = Task { try await clock.sleep(until: clock.now + ahead) }
+        try await Task.sleep(nanoseconds: 50_000_000)
+        t.cancel()
+        await #expect(throws: CancellationError.self) { try await t.value }
+    }
+
+    @Test func aNaNDeadlineReturnsAtOnce() async throws {
+        let clock = SystemClock()
+        let t0 = clock.now
+        try await clock.sleep(until: .nan)
+        #expect(clock.now - t0 < 0.5)
+    }
+}
+

@@ -91,6 +91,9 @@ extension NotificationReducer {
             guard let first = firstFire(trigger, at: now) else {
                 return refuse(.badRequest, "N8", "the calendar trigger is invalid or never fires")
             }
+            guard first - now <= NotificationPolicy.maximumScheduleSeconds else {
+                return refuse(.badRequest, "N8", "the trigger fires more than 10 years from now")
+            }
             fireAt = first
         }
         let record = state.apps[app] ?? NotificationAppRecord()

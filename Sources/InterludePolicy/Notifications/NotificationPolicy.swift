@@ -4,6 +4,10 @@
 /// the `NotificationState`, calls `reduce` for each event in order with the current wall-clock time,
 /// carries out the effects, and sleeps until `nextDeadline` to send `.tick`.
 public enum NotificationPolicy {
+    /// The furthest ahead a trigger or a focus end may be, in seconds (10 years of 365.25 days):
+    /// further is refused as `badRequest`, so that no deadline is out of any clock's range.
+    public static let maximumScheduleSeconds: Double = 10 * 365.25 * 86400
+
     /// Applies one event at `now` and returns what the engine must do, in order.
     ///
     /// First advances to `now`: everything due since `state.clock` (fired triggers, schedule
