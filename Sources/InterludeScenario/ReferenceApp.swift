@@ -29,6 +29,10 @@ public final class ReferenceApp: @unchecked Sendable {
     private var userPaused = false
     private var interrupted = false
     private var eventTask: Task<Void, Never>?
+    /// Opens when the app's stream starts playing (at once, or at `activated` after a delay, A4).
+    public let playing = Latch()
+    /// Opens when the daemon closes the connection (it stopped or crashed) or the app stops.
+    public let disconnected = Latch()
 
     public init(socket: String?, app: String, category: AudioCategory, mode: AudioMode = .default,
                 options: [AudioSessionOption] = [], source: PulsePlaybackStream.Source, pulse: PulseConnection,
@@ -43,8 +47,10 @@ public final class ReferenceApp: @unchecked Sendable {
         client = c
         session = try await c.register(category: category, mode: mode, options: options)
         let events = c.events
+        let gone = disconnected
         eventTask = Task { [weak self] in
             for await e in events { self?.handle(e) }
+            gone.open()  // the events end with the connection
         }
     }
 
@@ -68,6 +74,7 @@ public final class ReferenceApp: @unchecked Sendable {
                                                       "interlude.daemon": socket ?? InterludeClient.defaultSocketPath(environment: ProcessInfo.processInfo.environment),
                                                       "media.role": mode == .voicePrompt ? "navigation" : (mode.isCall ? "phone" : "music")])
         if interrupted || userPaused { try? stream?.setCorked(true) }
+        playing.open()
     }
 
     private func handle(_ e: WireEvent) {

@@ -154,20 +154,34 @@ enum AudioCLI {
                                          acceptsDelay: false, obeys: true)
     }
 
-    /// Runs a reference app until `seconds` pass (forever if nil) or SIGINT/SIGTERM, printing its
-    /// events as JSON lines, then deactivates notifying others.
+    /// Runs a reference app until `seconds` of playing pass (for ever if nil) or SIGINT/SIGTERM,
+    /// printing its events as JSON lines, then deactivates notifying others and exits 0. A delayed
+    /// activation (A4) counts `seconds` from when it starts playing. If the daemon goes away, it
+    /// says so and exits 1.
     static func runReferenceApp(socket: String?, app: String, category: AudioCategory, mode: AudioMode,
                                 options: [AudioSessionOption], source: PulsePlaybackStream.Source, seconds: Double?,
                                 acceptsDelay: Bool, obeys: Bool) async throws -> Int32 {
         let pulse = PulseConnection(clientName: app, properties: ["application.name": app])
         try connectAudio(pulse)
         defer { pulse.disconnect() }
+        let stop = Latch()
+        let signals = StopSignals(opening: stop)
+        defer { signals.cancel() }
         let ref = ReferenceApp(socket: socket, app: app, category: category, mode: mode, options: options,
                                source: source, pulse: pulse, obeys: obeys) { e in printJSONLine(e) }
         try await ref.register()
         let r = try await ref.activate(acceptsDelay: acceptsDelay)
         printJSONLine(WireEvent(event: "activate", data: (try? JSONValue(encoding: r)) ?? .null, time: Date().timeIntervalSince1970))
-        await waitForSignal(orSeconds: seconds)
+        // Wait to play (a delayed activation), then play for `seconds`; a stop or a lost daemon ends either wait.
+        var outcome = await Latch.first([stop, ref.disconnected, ref.playing])
+        if outcome == 2 {
+            if let seconds { signals.stop(after: seconds) }
+            outcome = await Latch.first([stop, ref.disconnected])
+        }
+        if outcome == 1 {
+            await ref.stop(notifyOthers: false)
+            return fail("the daemon closed the connection; \(app) stopped")
+        }
         await ref.stop(notifyOthers: true)
         printJSONLine(WireEvent(event: "deactivated", data: .object(["session": .string(ref.session?.rawValue ?? "")]),
                                 time: Date().timeIntervalSince1970))
@@ -175,32 +189,30 @@ enum AudioCLI {
     }
 }
 
-/// Waits for SIGINT/SIGTERM or the given time. Outside main.swift on purpose (DESIGN.md: handlers
-/// written in main-actor code trap under Swift 6).
-func waitForSignal(orSeconds seconds: Double?) async {
-    signal(SIGINT, SIG_IGN)
-    signal(SIGTERM, SIG_IGN)
-    let once = SignalOnce()
-    await withCheckedContinuation { (k: CheckedContinuation<Void, Never>) in
-        let queue = DispatchQueue(label: "interlude.cli.signals")
+/// Opens a latch on SIGINT or SIGTERM, or after a time. Outside main.swift on purpose (DESIGN.md:
+/// handlers written in main-actor code trap under Swift 6).
+final class StopSignals: @unchecked Sendable {
+    private let queue = DispatchQueue(label: "interlude.cli.signals")
+    private let latch: Latch
+    private var sources: [DispatchSourceSignal] = []
+
+    init(opening latch: Latch) {
+        self.latch = latch
+        signal(SIGINT, SIG_IGN)
+        signal(SIGTERM, SIG_IGN)
         for sig in [SIGINT, SIGTERM] {
             let s = DispatchSource.makeSignalSource(signal: sig, queue: queue)
-            s.setEventHandler { @Sendable in if once.claim() { k.resume() } }
+            s.setEventHandler { latch.open() }
             s.resume()
-            once.keep(s)
-        }
-        if let seconds {
-            queue.asyncAfter(deadline: .now() + seconds) { @Sendable in if once.claim() { k.resume() } }
+            sources.append(s)
         }
     }
-    once.cancelAll()
-}
 
-final class SignalOnce: @unchecked Sendable {
-    private let lock = NSLock()
-    private var done = false
-    private var sources: [DispatchSourceSignal] = []
-    func claim() -> Bool { lock.withLock { if done { return false }; done = true; return true } }
-    func keep(_ s: DispatchSourceSignal) { lock.withLock { sources.append(s) } }
-    func cancelAll() { lock.withLock { sources.forEach { $0.cancel() }; sources = [] } }
+    /// Opens the latch `seconds` from now.
+    func stop(after seconds: Double) {
+        let latch = self.latch
+        queue.asyncAfter(deadline: .now() + seconds) { latch.open() }
+    }
+
+    func cancel() { queue.sync { sources.forEach { $0.cancel() } } }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import InterludeClient
 import InterludeScenario
 import InterludeWire
 
@@ -138,5 +139,39 @@ import InterludeWire
         let good = try interlude(["--socket", socket, "notify", "--app", "org.example.Chat", "--title", "hi again", "--sound", "default"])
         #expect(good.status == 0, "\(good.err)")
         #expect(!good.err.contains("warning"), "stderr: \(good.err)")
+    }
+
+    /// A reference app whose daemon dies says so and exits 1 (it used to wait for ever, then
+    /// report a clean deactivation that reached no daemon).
+    @Test(.enabled(if: AudioServer.required()))
+    func aSessionWhoseDaemonDiesExitsOne() async throws {
+        let work = NSTemporaryDirectory() + "interlude-cli-gone-\(getpid())"
+        try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: work) }
+        let socket = work + "/socket"
+        let daemon = try DaemonProcess(socket: socket, work: work, config: false)
+        guard let path = ScenarioRunner.siblingExecutable("interlude") else { throw CocoaError(.fileNoSuchFile) }
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: path)
+        p.arguments = ["--socket", socket, "session", "--app", "org.example.Music", "--category", "playback", "--tone", "440"]
+        let err = Pipe()
+        p.standardError = err
+        p.standardOutput = FileHandle.nullDevice
+        try p.run()
+        let errText = ReadAll(err.fileHandleForReading)
+        var active = false
+        for _ in 0..<100 where !active {
+            try await Task.sleep(nanoseconds: 50_000_000)
+            let s = try? InterludeClient.request(socket: socket, app: "org.interlude.CLI", WireMethod.status, StatusParams(), as: StatusResult.self)
+            active = s?.sessions.contains { $0.app == "org.example.Music" && $0.state == .active } == true
+        }
+        #expect(active)
+        daemon.kill9()
+        let deadline = Date().addingTimeInterval(10)
+        while p.isRunning && Date() < deadline { try await Task.sleep(nanoseconds: 20_000_000) }
+        if p.isRunning { kill(p.processIdentifier, SIGKILL) }
+        p.waitUntilExit()
+        #expect(p.terminationStatus == 1)
+        #expect(errText.text().contains("the daemon closed the connection"))
     }
 }
