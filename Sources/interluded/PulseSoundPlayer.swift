@@ -12,8 +12,22 @@ actor PulseSoundPlayer: SoundPlayer {
     let defaultName: String
     let maxDuration: Double
     let maxBytes: Int
-    /// Uploaded samples by resolved file path: sample name and duration (seconds).
-    var cache: [String: (sample: String, duration: Double)] = [:]
+    /// Uploaded samples by resolved file path: sample name, duration (seconds), and the file's
+    /// identity when it was decoded (a file changed since is decoded and uploaded again).
+    var cache: [String: (sample: String, duration: Double, file: FileIdentity)] = [:]
+    /// Numbers sample names, so that a re-uploaded sound never reuses a name.
+    var uploads = 0
+
+    /// What tells that a file changed: device, inode, size, modification time.
+    struct FileIdentity: Equatable {
+        var device: UInt64, inode: UInt64, size: Int64, modified: Int64, modifiedNanoseconds: Int
+        init?(path: String) {
+            var st = stat()
+            guard stat(path, &st) == 0 else { return nil }
+            device = UInt64(st.st_dev); inode = UInt64(st.st_ino); size = Int64(st.st_size)
+            modified = Int64(st.st_mtim.tv_sec); modifiedNanoseconds = Int(st.st_mtim.tv_nsec)
+        }
+    }
 
     init(connection: PulseConnection, lookup: SoundLookup, defaultName: String, maxDuration: Double, maxBytes: Int) {
         self.connection = connection; self.lookup = lookup; self.defaultName = defaultName
@@ -56,16 +70,23 @@ actor PulseSoundPlayer: SoundPlayer {
         case .notFound: throw WireError(.notFound, "no sound named \(nameOrPath) [soundNotFound]")
         case let .refused(e): throw WireError(.notAuthorized, "\(e) [\(e.code)]")
         }
-        if let hit = cache[path] { return hit }
+        let identity = FileIdentity(path: path)
+        if let hit = cache[path] {
+            if hit.file == identity { return (hit.sample, hit.duration) }
+            // Replaced or edited since it was uploaded: drop the old sample, decode the file again.
+            try? connection.removeSample(name: hit.sample)
+            cache[path] = nil
+        }
         let sound: DecodedSound
         do { sound = try SoundDecoder.decode(path: path, maxDuration: maxDuration, maxBytes: maxBytes) } catch let e as SoundError {
             throw WireError(.badRequest, "\(e) [\(e.code)]")
         } catch { throw WireError(.badRequest, "\(error)") }
-        let sample = "interlude-\(cache.count)-" + (path as NSString).lastPathComponent
+        uploads += 1
+        let sample = "interlude-\(uploads)-" + (path as NSString).lastPathComponent
         do { try connection.uploadSample(name: sample, pcm: sound.pcm, sampleRate: sound.sampleRate, channels: sound.channels) } catch {
             throw WireError(.audioUnavailable, "cannot upload \(path) to the sample cache: \(error)")
         }
-        cache[path] = (sample, sound.duration)
+        if let identity { cache[path] = (sample, sound.duration, identity) }
         return (sample, sound.duration)
     }
 

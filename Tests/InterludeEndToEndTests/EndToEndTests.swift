@@ -114,6 +114,35 @@ enum AudioServer {
     }
 }
 
+extension SoundEndToEndTests {
+    /// S3: the sample cache follows the file: a sound file replaced after it was played is decoded
+    /// and uploaded again (and an unusable replacement falls back to the default, S1).
+    @Test(.enabled(if: AudioServer.required()))
+    func S3_aReplacedSoundFileIsUploadedAgain() async throws {
+        let work = NSTemporaryDirectory() + "interlude-e2e-s3-\(getpid())"
+        let sounds = work + "/data/interlude/sounds"
+        try FileManager.default.createDirectory(atPath: sounds, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: work) }
+        var env = ProcessInfo.processInfo.environment
+        env["XDG_DATA_HOME"] = work + "/data"
+        let socket = work + "/socket"
+        let daemon = try DaemonProcess(socket: socket, work: work, config: false, environment: env)
+        defer { daemon.stop() }
+        let client = try await InterludeClient.connect(socket: socket, app: "org.interlude.CLI")
+        let file = sounds + "/short.wav"
+        try WAVFile.writeSine(path: file, frequency: 800, amplitude: 0.25, seconds: 0.3, sampleRate: 48000)
+        let first = try await client.play("short", volume: 0.1)
+        #expect(first.played == "short" && abs(first.duration - 0.3) < 0.01, "\(first)")
+        try WAVFile.writeSine(path: file, frequency: 800, amplitude: 0.25, seconds: 2, sampleRate: 48000)
+        let second = try await client.play("short", volume: 0.1)
+        #expect(second.played == "short" && abs(second.duration - 2) < 0.01, "\(second)")
+        try WAVFile.writeSine(path: file, frequency: 800, amplitude: 0.25, seconds: 45, sampleRate: 48000)
+        let third = try await client.play("short", volume: 0.1)
+        #expect(third.played == "default" && third.warning != nil, "\(third)")
+        #expect(daemon.isRunning)
+    }
+}
+
 /// N3 on a real server: an entitled critical alert plays at its volume through a muted output
 /// (the output is unmuted for the sound's length, then muted again), and an ordinary one does not.
 @Suite(.serialized) struct CriticalAlertEndToEndTests {
