@@ -93,10 +93,12 @@ public actor Engine {
     }
 
     /// Starts consuming the audio backend's events and the notification timers. Returns at once.
-    /// After a restart, apps count as disconnected and triggers missed while the daemon was down
-    /// are delivered once, marked late (N15).
+    /// After a restart, apps count as disconnected, the ringer switch is where it was (it is
+    /// saved with the notification state, A12), and triggers missed while the daemon was down are
+    /// delivered once, marked late (N15).
     public func start() {
         for (app, record) in notifState.apps where record.connected { _ = try? notify(.appDisconnected(app: app)) }
+        if notifState.ringerSilent != audioState.ringerSilent { reduce(.ringer(silent: notifState.ringerSilent)) }
         _ = try? notify(.tick)
         guard let audio else { return }
         let events = audio.events

@@ -207,6 +207,18 @@ import InterludeWire
         #expect(e?.code == .notAuthorized, "org.interlude.CLI is not in this config's userTools")
     }
 
+    @Test func A12_theRingerSwitchSurvivesARestart() async throws {
+        let store = MemoryNotificationStore()
+        let d = try TestDaemon(store: store, overlay: Self.grant)
+        await d.start()
+        let cli = try await InterludeClient.connect(socket: d.socket, app: Engine.userToolApp)
+        try await cli.setRinger(silent: true)
+        let again = try TestDaemon(store: MemoryNotificationStore(store.saved), overlay: Self.grant)
+        await again.start()
+        let cli2 = try await InterludeClient.connect(socket: again.socket, app: Engine.userToolApp)
+        #expect(try await cli2.status().ringer == "silent")
+    }
+
     @Test func N8_timesBeyondTenYearsAreRefusedAndTheDaemonLives() async throws {
         let d = try TestDaemon(overlay: Self.grant)
         let chat = try await app(d, "org.example.Chat")
