@@ -16,9 +16,26 @@ public struct Arguments: Sendable {
         public init(description: String) { self.description = description }
     }
 
-    /// - Parameter flagNames: options that take no value.
-    /// - Throws: `UsageError` when an option that takes a value is last.
-    public init(_ args: [String], flagNames: Set<String>) throws {
+    /// Reads a command's arguments.
+    /// - Parameters:
+    ///   - flags: options that take no value.
+    ///   - options: options that take a value (`--name value` or `--name=value`).
+    /// - Throws: `UsageError` for an option that is neither (`unknown option --x`), a flag given a
+    ///   value, or an option that takes a value given last.
+    public init(_ args: [String], flags flagNames: Set<String>, options valueNames: Set<String>) throws {
+        for a in args where a.hasPrefix("--") {
+            let name = String(a.dropFirst(2).prefix { $0 != "=" })
+            guard flagNames.contains(name) || valueNames.contains(name) else {
+                let known = flagNames.union(valueNames).sorted().map { "--" + $0 }
+                throw UsageError(description: "unknown option --\(name)" + (known.isEmpty ? " (this command takes none)" : " (known: \(known.joined(separator: ", ")))"))
+            }
+            if flagNames.contains(name) && a.contains("=") { throw UsageError(description: "--\(name) takes no value") }
+        }
+        try self.init(args, flagNames: flagNames)
+    }
+
+    /// Reads arguments without checking option names (see the other initializer).
+    init(_ args: [String], flagNames: Set<String>) throws {
         var i = 0
         while i < args.count {
             let a = args[i]
@@ -54,12 +71,6 @@ public struct Arguments: Sendable {
         }
         return d
     }
-
-    /// Refuses options the command does not know.
-    public func only(_ known: Set<String>) throws {
-        let given = Set(values.keys).union(flags)
-        if let bad = given.subtracting(known).sorted().first { throw UsageError(description: "unknown option --\(bad)") }
-    }
 }
 
 /// The start of an `interlude` command line: `[--socket PATH] COMMAND ARGUMENTS…`.
@@ -70,11 +81,18 @@ public struct CommandInvocation: Sendable {
     public var command: String?
     /// What follows the command, without `--socket PATH`.
     public var rest: [String]
+    /// `--socket` was given without a path (a usage error).
+    public var socketWithoutPath = false
 
     /// Splits `argv` (without the program name).
     public init(_ argv: [String]) {
         var args = argv
-        if let i = args.firstIndex(of: "--socket"), i + 1 < args.count {
+        if let i = args.firstIndex(of: "--socket") {
+            guard i + 1 < args.count else {
+                socketWithoutPath = true
+                rest = []
+                return
+            }
             socket = args[i + 1]
             args.removeSubrange(i...(i + 1))
         }

@@ -28,6 +28,7 @@ enum AudioCLI {
 
     static func run(_ argv: [String]) async -> Int32 {
         let line = CommandInvocation(argv)
+        if line.socketWithoutPath { return CommandOutput.fail("--socket needs a PATH", code: 2) }
         guard let command = line.command else { FileHandle.standardError.write(Data((usage + "\n").utf8)); return 2 }
         let (socket, rest) = (line.socket, line.rest)
         do {
@@ -57,8 +58,7 @@ enum AudioCLI {
     // MARK: scenario
 
     static func scenario(socket: String?, _ argv: [String]) async throws -> Int32 {
-        let a = try Arguments(argv, flagNames: ["connect", "verbose"])
-        try a.only(["record", "plot", "connect", "verbose"])
+        let a = try Arguments(argv, flags: ["connect", "verbose"], options: ["record", "plot"])
         guard a.positionals.count == 2, a.positionals[0] == "run" else {
             throw Arguments.UsageError(description: "usage: interlude scenario run FILE [--record FILE.wav] [--plot FILE.svg] [--connect]")
         }
@@ -98,8 +98,7 @@ enum AudioCLI {
     // MARK: session, interrupt
 
     static func session(socket: String?, _ argv: [String]) async throws -> Int32 {
-        let a = try Arguments(argv, flagNames: ["accepts-delay", "ignore-interruptions"])
-        try a.only(["app", "category", "mode", "option", "tone", "file", "for", "accepts-delay", "ignore-interruptions"])
+        let a = try Arguments(argv, flags: ["accepts-delay", "ignore-interruptions"], options: ["app", "category", "mode", "option", "tone", "file", "for"])
         guard let app = a.value("app") else { throw Arguments.UsageError(description: "session needs --app ID") }
         guard let cat = a.value("category") else { throw Arguments.UsageError(description: "session needs --category") }
         guard let category = AudioCategory(rawValue: cat) else {
@@ -137,8 +136,7 @@ enum AudioCLI {
     }
 
     static func interrupt(socket: String?, _ argv: [String]) async throws -> Int32 {
-        let a = try Arguments(argv, flagNames: [])
-        try a.only(["for", "tone"])
+        let a = try Arguments(argv, flags: [], options: ["for", "tone"])
         guard a.positionals.count == 1, let kind = a.positionals.first, kind == "call" || kind == "prompt" else {
             throw Arguments.UsageError(description: "interrupt takes call or prompt")
         }

@@ -46,6 +46,7 @@ enum CLI {
 
     static func run(_ argv: [String]) async -> Int32 {
         let line = CommandInvocation(argv)
+        if line.socketWithoutPath { return CommandOutput.fail("--socket needs a PATH", code: 2) }
         guard let command = line.command else { FileHandle.standardError.write(Data((usage + "\n").utf8)); return 2 }
         let (socket, rest) = (line.socket, line.rest)
         if audioCommands.contains(command) { return handOff(argv) }
@@ -86,8 +87,8 @@ enum CLI {
     // MARK: status
 
     static func status(socket: String?, _ argv: [String]) async throws -> Int32 {
-        let a = try Arguments(argv, flagNames: ["json"])
-        try a.only(["json"])
+        let a = try Arguments(argv, flags: ["json"], options: [])
+        guard a.positionals.isEmpty else { throw Arguments.UsageError(description: "status takes no arguments but --json") }
         let s = try InterludeClient.request(socket: socket, app: "org.interlude.CLI", WireMethod.status, StatusParams(), as: StatusResult.self)
         if a.has("json") {
             let enc = JSONEncoder()
@@ -119,8 +120,7 @@ enum CLI {
     // MARK: play, ringer, watch
 
     static func play(socket: String?, _ argv: [String]) async throws -> Int32 {
-        let a = try Arguments(argv, flagNames: [])
-        try a.only(["volume"])
+        let a = try Arguments(argv, flags: [], options: ["volume"])
         guard a.positionals.count == 1 else { throw Arguments.UsageError(description: "play takes one NAME or PATH") }
         var sound = a.positionals[0]
         if sound.contains("/") { sound = URL(fileURLWithPath: sound).standardizedFileURL.path }

@@ -16,9 +16,7 @@ enum NotificationCommands {
     // MARK: notify
 
     static func notify(socket: String?, _ argv: [String]) async throws -> Int32 {
-        let a = try Arguments(argv, flagNames: ["promotional", "alert-once", "call", "json"])
-        try a.only(["app", "title", "subtitle", "body", "level", "sound", "critical-volume", "thread", "id", "sender",
-                    "promotional", "alert-once", "call", "in", "at", "repeats", "badge", "category", "relevance", "json"])
+        let a = try Arguments(argv, flags: ["alert-once", "call", "json", "promotional"], options: ["app", "title", "subtitle", "body", "level", "sound", "critical-volume", "thread", "id", "sender", "in", "at", "repeats", "badge", "category", "relevance"])
         guard let app = a.value("app") else { throw Arguments.UsageError(description: "notify needs --app ID") }
         guard let title = a.value("title") else { throw Arguments.UsageError(description: "notify needs --title T") }
         var level: InterruptionLevel?
@@ -50,7 +48,7 @@ enum NotificationCommands {
         }
         let params = AddNotificationParams(
             identifier: a.value("id"), title: title, subtitle: a.value("subtitle"), body: a.value("body"),
-            sound: a.value("sound") ?? "default", criticalVolume: try a.double("critical-volume", in: 0...1), badge: badge,
+            sound: a.value("sound").map { $0.contains("/") ? URL(fileURLWithPath: $0).standardizedFileURL.path : $0 } ?? "default", criticalVolume: try a.double("critical-volume", in: 0...1), badge: badge,
             thread: a.value("thread"), category: a.value("category"), level: level, relevance: try a.double("relevance", in: 0...1),
             promotional: a.has("promotional") ? true : nil, alertOnce: a.has("alert-once") ? true : nil,
             sender: a.value("sender"), isCall: a.has("call") ? true : nil, trigger: trigger)
@@ -124,8 +122,7 @@ enum NotificationCommands {
     // MARK: explain, focus
 
     static func explain(socket: String?, _ argv: [String]) async throws -> Int32 {
-        let a = try Arguments(argv, flagNames: ["json"])
-        try a.only(["app", "json"])
+        let a = try Arguments(argv, flags: ["json"], options: ["app"])
         guard a.positionals.count == 1 else { throw Arguments.UsageError(description: "explain takes one notification ID") }
         let c = try await connectUser(socket)
         let r = try await c.call(NotificationMethod.explain, ExplainParams(app: a.value("app"), identifier: a.positionals[0]), as: ExplainResult.self)
@@ -135,8 +132,14 @@ enum NotificationCommands {
     }
 
     static func focus(socket: String?, _ argv: [String]) async throws -> Int32 {
-        let a = try Arguments(argv, flagNames: [])
-        try a.only(["for", "until"])
+        let a = try Arguments(argv, flags: [], options: ["for", "until"])
+        let usage = Arguments.UsageError(description: "focus on NAME [--for S | --until TIME] | off | status")
+        switch a.positionals.first {  // the command line is checked before the daemon is asked
+        case "on": guard a.positionals.count == 2 else { throw usage }
+        case "off", "status", nil:
+            guard a.positionals.count <= 1, !a.has("for"), !a.has("until") else { throw usage }
+        default: throw usage
+        }
         let c = try await connectUser(socket)
         let status: FocusStatusResult
         switch a.positionals.first {
@@ -163,10 +166,16 @@ enum NotificationCommands {
     // MARK: center, badge
 
     static func center(socket: String?, _ argv: [String]) async throws -> Int32 {
-        let a = try Arguments(argv, flagNames: ["json"])
-        try a.only(["app", "json"])
-        let c = try await connectUser(socket)
+        let a = try Arguments(argv, flags: ["json"], options: ["app"])
         let app = a.value("app")
+        let usage = Arguments.UsageError(description: "center [--app ID] [remove ID | clear]")
+        switch a.positionals.first {  // the command line is checked before the daemon is asked
+        case "remove": guard a.positionals.count == 2, app != nil else { throw usage }
+        case "clear": guard a.positionals.count == 1, app != nil else { throw usage }
+        case nil: break
+        default: throw usage
+        }
+        let c = try await connectUser(socket)
         switch a.positionals.first {
         case "remove":
             guard a.positionals.count == 2, let app else { throw Arguments.UsageError(description: "center --app ID remove NOTIFICATION") }
@@ -200,11 +209,14 @@ enum NotificationCommands {
     }
 
     static func badge(socket: String?, _ argv: [String]) async throws -> Int32 {
-        guard (1...2).contains(argv.count) else { throw Arguments.UsageError(description: "badge APP [N]") }
+        guard (1...2).contains(argv.count), !argv[0].hasPrefix("--") else { throw Arguments.UsageError(description: "badge APP [N]") }
+        let count = try argv.dropFirst().first.map { s -> Int in
+            guard let n = Int(s), n >= 0 else { throw Arguments.UsageError(description: "the badge is a whole number ≥ 0, not \(s)") }
+            return n
+        }
         let c = try await connectUser(socket)
-        if argv.count == 2 {
-            guard let n = Int(argv[1]), n >= 0 else { throw Arguments.UsageError(description: "the badge is a whole number ≥ 0") }
-            _ = try await c.call(NotificationMethod.setBadge, SetBadgeParams(app: argv[0], count: n), as: JSONValue.self)
+        if let count {
+            _ = try await c.call(NotificationMethod.setBadge, SetBadgeParams(app: argv[0], count: count), as: JSONValue.self)
         }
         let list = try await c.call(NotificationMethod.delivered, ListNotificationsParams(app: argv[0]), as: NotificationListResult.self)
         let badge = list.badges[argv[0]] ?? 0
@@ -219,8 +231,7 @@ enum NotificationCommands {
     // MARK: auth, settings
 
     static func auth(socket: String?, _ argv: [String]) async throws -> Int32 {
-        let a = try Arguments(argv, flagNames: [])
-        try a.only(["critical-alerts", "time-sensitive", "sound", "marketing"])
+        let a = try Arguments(argv, flags: [], options: ["critical-alerts", "time-sensitive", "sound", "marketing"])
         guard a.positionals.count == 2, let status = ["grant": NotificationAuthorizationStatus.authorized, "deny": .denied,
                                                       "provisional": .provisional][a.positionals[1]] else {
             throw Arguments.UsageError(description: "auth APP grant|deny|provisional [--critical-alerts on|off] [--time-sensitive on|off] [--sound on|off] [--marketing on|off]")

@@ -68,7 +68,7 @@ actor PulseSoundPlayer: SoundPlayer {
         case let .file(p): path = p
         case let .disabled(p): throw WireError(.notFound, "\(nameOrPath) is disabled on purpose (\(p))")
         case .notFound: throw WireError(.notFound, "no sound named \(nameOrPath) [soundNotFound]")
-        case let .refused(e): throw WireError(.notAuthorized, "\(e) [\(e.code)]")
+        case let .refused(e): throw WireError(.notAuthorized, "\(e)")  // "code: path: why"
         }
         let identity = FileIdentity(path: path)
         if let hit = cache[path] {
@@ -79,7 +79,7 @@ actor PulseSoundPlayer: SoundPlayer {
         }
         let sound: DecodedSound
         do { sound = try SoundDecoder.decode(path: path, maxDuration: maxDuration, maxBytes: maxBytes) } catch let e as SoundError {
-            throw WireError(.badRequest, "\(e) [\(e.code)]")
+            throw WireError(.badRequest, "\(e)")  // "code: path: why"
         } catch { throw WireError(.badRequest, "\(error)") }
         uploads += 1
         let sample = "interlude-\(uploads)-" + (path as NSString).lastPathComponent
