@@ -142,7 +142,13 @@ extension Scenario {
         for m in top {
             switch m.key {
             case "name": s.name = try p.string(m.value, line: m.line, place: "name")
-            case "config": s.config = m.value
+            case "config":
+                // Checked now against the config schema, so that a bad key is reported in this file.
+                do { _ = try ConfigLoader.load(folders: [], overlay: (file, m.value)) } catch {
+                    throw ScenarioError(file: file, line: max(error.line, m.line), place: "config" + (error.key.map { "." + $0 } ?? ""),
+                                        message: error.message)
+                }
+                s.config = m.value
             case "sessions":
                 guard case let .object(members) = m.value else { throw p.error(m.line, "sessions", "must be an object") }
                 for sm in members { s.sessions.append(try p.session(sm.key, sm.value, line: sm.line)) }
@@ -270,6 +276,18 @@ extension Scenario {
             default:
                 allowed.formUnion(["app", "level", "sound", "thread", "id", "criticalVolume", "sender", "promotional", "body", "title"])
                 let id = try string(k.value, line: k.line, place: place + ".notify")
+                for f in m where ["app", "level", "sound", "thread", "id", "sender", "body", "title"].contains(f.key) {
+                    _ = try string(f.value, line: f.line, place: place + "." + f.key)
+                }
+                if let l = m.first(where: { $0.key == "level" }), case let .string(level) = l.value,
+                   !["passive", "active", "timeSensitive", "critical"].contains(level) {
+                    throw error(l.line, place + ".level", "must be passive, active, timeSensitive or critical, not \(level)")
+                }
+                if let v = m.first(where: { $0.key == "criticalVolume" }) {
+                    guard case let .number(x) = v.value, (0...1).contains(x) else {
+                        throw error(v.line, place + ".criticalVolume", "must be a number 0…1")
+                    }
+                }
                 action = .notify(id: id, fields: Dictionary(m.filter { $0.key != "at" && $0.key != "notify" }.map { ($0.key, $0.value) },
                                                             uniquingKeysWith: { a, _ in a }))
             }

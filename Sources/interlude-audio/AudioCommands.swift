@@ -77,6 +77,9 @@ enum AudioCLI {
         do { s = try Scenario.parse(text, file: file) } catch { return fail("bad scenario: \(error)", code: 2) }
         let verbose = a.has("verbose")
         let connect = a.has("connect") ? (socket ?? InterludeClient.defaultSocketPath(environment: ProcessInfo.processInfo.environment)) : nil
+        if connect != nil && s.config != nil {
+            FileHandle.standardError.write(Data("interlude: warning: --connect: the scenario's config does not apply to the running daemon, and its steps change that daemon's focus and ringer\n".utf8))
+        }
         print("scenario: \(s.name)")
         let report = try await ScenarioRunner(s, options: .init(connectSocket: connect, log: { if verbose { print($0) } },
                                                                 warn: { FileHandle.standardError.write(Data("interlude: \($0)\n".utf8)) })).run()

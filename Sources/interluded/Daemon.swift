@@ -48,6 +48,15 @@ enum Daemon {
             }
         }
         let home = ProjectResources.home(environment: env)
+        // A config folder named on purpose must exist (a typo would silently run on defaults).
+        for (source, dir) in [("--config", options["config"]), ("INTERLUDE_CONFIG_DIR", env["INTERLUDE_CONFIG_DIR"])] {
+            guard let dir, !dir.isEmpty, options["config"] == nil || source == "--config" else { continue }
+            var isDir: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: dir, isDirectory: &isDir), isDir.boolValue else {
+                log("bad config: \(source) \(dir): no such folder [configNotFound]")
+                return 78  // EX_CONFIG
+            }
+        }
         let config: InterludeConfig
         do {
             config = try ConfigLoader.load(folders: ConfigLoader.folders(
@@ -78,7 +87,13 @@ enum Daemon {
                                  projectFolder: home.map { $0 + "/Sounds" },
                                  dataDirs: SoundLookup.standardDataDirs(environment: env),
                                  theme: config.string("sounds.theme") ?? "freedesktop")
-        let player = PulseSoundPlayer(connection: pulse, lookup: lookup, defaultName: config.string("sounds.default") ?? "default",
+        // S1 falls back to the default sound: it must exist, or every fallback would fail.
+        let defaultSound = config.string("sounds.default") ?? "default"
+        guard case .file = lookup.resolve(defaultSound) else {
+            log("bad config: \(config.sources["sounds"] ?? "the config"): key 'sounds.default': no sound named \(defaultSound) in the sound folders [configBadValue]")
+            return 78  // EX_CONFIG
+        }
+        let player = PulseSoundPlayer(connection: pulse, lookup: lookup, defaultName: defaultSound,
                                       maxDuration: config.number("sounds.maxDurationSeconds"),
                                       maxBytes: Int(config.number("sounds.maxSampleBytes")))
         let stateDir = options["state"] ?? NotificationStore.defaultDirectory(environment: env)

@@ -65,6 +65,16 @@ enum AudioServer {
         #expect(error("{\"name\": \"nothing to check\"}")?.contains("at least one expectation") == true)
         #expect(error("{\"sessions\": {\"a\": {\"app\": \"x\", \"category\": \"playback\", \"tone\": 440}}, \"steps\": [{\"at\": 1e7, \"activate\": \"a\"}], \"expect\": [{\"at\": 1, \"session\": \"a\", \"state\": \"active\"}]}")?.contains("at most 600 s") == true)
     }
+
+    @Test func aBadConfigOrNotifyStepIsReportedInTheScenarioFile() {
+        // The scenario's config is checked against the config schema, at its line in this file.
+        let config = error("{\n \"config\": {\n  \"audio\": {\n   \"duckLevelDb\": 5\n  }\n }\n}")
+        #expect(config?.hasPrefix("t.json:4: config.audio.duckLevelDb") == true, "\(config ?? "accepted")")
+        let level = error("{\n \"steps\": [\n  {\"at\": 0, \"notify\": \"n1\", \"app\": \"x\", \"level\": \"loud\"}\n ],\n \"expect\": [{\"notification\": \"n1\", \"sound\": \"played\"}]\n}")
+        #expect(level?.contains("steps[0].level: must be passive, active, timeSensitive or critical") == true, "\(level ?? "accepted")")
+        let volume = error("{\n \"steps\": [\n  {\"at\": 0, \"notify\": \"n1\", \"app\": \"x\", \"criticalVolume\": 2}\n ],\n \"expect\": [{\"notification\": \"n1\", \"sound\": \"played\"}]\n}")
+        #expect(volume?.contains("criticalVolume") == true, "\(volume ?? "accepted")")
+    }
 }
 
 /// Issue-level checks of `interlude play`: the default sound is audible at the monitor; a 45 s
