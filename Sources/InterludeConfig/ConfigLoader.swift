@@ -89,9 +89,17 @@ public enum ConfigLoader {
             let path = folder.hasSuffix(".json5") || folder.hasSuffix(".json") ? folder : "\(folder)/\(fileName)"
             guard FileManager.default.fileExists(atPath: path) else { continue }
             let text: String
-            do { text = try String(contentsOfFile: path, encoding: .utf8) } catch {
-                throw ConfigError(file: path, line: 0, key: nil, message: "cannot read: \(error.localizedDescription)", code: "configUnreadable")
+            var isDir: ObjCBool = false
+            if FileManager.default.fileExists(atPath: path, isDirectory: &isDir), isDir.boolValue {
+                throw ConfigError(file: path, line: 0, key: nil, message: "is a folder, not a file", code: "configUnreadable")
             }
+            guard let data = FileManager.default.contents(atPath: path) else {
+                throw ConfigError(file: path, line: 0, key: nil, message: "cannot read: \(String(cString: strerror(errno)))", code: "configUnreadable")
+            }
+            guard let decoded = String(data: data, encoding: .utf8) else {
+                throw ConfigError(file: path, line: 0, key: nil, message: "not UTF-8 text", code: "configUnreadable")
+            }
+            text = decoded
             try apply(&config, text: text, name: path)
         }
         if let overlay {

@@ -30,7 +30,12 @@ public struct WireRequest: Sendable, Equatable {
     public static func parse(_ line: [UInt8]) throws(WireParseError) -> WireRequest {
         let value: JSONValue
         do { value = try WireCoding.decoder.decode(JSONValue.self, from: Data(line)) } catch {
-            throw WireParseError(id: nil, error: WireError(.badRequest, "not valid JSON: \(String(describing: error).prefix(200))"))
+            // Foundation's own words for where the JSON went wrong ("around line 1, column 5"), if any.
+            var detail = ": a value JSON cannot hold here (e.g. a number out of range)"
+            if case let DecodingError.dataCorrupted(c)? = error as? DecodingError {
+                detail = ": " + ((c.underlyingError.flatMap { ($0 as NSError).userInfo["NSDebugDescription"] as? String }) ?? c.debugDescription)
+            }
+            throw WireParseError(id: nil, error: WireError(.badRequest, "not valid JSON" + String(detail.prefix(200))))
         }
         guard let obj = value.objectValue else {
             throw WireParseError(id: nil, error: WireError(.badRequest, "a request must be a JSON object"))
@@ -76,9 +81,30 @@ public struct WireRequest: Sendable, Equatable {
             }
         }
         for (k, v) in params { try check(v, k) }
+        // No param of any method is anywhere near 2^53 (epoch seconds are about 2e9): a number that
+        // large is out of range, named here (the decoder would not name it).
+        for (k, v) in params.sorted(by: { $0.key < $1.key }) {
+            if case let .number(n) = v, !(abs(n) < 9e15) {
+                throw WireError(.badRequest, "\(method): param \"\(k)\" is out of range")
+            }
+        }
         do { return try JSONValue.object(params).decode(P.self) } catch let e as DecodingError {
             throw WireError(.badRequest, "\(method): \(WireRequest.describe(e))")
         } catch { throw WireError(.badRequest, "\(method): \(error)") }
+    }
+
+    /// A decoding type in JSON's words ("a number", "a string"), never a Swift name.
+    static func plain(_ t: Any.Type) -> String {
+        let name = String(describing: t)
+        if name.hasPrefix("Array") { return "a list" }
+        if name.hasPrefix("Dictionary") { return "an object" }
+        switch name {
+        case "String": return "a string"
+        case "Bool": return "true or false"
+        case "Double", "Float": return "a number"
+        case "Int", "Int64", "Int32", "UInt32", "UInt64": return "a whole number"
+        default: return "a value of another kind"
+        }
     }
 
     /// A short human description of a decoding error: which key, what was wrong.
@@ -86,11 +112,12 @@ public struct WireRequest: Sendable, Equatable {
         func path(_ p: [CodingKey]) -> String { p.map { $0.intValue.map(String.init) ?? $0.stringValue }.joined(separator: ".") }
         switch e {
         case let .keyNotFound(k, c): return "missing param \"\(path(c.codingPath + [k]))\""
-        case let .typeMismatch(t, c): return "param \"\(path(c.codingPath))\" must be \(t)"
-        case let .valueNotFound(t, c): return "param \"\(path(c.codingPath))\" must be \(t), not null"
+        case let .typeMismatch(t, c): return "param \"\(path(c.codingPath))\" must be \(plain(t))"
+        case let .valueNotFound(t, c): return "param \"\(path(c.codingPath))\" must be \(plain(t)), not null"
         case let .dataCorrupted(c):
             let p = path(c.codingPath)
-            return p.isEmpty ? "params do not have the expected types" : "param \"\(p)\" has a value of the wrong type or range"
+            return p.isEmpty ? "params do not have the expected types (\(c.debugDescription))"
+                             : "param \"\(p)\" has a value of the wrong type or range (\(c.debugDescription))"
         @unknown default: return "\(e)"
         }
     }

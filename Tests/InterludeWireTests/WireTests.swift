@@ -110,6 +110,21 @@ import InterludePolicy
         let ok = try WireRequest.parse(Array(#"{"id":1,"method":"notification.add","params":{"title":"t","userInfo":{"any key":"its value"},"trigger":{"in":5}}}"#.utf8))
         #expect(throws: Never.self) { _ = try ok.decodeParams(AddNotificationParams.self) }
     }
+    @Test func errorsSpeakJSONNotSwift() throws {
+        if case let .failure(e) = parse("this is not json") { #expect(!e.error.message.contains("DecodingError"), "\(e.error.message)") }
+        else { Issue.record("accepted") }
+        if case let .failure(e) = parse(#"{"id":1e400,"method":"status"}"#) { #expect(!e.error.message.contains("Dictionary<"), "\(e.error.message)") }
+        else { Issue.record("accepted") }
+        let volume = try WireRequest.parse(Array(#"{"id":1,"method":"sound.play","params":{"sound":"default","volume":"loud"}}"#.utf8))
+        do { _ = try volume.decodeParams(SoundPlayParams.self); Issue.record("accepted") } catch {
+            #expect(error.message.contains("\"volume\" must be a number"), "\(error.message)")
+        }
+        let badge = try WireRequest.parse(Array(#"{"id":1,"method":"notification.setBadge","params":{"count":9223372036854775807}}"#.utf8))
+        do { _ = try badge.decodeParams(SetBadgeParams.self); Issue.record("accepted") } catch {
+            #expect(error.code == .badRequest)
+            #expect(error.message.contains("\"count\" is out of range"), "\(error.message)")
+        }
+    }
     @Test func badEnumValueIsBadRequest() throws {
         let r = try WireRequest.parse(Array(#"{"id":1,"method":"session.register","params":{"category":"loud"}}"#.utf8))
         do { _ = try r.decodeParams(RegisterParams.self); Issue.record("accepted") } catch {
