@@ -188,6 +188,7 @@ extension Engine {
         var content = NotificationContent(title: p.title)
         content.subtitle = p.subtitle ?? ""
         content.body = p.body ?? ""
+        if p.sound?.isEmpty == true { throw WireError(.badRequest, "sound must be a name or a path (or \"none\" for no sound), not empty") }
         content.sound = p.sound == "none" ? nil : p.sound
         content.criticalVolume = p.criticalVolume
         content.badge = p.badge
@@ -278,9 +279,13 @@ extension Engine {
         let caller = try appOf(client)
         var app = try target(client, p.app)
         if p.app == nil && actsForUser(caller) {
-            // The user names only the identifier: the newest decision with it, any app.
-            app = notifState.decisionLog.last { $0.identifier == p.identifier }?.app
-                ?? notifState.delivered.last { $0.request.identifier == p.identifier }?.app ?? caller
+            // The user names only the identifier: the app that has it; if several do, say which.
+            let apps = Set(notifState.decisionLog.filter { $0.identifier == p.identifier }.map(\.app)
+                           + notifState.delivered.filter { $0.request.identifier == p.identifier }.map(\.app))
+            if apps.count > 1 {
+                throw WireError(.badRequest, "several apps have a notification \(p.identifier) (\(apps.sorted().joined(separator: ", "))): name one with app")
+            }
+            app = apps.first ?? caller
         }
         guard let d = NotificationPolicy.explain(app: app, identifier: p.identifier, in: notifState) else {
             throw WireError(.notFound, "no decision recorded for \(p.identifier)")

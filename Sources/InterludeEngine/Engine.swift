@@ -297,7 +297,12 @@ public actor Engine {
     func carryOut(_ e: AudioPolicyEffect) -> [Task<Void, Never>] {
         switch e {
         case .activationResult(let id, let r):
-            log("\(id) activate → \(r)")
+            switch r {
+            case let .activated(style, ducked):
+                log("\(id) activate → active" + (style.map { ", promptStyle \($0.rawValue)" } ?? "") + (ducked ? ", ducked" : "") + " [A1, A4]")
+            case .delayed: log("\(id) activate → delayed until the call ends [A4]")
+            case let .failed(code): log("\(id) activate → failed: \(code) [A4]")
+            }
         case let .interruptionBegan(id, reason):
             log("\(id) interruptionBegan reason=\(reason.rawValue)")
             send(to: id, WireEventName.interruptionBegan, InterruptionBeganData(session: id, reason: reason))

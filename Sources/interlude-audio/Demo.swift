@@ -196,7 +196,7 @@ enum Demo {
             return "focus \(d["previous"]?.stringValue ?? "off") → \(d["focus"]?.stringValue ?? "off") [N7]"
         case NotificationEventName.missedDuringFocus:
             let missed = d["missed"].flatMap { if case let .array(a) = $0 { return a.count } else { return nil } } ?? 0
-            return "missed during focus \(d["focus"]?.stringValue ?? ""): \(missed) notification(s), one summary [N7]"
+            return "missed during focus \(d["focus"]?.stringValue ?? ""): " + (missed == 0 ? "nothing" : "\(missed), in one summary") + " [N7]"
         case NotificationEventName.settingsChanged:
             return "the user allows notifications from \(d["app"]?.stringValue ?? "?") [N1, N2]"
         case NotificationEventName.badgeChanged:

@@ -9,6 +9,9 @@ import InterludeWire
 /// commands that play audio of their own (session, interrupt, scenario, demo) are handed to
 /// `interlude-audio`, which links libpulse and libsndfile (see `handOff`).
 enum CLI {
+    /// This CLI's version (the daemon's is in `interlude status`).
+    static let version = "0.1.0"
+
     static let usage = """
     usage: interlude [--socket PATH] COMMAND [OPTIONS]
 
@@ -64,6 +67,7 @@ enum CLI {
             case "auth": return try await NotificationCommands.auth(socket: socket, rest)
             case "settings": return try await NotificationCommands.settings(socket: socket, rest)
             case "help", "--help", "-h": print(usage); return 0
+            case "--version", "version": print("interlude \(version) (protocol \(interludeProtocolVersion))"); return 0
             default: return CommandOutput.fail("unknown command \(command)\n\(usage)", code: 2)
             }
         } catch {

@@ -42,7 +42,8 @@ actor PulseSoundPlayer: SoundPlayer {
         } catch {
             warning = error
             do { entry = try load(defaultName) } catch {
-                throw WireError(.soundFailed, "neither \(nameOrPath) nor the default sound can play: \(error.message)")
+                throw WireError(.soundFailed, (nameOrPath == defaultName ? "the default sound cannot play: "
+                                               : "neither \(nameOrPath) nor the default sound can play: ") + error.message)
             }
         }
         var props = properties

@@ -207,6 +207,21 @@ import InterludeWire
         #expect(e?.code == .notAuthorized, "org.interlude.CLI is not in this config's userTools")
     }
 
+    @Test func N16_explainWithoutAppRefusesAnAmbiguousIdentifierAndAnEmptySoundIsRefused() async throws {
+        let d = try TestDaemon(overlay: Self.grant)
+        let mail = try await app(d, "org.example.Mail")
+        let chat = try await app(d, "org.example.Chat")
+        _ = try await add(mail, AddNotificationParams(identifier: "a1", title: "t"))
+        _ = try await add(chat, AddNotificationParams(identifier: "a1", title: "t"))
+        let cli = try await InterludeClient.connect(socket: d.socket, app: Engine.userToolApp)
+        let e = await #expect(throws: WireError.self) { _ = try await cli.call(NotificationMethod.explain, ExplainParams(identifier: "a1"), as: ExplainResult.self) }
+        #expect(e?.message.contains("org.example.Chat, org.example.Mail") == true, "\(e?.message ?? "")")
+        let named = try await cli.call(NotificationMethod.explain, ExplainParams(app: "org.example.Mail", identifier: "a1"), as: ExplainResult.self)
+        #expect(named.app == "org.example.Mail")
+        let empty = await #expect(throws: WireError.self) { _ = try await add(chat, AddNotificationParams(title: "t", sound: "")) }
+        #expect(empty?.code == .badRequest)
+    }
+
     @Test func A12_theRingerSwitchSurvivesARestart() async throws {
         let store = MemoryNotificationStore()
         let d = try TestDaemon(store: store, overlay: Self.grant)

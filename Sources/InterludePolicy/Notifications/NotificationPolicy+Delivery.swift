@@ -76,7 +76,7 @@ extension NotificationReducer {
             return (nil, ["N11"], ["at most one audible alert per app per \(bursts.audibleAlertInterval) s"], true)
         }
         let factor = bursts.cooldownVolume(elapsed: previous.map { t - $0 })
-        let since = previous.map { "\(t - $0) s after the previous alert of this app and thread" } ?? ""
+        let since = previous.map { "\(((t - $0) * 10).rounded() / 10) s after the previous alert of this app and thread" } ?? ""
         if factor <= 0 { return (nil, ["N11"], ["cooldown: " + since + ": no sound"], false) }
         state.history.lastAudible[app] = t
         let sound = NotificationSoundDecision(name: name, volume: volume * factor)
