@@ -42,6 +42,8 @@ public actor Engine {
     var serial = 0
     /// App-reported playing state, for sessions without matched streams.
     var reportedPlaying: [AudioSessionID: Bool] = [:]
+    /// The duck level (dB) last told to each session with `duckChanged`.
+    var duckReported: [AudioSessionID: Double] = [:]
     var streams: [UInt32: AudioStream] = [:]
     var audioConnected = false
     /// Wakes the audio policy at its next deadline (A4 delay, A8 grace, A9 expiry).
@@ -145,7 +147,7 @@ public actor Engine {
         if !c.sessions.isEmpty {
             log("client \(client) (\(c.app ?? "?")) gone: releasing \(c.sessions.map(\.rawValue).joined(separator: ", ")) [A9]")
             reduce(.clientGone(c.sessions))
-            for s in c.sessions { owner[s] = nil; activationSerial[s] = nil; reportedPlaying[s] = nil }
+            for s in c.sessions { owner[s] = nil; activationSerial[s] = nil; reportedPlaying[s] = nil; duckReported[s] = nil }
         }
     }
 
@@ -159,6 +161,7 @@ public actor Engine {
         guard let c = clients[client], let app = c.app else { throw WireError(.helloRequired, "say hello first") }
         let options = Set(p.options ?? [])
         let descriptor = AudioSessionDescriptor(app: app, category: p.category ?? .soloAmbient, mode: p.mode ?? .default, options: options)
+        if let why = descriptor.configurationProblem { throw WireError(.badRequest, why) }
         let id = AudioSessionID("s\(nextSession)")
         nextSession += 1
         owner[id] = client
@@ -320,7 +323,11 @@ public actor Engine {
             send(to: id, WireEventName.enforcement, SessionEventData(session: id, muted: muted))
         case let .setOutput(id, out, ramp):
             log("\(id) output gain=\(out.gainDb) dB muted=\(out.muted) ramp=\(Int(ramp * 1000)) ms")
-            send(to: id, WireEventName.duckChanged, DuckChangedData(session: id, ducked: out.ducked, levelDb: out.gainDb))
+            // duckChanged only when the duck changed (a mute alone, A8 or A12, has events of its own).
+            if (duckReported[id] ?? 0) != out.gainDb {
+                duckReported[id] = out.gainDb
+                send(to: id, WireEventName.duckChanged, DuckChangedData(session: id, ducked: out.ducked, levelDb: out.gainDb))
+            }
             return streams.values.filter { session(for: $0) == id }.map { apply(out, to: $0.index, ramp: ramp) }
         }
         return []
@@ -420,6 +427,7 @@ public actor Engine {
     func streamRemoved(_ index: UInt32) {
         guard let s = streams.removeValue(forKey: index) else { return }
         if let id = implicitSession.removeValue(forKey: index) {
+            duckReported[id] = nil
             reduce(.unregister(id, notifyOthers: true))
         } else if let id = session(for: s) {
             refreshPlaying(id)

@@ -228,6 +228,9 @@ extension Scenario {
                 }
             }
             if s.app.isEmpty { throw error(line, place, "needs \"app\"") }
+            if let why = AudioSessionDescriptor(app: s.app, category: s.category, mode: s.mode, options: Set(s.options)).configurationProblem {
+                throw error(line, place, why)
+            }
             if !haveTone { throw error(line, place, "needs \"tone\" (Hz)") }
             return s
         }

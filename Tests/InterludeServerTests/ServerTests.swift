@@ -176,6 +176,15 @@ final class RawPeer {
         #expect(ended?.data["shouldResume"] == .bool(true))
     }
 
+    @Test func A4_onlyAPlayAndRecordSessionCanBeACall() async throws {
+        let d = try TestDaemon()
+        let app = try await InterludeClient.connect(socket: d.socket, app: "org.example.Game")
+        let e = await #expect(throws: WireError.self) { _ = try await app.register(category: .ambient, mode: .voiceChat) }
+        #expect(e?.code == .badRequest)
+        #expect(e?.message.contains("needs category playAndRecord") == true)
+        #expect(try await app.status().sessions.isEmpty)
+    }
+
     @Test func activationDuringCallFailsWithInsufficientPriority_A4() async throws {
         let d = try TestDaemon()
         let phone = try await InterludeClient.connect(socket: d.socket, app: "org.example.Phone")

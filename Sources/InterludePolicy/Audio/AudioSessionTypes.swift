@@ -88,6 +88,29 @@ public struct AudioSessionDescriptor: Codable, Sendable, Equatable {
     public var isCall: Bool { mode.isCall }
     /// Ducks others while active (A2).
     public var ducksOthers: Bool { options.contains(.duckOthers) }
+
+    /// Why this category, mode and options do not go together, or nil if they do. As
+    /// AVAudioSession (the reference system) has it: `voiceChat`/`videoChat` need `playAndRecord`
+    /// (so only a real call session is a call, A4), `moviePlayback` needs `playback`,
+    /// `spokenAudio` and `voicePrompt` need `playback` or `playAndRecord`, and the mixing options
+    /// need `playback` or `playAndRecord` (the other categories' mixing is fixed, POLICY.md).
+    public var configurationProblem: String? {
+        let playing: Set<AudioCategory> = [.playback, .playAndRecord]
+        let allowed: Set<AudioCategory>? = switch mode {
+        case .voiceChat, .videoChat: [.playAndRecord]
+        case .moviePlayback: [.playback]
+        case .spokenAudio, .voicePrompt: playing
+        case .default: nil
+        }
+        if let allowed, !allowed.contains(category) {
+            let names = allowed.map(\.rawValue).sorted().joined(separator: " or ")
+            return "mode \(mode.rawValue) needs category \(names), not \(category.rawValue)"
+        }
+        if let o = options.sorted().first, !playing.contains(category) {
+            return "option \(o.rawValue) needs category playback or playAndRecord, not \(category.rawValue)"
+        }
+        return nil
+    }
     /// Pauses spoken audio instead of ducking it (A3).
     public var interruptsSpokenAudio: Bool { options.contains(.interruptSpokenAudioAndMixWithOthers) }
 

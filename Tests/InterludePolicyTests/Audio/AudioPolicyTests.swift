@@ -325,6 +325,29 @@ import InterludePolicy
         #expect(d.implicit)
     }
 
+    @Test(arguments: [
+        (AudioCategory.playAndRecord, AudioMode.voiceChat, [AudioSessionOption](), true),
+        (.ambient, .voiceChat, [], false),
+        (.playback, .videoChat, [], false),
+        (.playback, .moviePlayback, [], true),
+        (.playAndRecord, .moviePlayback, [], false),
+        (.playback, .spokenAudio, [], true),
+        (.soloAmbient, .voicePrompt, [], false),
+        (.playback, .voicePrompt, [.duckOthers, .interruptSpokenAudioAndMixWithOthers], true),
+        (.ambient, .default, [.mixWithOthers], false),
+        (.record, .default, [.duckOthers], false),
+        (.ambient, .default, [], true),
+    ])
+    func A4_categoriesModesAndOptionsGoTogetherAsAVAudioSessionHasIt(category: AudioCategory, mode: AudioMode,
+                                                                      options: [AudioSessionOption], ok: Bool) {
+        let d = AudioSessionDescriptor(app: "x", category: category, mode: mode, options: Set(options))
+        #expect((d.configurationProblem == nil) == ok, "\(d.configurationProblem ?? "allowed")")
+        // Every implicit session (A10) is a valid one.
+        for role in ["phone", "music", "video", "game", "event", "a11y", "navigation", "other", nil] as [String?] {
+            #expect(AudioSessionDescriptor.implicit(role: role, app: "x").configurationProblem == nil)
+        }
+    }
+
     @Test(arguments: ["event", "phone", nil] as [String?])
     func A10_N3_aCriticalAlertsStreamGetsNoSession(role: String?) {
         #expect(AudioSessionDescriptor.implicit(role: role, app: "interluded", criticalAlert: true) == nil)
