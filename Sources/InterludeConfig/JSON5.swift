@@ -94,6 +94,9 @@ public enum JSON5 {
                 case "true": return .bool(true)
                 case "false": return .bool(false)
                 case "null": return .null
+                case "NaN", "Infinity":
+                    // JSON5 allows them, but no config value may be one: every number has a range.
+                    throw error("\(word) is not allowed here: config numbers are finite")
                 case "": throw error("unexpected character '\(Character(Unicode.Scalar(c)))', expected a value")
                 default: throw error("unexpected word '\(word)', expected a value (strings need quotes)")
                 }

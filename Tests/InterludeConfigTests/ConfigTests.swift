@@ -15,6 +15,12 @@ import InterludePolicy
         #expect(v["d"] == .number(16))
         #expect(v["e"] == .number(-15))
     }
+    @Test(arguments: ["{ a: NaN }", "{ a: Infinity }"])
+    func nonFiniteNumbersAreRefusedByName(text: String) {
+        do { _ = try JSON5.parse(text); Issue.record("accepted") } catch {
+            #expect(error.description.contains("not allowed here: config numbers are finite"), "\(error)")
+        }
+    }
     @Test func keysRememberTheirLines() throws {
         let v = try JSON5.parse("{\n  a: {\n    b: 2,\n  },\n}")
         guard case let .object(top) = v, case let .object(inner) = top[0].value else { Issue.record("shape"); return }
