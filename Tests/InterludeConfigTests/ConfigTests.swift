@@ -18,7 +18,7 @@ import InterludePolicy
     @Test(arguments: ["{ a: NaN }", "{ a: Infinity }"])
     func nonFiniteNumbersAreRefusedByName(text: String) {
         do { _ = try JSON5.parse(text); Issue.record("accepted") } catch {
-            #expect(error.description.contains("not allowed here: config numbers are finite"), "\(error)")
+            #expect(error.message.contains("not allowed here: config numbers are finite"), "\(error.message)")
         }
     }
     @Test func keysRememberTheirLines() throws {
