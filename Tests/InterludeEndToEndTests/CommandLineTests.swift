@@ -82,11 +82,10 @@ import InterludeWire
 
     @Test(.enabled(if: AudioServer.required()))
     func playStatusAndAPromptThroughTheRealDaemon() async throws {
-        let work = NSTemporaryDirectory() + "interlude-cli-\(getpid())"
-        try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: work) }
-        let socket = work + "/socket"
-        let daemon = try DaemonProcess(socket: socket, work: work, config: false)
+        let w = try WorkFolder("cli")
+        defer { w.remove() }
+        let socket = w.socket
+        let daemon = try DaemonProcess(socket: socket, work: w.path, config: false)
         defer { daemon.stop() }
 
         let play = try interlude(["--socket", socket, "play", "default"])
@@ -119,16 +118,12 @@ import InterludeWire
     /// sound, and `interlude notify` says so on standard error (from the daemon's `soundPlayed`).
     @Test(.enabled(if: AudioServer.required()))
     func S1_notifyWithAnUnusableSoundWarnsAndPlaysTheDefault() async throws {
-        let work = NSTemporaryDirectory() + "interlude-cli-s1-\(getpid())"
-        let sounds = work + "/data/interlude/sounds"
-        try FileManager.default.createDirectory(atPath: sounds, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: work) }
+        let w = try WorkFolder("cli-s1")
+        defer { w.remove() }
+        let (socket, sounds) = (w.socket, w.sounds)
         FileManager.default.createFile(atPath: sounds + "/empty.wav", contents: Data())
-        try #"{ authorization: { default: "grant" } }"#.write(toFile: work + "/interlude.json5", atomically: true, encoding: .utf8)
-        var env = ProcessInfo.processInfo.environment
-        env["XDG_DATA_HOME"] = work + "/data"
-        let socket = work + "/socket"
-        let daemon = try DaemonProcess(socket: socket, work: work, environment: env)
+        try w.config(#"{ authorization: { default: "grant" } }"#)
+        let daemon = try DaemonProcess(socket: socket, work: w.path, environment: w.environment)
         defer { daemon.stop() }
 
         let bad = try interlude(["--socket", socket, "notify", "--app", "org.example.Chat", "--title", "hi", "--sound", sounds + "/empty.wav"])
@@ -145,11 +140,10 @@ import InterludeWire
     /// report a clean deactivation that reached no daemon).
     @Test(.enabled(if: AudioServer.required()))
     func aSessionWhoseDaemonDiesExitsOne() async throws {
-        let work = NSTemporaryDirectory() + "interlude-cli-gone-\(getpid())"
-        try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: work) }
-        let socket = work + "/socket"
-        let daemon = try DaemonProcess(socket: socket, work: work, config: false)
+        let w = try WorkFolder("cli-gone")
+        defer { w.remove() }
+        let socket = w.socket
+        let daemon = try DaemonProcess(socket: socket, work: w.path, config: false)
         guard let path = ScenarioRunner.siblingExecutable("interlude") else { throw CocoaError(.fileNoSuchFile) }
         let p = Process()
         p.executableURL = URL(fileURLWithPath: path)

@@ -83,18 +83,15 @@ enum AudioServer {
 @Suite(.serialized) struct SoundEndToEndTests {
     @Test(.enabled(if: AudioServer.required()))
     func playDefaultIsAudibleAndBadFilesFallBack_S1() async throws {
-        let work = NSTemporaryDirectory() + "interlude-e2e-\(getpid())"
-        let sounds = work + "/data/interlude/sounds"
-        try FileManager.default.createDirectory(atPath: sounds, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: work) }
+        let w = try WorkFolder("e2e")
+        defer { w.remove() }
+        let (work, sounds) = (w.path, w.sounds)
         try WAVFile.writeSine(path: sounds + "/long.wav", frequency: 300, amplitude: 0.25, seconds: 45, sampleRate: 48000)
         FileManager.default.createFile(atPath: sounds + "/empty.wav", contents: Data())
         try "this is not audio".write(toFile: sounds + "/text.wav", atomically: true, encoding: .utf8)
 
-        let socket = work + "/socket"
-        var env = ProcessInfo.processInfo.environment
-        env["XDG_DATA_HOME"] = work + "/data"
-        let daemon = try DaemonProcess(socket: socket, work: work, config: false, environment: env)
+        let socket = w.socket
+        let daemon = try DaemonProcess(socket: socket, work: work, config: false, environment: w.environment)
         defer { daemon.stop() }
 
         let pulse = PulseConnection(clientName: "interlude e2e")
@@ -129,14 +126,10 @@ extension SoundEndToEndTests {
     /// and uploaded again (and an unusable replacement falls back to the default, S1).
     @Test(.enabled(if: AudioServer.required()))
     func S3_aReplacedSoundFileIsUploadedAgain() async throws {
-        let work = NSTemporaryDirectory() + "interlude-e2e-s3-\(getpid())"
-        let sounds = work + "/data/interlude/sounds"
-        try FileManager.default.createDirectory(atPath: sounds, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: work) }
-        var env = ProcessInfo.processInfo.environment
-        env["XDG_DATA_HOME"] = work + "/data"
-        let socket = work + "/socket"
-        let daemon = try DaemonProcess(socket: socket, work: work, config: false, environment: env)
+        let w = try WorkFolder("e2e-s3")
+        defer { w.remove() }
+        let (socket, sounds) = (w.socket, w.sounds)
+        let daemon = try DaemonProcess(socket: socket, work: w.path, config: false, environment: w.environment)
         defer { daemon.stop() }
         let client = try await InterludeClient.connect(socket: socket, app: "org.interlude.CLI")
         let file = sounds + "/short.wav"
@@ -252,6 +245,29 @@ extension SoundEndToEndTests {
         d.stop()
         _ = cli; _ = app
     }
+}
+
+/// A temporary folder for one test's daemon: its socket, state, log and config, and a user sound
+/// folder (`data/interlude/sounds`, found through `XDG_DATA_HOME` in ``environment``). Removed by
+/// ``remove()``.
+struct WorkFolder {
+    let path: String
+    var socket: String { path + "/socket" }
+    var sounds: String { path + "/data/interlude/sounds" }
+    /// This process's environment with `XDG_DATA_HOME` pointing into the folder.
+    var environment: [String: String] {
+        var env = ProcessInfo.processInfo.environment
+        env["XDG_DATA_HOME"] = path + "/data"
+        return env
+    }
+    init(_ name: String) throws {
+        path = NSTemporaryDirectory() + "interlude-\(name)-\(getpid())"
+        try? FileManager.default.removeItem(atPath: path)
+        try FileManager.default.createDirectory(atPath: path + "/data/interlude/sounds", withIntermediateDirectories: true)
+    }
+    /// Writes `interlude.json5` (read with `DaemonProcess(config: true)`).
+    func config(_ text: String) throws { try text.write(toFile: path + "/interlude.json5", atomically: true, encoding: .utf8) }
+    func remove() { try? FileManager.default.removeItem(atPath: path) }
 }
 
 /// A real `interluded` process on a private socket (`--private`), with its log in `work/log`.
