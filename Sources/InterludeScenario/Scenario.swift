@@ -122,8 +122,10 @@ public struct ScenarioError: Error, Sendable, CustomStringConvertible {
     public var description: String { "\(file):\(line): \(place): \(message)" }
 }
 
+/// A number for messages: whole ones without decimals, others with one; any size, NaN included.
 func fmt(_ d: Double) -> String {
-    d.rounded() == d ? String(Int(d)) : String(format: "%.1f", d)
+    guard d.isFinite, abs(d) < 1e15 else { return String(format: "%g", d) }
+    return d.rounded() == d ? String(Int(d)) : String(format: "%.1f", d)
 }
 
 extension Scenario {
@@ -143,6 +145,7 @@ extension Scenario {
             switch m.key {
             case "name": s.name = try p.string(m.value, line: m.line, place: "name")
             case "config":
+                guard case .object = m.value else { throw p.error(m.line, "config", "must be an object of config keys") }
                 // Checked now against the config schema, so that a bad key is reported in this file.
                 do { _ = try ConfigLoader.load(folders: [], overlay: (file, m.value)) } catch {
                     throw ScenarioError(file: file, line: max(error.line, m.line), place: "config" + (error.key.map { "." + $0 } ?? ""),

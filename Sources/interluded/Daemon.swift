@@ -11,7 +11,8 @@ import InterludeStore
 enum Daemon {
     static let version = "0.1.0"
     static let usage = """
-    usage: interluded [--socket PATH] [--config DIR] [--state DIR] [--pulse-server SERVER] [--private] [--version]
+    usage: interluded [--socket PATH] [--config DIR] [--state DIR] [--pulse-server SERVER] [--private]
+                      [--exit-with-parent] [--version]
 
     Interlude's audio-policy and notification-sound daemon.
       --socket PATH          socket to listen on (default $INTERLUDE_SOCKET or $XDG_RUNTIME_DIR/interlude/socket)
@@ -119,6 +120,7 @@ enum Daemon {
         await waitForTerminationSignal(orParentExit: options["exit-with-parent"] != nil)
         log("stopping")
         server.stop()
+        await engine.releaseStreams()  // no duck or mute of ours outlives the daemon
         pulse.disconnect()
         return 0
     }
