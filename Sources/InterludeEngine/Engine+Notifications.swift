@@ -209,7 +209,8 @@ extension Engine {
             if let at = t.at {
                 guard at.isFinite else { throw WireError(.badRequest, "at must be a time (seconds since 1970)") }
                 guard t.repeats != true else { throw WireError(.badRequest, "an at trigger fires once; use in or calendar to repeat") }
-                trigger = .interval(seconds: max(0.001, at - clock.wallTime), repeats: false)
+                // A time already past is now: delivered at once, decided as such (not "held").
+                trigger = at > clock.wallTime ? .interval(seconds: at - clock.wallTime, repeats: false) : nil
             }
             if let c = t.calendar { trigger = .calendar(c, repeats: t.repeats ?? false) }
         }

@@ -100,7 +100,10 @@ public actor Engine {
     /// delivered once, marked late (N15).
     public func start() {
         for (app, record) in notifState.apps where record.connected { _ = try? notify(.appDisconnected(app: app)) }
-        if notifState.ringerSilent != audioState.ringerSilent { reduce(.ringer(silent: notifState.ringerSilent)) }
+        if notifState.ringerSilent != audioState.ringerSilent {
+            log("ringer silent, as it was before the restart [A12]")
+            reduce(.ringer(silent: notifState.ringerSilent))
+        }
         _ = try? notify(.tick)
         guard let audio else { return }
         let events = audio.events
@@ -123,8 +126,7 @@ public actor Engine {
     /// (reverse-DNS by convention, e.g. `org.example.Music`).
     /// - Throws: `badRequest` naming the rule.
     static func checkAppID(_ app: String, param: String = "app") throws(WireError) {
-        guard !app.isEmpty, app.utf8.count <= 255,
-              !app.unicodeScalars.contains(where: { $0.properties.isWhitespace || $0.value < 0x20 || $0.value == 0x7f }) else {
+        if AppIdentifier.problem(app) != nil {
             throw WireError(.badRequest, "\(param) must be 1…255 characters without spaces or control characters, e.g. org.example.Music")
         }
     }

@@ -117,9 +117,13 @@ enum AudioCLI {
             }
             return v
         }
+        if let why = AppIdentifier.problem(app) { throw Arguments.UsageError(description: "--app: \(why)") }
+        if let why = AudioSessionDescriptor(app: app, category: category, mode: mode, options: Set(options)).configurationProblem {
+            throw Arguments.UsageError(description: why)
+        }
         let source = try sourceArgument(a, defaultTone: nil)
         return try await runReferenceApp(socket: socket, app: app, category: category, mode: mode, options: options,
-                                         source: source, seconds: try a.double("for", in: 0...86400),
+                                         source: source, seconds: try a.double("for", in: 0.001...86400),
                                          acceptsDelay: a.has("accepts-delay"), obeys: !a.has("ignore-interruptions"))
     }
 
@@ -143,7 +147,7 @@ enum AudioCLI {
         guard a.positionals.count == 1, let kind = a.positionals.first, kind == "call" || kind == "prompt" else {
             throw Arguments.UsageError(description: "interrupt takes call or prompt")
         }
-        guard let seconds = try a.double("for", in: 0...86400) else { throw Arguments.UsageError(description: "interrupt needs --for SECONDS") }
+        guard let seconds = try a.double("for", in: 0.001...86400) else { throw Arguments.UsageError(description: "interrupt needs --for SECONDS") }
         if kind == "call" {
             return try await runReferenceApp(socket: socket, app: "org.interlude.Call", category: .playAndRecord, mode: .voiceChat,
                                              options: [], source: try sourceArgument(a, defaultTone: 990), seconds: seconds,

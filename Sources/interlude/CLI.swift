@@ -38,7 +38,7 @@ enum CLI {
       auth APP grant|deny|provisional [--critical-alerts on|off] [--time-sensitive on|off] [--sound on|off] [--marketing on|off]
       settings APP [KEY=VALUE…]               show or change an app's settings (N2)
       scenario run FILE [--record FILE.wav] [--plot FILE.svg] [--connect] [--verbose]
-                                              run a scenario (SCENARIOS.md) on a private daemon and check it
+                                              run a scenario (README "Scenario files") on a private daemon and check it
       demo                                    the main job in one go: music, prompt, podcast, call, notification sound
 
     The socket is --socket, else $INTERLUDE_SOCKET, else $XDG_RUNTIME_DIR/interlude/socket.

@@ -18,6 +18,8 @@ enum NotificationCommands {
     static func notify(socket: String?, _ argv: [String]) async throws -> Int32 {
         let a = try Arguments(argv, flags: ["alert-once", "call", "json", "promotional"], options: ["app", "title", "subtitle", "body", "level", "sound", "critical-volume", "thread", "id", "sender", "in", "at", "repeats", "badge", "category", "relevance"])
         guard let app = a.value("app") else { throw Arguments.UsageError(description: "notify needs --app ID") }
+        if let why = AppIdentifier.problem(app) { throw Arguments.UsageError(description: "--app: \(why)") }
+        if a.value("id")?.isEmpty == true { throw Arguments.UsageError(description: "--id must not be empty") }
         guard let title = a.value("title") else { throw Arguments.UsageError(description: "notify needs --title T") }
         var level: InterruptionLevel?
         if let l = a.value("level") {
@@ -37,7 +39,7 @@ enum NotificationCommands {
             guard a.has("in") else { throw Arguments.UsageError(description: "--repeats goes with --in SECONDS (an --at time fires once)") }
             repeats = v
         }
-        if let s = try a.double("in", in: 0...(366 * 86400)) {
+        if let s = try a.double("in", in: 0.001...NotificationPolicy.maximumScheduleSeconds) {
             trigger = TriggerParams(in: s, repeats: repeats)
         } else if let at = a.value("at") {
             trigger = TriggerParams(at: try parseTime(at, option: "--at"))
@@ -148,7 +150,7 @@ enum NotificationCommands {
             if a.has("for") && a.has("until") { throw Arguments.UsageError(description: "give --for or --until, not both") }
             status = try await c.call(NotificationMethod.focusSet,
                                       FocusSetParams(name: a.positionals[1], until: try a.value("until").map { try parseTime($0, option: "--until") },
-                                                     for: try a.double("for", in: 1...(366 * 86400))), as: FocusStatusResult.self)
+                                                     for: try a.double("for", in: 1...NotificationPolicy.maximumScheduleSeconds)), as: FocusStatusResult.self)
         case "off":
             status = try await c.call(NotificationMethod.focusSet, FocusSetParams(name: nil), as: FocusStatusResult.self)
         case "status", nil:
@@ -170,8 +172,9 @@ enum NotificationCommands {
         let app = a.value("app")
         let usage = Arguments.UsageError(description: "center [--app ID] [remove ID | clear]")
         switch a.positionals.first {  // the command line is checked before the daemon is asked
-        case "remove": guard a.positionals.count == 2, app != nil else { throw usage }
-        case "clear": guard a.positionals.count == 1, app != nil else { throw usage }
+        case "remove", "clear":
+            guard app != nil else { throw Arguments.UsageError(description: "center \(a.positionals[0]) needs --app ID (whose notifications)") }
+            guard a.positionals.count == (a.positionals[0] == "remove" ? 2 : 1) else { throw usage }
         case nil: break
         default: throw usage
         }
@@ -211,7 +214,7 @@ enum NotificationCommands {
     static func badge(socket: String?, _ argv: [String]) async throws -> Int32 {
         guard (1...2).contains(argv.count), !argv[0].hasPrefix("--") else { throw Arguments.UsageError(description: "badge APP [N]") }
         let count = try argv.dropFirst().first.map { s -> Int in
-            guard let n = Int(s), n >= 0 else { throw Arguments.UsageError(description: "the badge is a whole number ≥ 0, not \(s)") }
+            guard let n = Int(s), (0...Int(Int32.max)).contains(n) else { throw Arguments.UsageError(description: "the badge is a whole number 0…\(Int32.max), not \(s)") }
             return n
         }
         let c = try await connectUser(socket)
@@ -256,6 +259,7 @@ enum NotificationCommands {
 
     static func settings(socket: String?, _ argv: [String]) async throws -> Int32 {
         guard let app = argv.first else { throw Arguments.UsageError(description: "settings APP [KEY=VALUE…]") }
+        if let why = AppIdentifier.problem(app) { throw Arguments.UsageError(description: "APP: \(why)") }
         var p = SettingsParams(app: app)
         var changed = false
         for kv in argv.dropFirst() {

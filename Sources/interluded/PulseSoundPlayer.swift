@@ -18,14 +18,17 @@ actor PulseSoundPlayer: SoundPlayer {
     /// Numbers sample names, so that a re-uploaded sound never reuses a name.
     var uploads = 0
 
-    /// What tells that a file changed: device, inode, size, modification time.
+    /// What tells that a file changed: device, inode, size, modification time and status-change
+    /// time (which a write changes and `touch -r` cannot set back).
     struct FileIdentity: Equatable {
-        var device: UInt64, inode: UInt64, size: Int64, modified: Int64, modifiedNanoseconds: Int
+        var device: UInt64, inode: UInt64, size: Int64
+        var modified: Int64, modifiedNanoseconds: Int, changed: Int64, changedNanoseconds: Int
         init?(path: String) {
             var st = stat()
             guard stat(path, &st) == 0 else { return nil }
             device = UInt64(st.st_dev); inode = UInt64(st.st_ino); size = Int64(st.st_size)
             modified = Int64(st.st_mtim.tv_sec); modifiedNanoseconds = Int(st.st_mtim.tv_nsec)
+            changed = Int64(st.st_ctim.tv_sec); changedNanoseconds = Int(st.st_ctim.tv_nsec)
         }
     }
 
