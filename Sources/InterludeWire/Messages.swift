@@ -1,4 +1,5 @@
 import Foundation
+import InterludePolicy
 
 /// The protocol version spoken by this build. Bumped on incompatible changes.
 public let interludeProtocolVersion = 1
@@ -29,6 +30,9 @@ public struct WireRequest: Sendable, Equatable {
     ///   bad id or params type) or `unknownField` (a top-level key other than id, method, params).
     public static func parse(_ line: [UInt8]) throws(WireParseError) -> WireRequest {
         let value: JSONValue
+        guard String(validating: line, as: UTF8.self) != nil else {
+            throw WireParseError(id: nil, error: WireError(.badRequest, "not valid JSON: not UTF-8 text"))
+        }
         do { value = try WireCoding.decoder.decode(JSONValue.self, from: Data(line)) } catch {
             // Foundation's own words for where the JSON went wrong ("around line 1, column 5"), if any.
             var detail = ": a value JSON cannot hold here (e.g. a number out of range)"
@@ -83,15 +87,28 @@ public struct WireRequest: Sendable, Equatable {
         for (k, v) in params { try check(v, k) }
         // No param of any method is anywhere near 2^53 (epoch seconds are about 2e9): a number that
         // large is out of range, named here (the decoder would not name it).
-        for (k, v) in params.sorted(by: { $0.key < $1.key }) {
-            if case let .number(n) = v, !(abs(n) < 9e15) {
-                throw WireError(.badRequest, "\(method): param \"\(k)\" is out of range")
+        func range(_ value: JSONValue, _ path: String) throws(WireError) {
+            switch value {
+            case let .number(n) where !(abs(n) < 9e15):
+                throw WireError(.badRequest, "\(method): param \"\(path)\" is out of range")
+            case let .object(o): for (k, v) in o.sorted(by: { $0.key < $1.key }) { try range(v, path + "." + k) }
+            case let .array(a): for (i, v) in a.enumerated() { try range(v, path + ".\(i)") }
+            default: return
             }
         }
+        for (k, v) in params.sorted(by: { $0.key < $1.key }) { try range(v, k) }
         do { return try JSONValue.object(params).decode(P.self) } catch let e as DecodingError {
             throw WireError(.badRequest, "\(method): \(WireRequest.describe(e))")
         } catch { throw WireError(.badRequest, "\(method): \(error)") }
     }
+
+    /// The values of the protocol's string enums, by type name, for "unknown value" messages.
+    static let enumChoices: [String: [String]] = [
+        "AudioCategory": AudioCategory.allCases.map(\.rawValue),
+        "AudioMode": AudioMode.allCases.map(\.rawValue),
+        "AudioSessionOption": AudioSessionOption.allCases.map(\.rawValue),
+        "NotificationAuthorizationOption": NotificationAuthorizationOption.allCases.map(\.rawValue),
+    ]
 
     /// A decoding type in JSON's words ("a number", "a string"), never a Swift name.
     static func plain(_ t: Any.Type) -> String {
@@ -116,8 +133,15 @@ public struct WireRequest: Sendable, Equatable {
         case let .valueNotFound(t, c): return "param \"\(path(c.codingPath))\" must be \(plain(t)), not null"
         case let .dataCorrupted(c):
             let p = path(c.codingPath)
-            return p.isEmpty ? "params do not have the expected types (\(c.debugDescription))"
-                             : "param \"\(p)\" has a value of the wrong type or range (\(c.debugDescription))"
+            // "Cannot initialize AudioCategory from invalid String value loud": name the choices.
+            if c.debugDescription.hasPrefix("Cannot initialize "), let from = c.debugDescription.range(of: " from invalid String value ") {
+                let type = String(c.debugDescription[c.debugDescription.index(c.debugDescription.startIndex, offsetBy: 18)..<from.lowerBound])
+                let value = String(c.debugDescription[from.upperBound...])
+                let choices = enumChoices[type].map { " (one of: \($0.joined(separator: ", ")))" } ?? ""
+                return "param \"\(p)\": unknown value \"\(value)\"" + choices
+            }
+            return p.isEmpty ? "params do not have the expected types (a fraction where a whole number belongs, or a number out of range)"
+                             : "param \"\(p)\" has a value of the wrong type or range"
         @unknown default: return "\(e)"
         }
     }

@@ -119,6 +119,15 @@ import InterludePolicy
         do { _ = try volume.decodeParams(SoundPlayParams.self); Issue.record("accepted") } catch {
             #expect(error.message.contains("\"volume\" must be a number"), "\(error.message)")
         }
+        if case let .failure(e) = parse(String(decoding: [0xff, 0xfe, 0x7b, 0x7d], as: UTF8.self)) { #expect(e.error.code == .badRequest) }
+        let category = try WireRequest.parse(Array(#"{"id":1,"method":"session.register","params":{"category":"Ambient"}}"#.utf8))
+        do { _ = try category.decodeParams(RegisterParams.self); Issue.record("accepted") } catch {
+            #expect(error.message.contains("unknown value \"Ambient\" (one of: ambient, soloAmbient"), "\(error.message)")
+        }
+        let year = try WireRequest.parse(Array(#"{"id":1,"method":"notification.add","params":{"title":"t","trigger":{"calendar":{"year":1e300}}}}"#.utf8))
+        do { _ = try year.decodeParams(AddNotificationParams.self); Issue.record("accepted") } catch {
+            #expect(error.message.contains("\"trigger.calendar.year\" is out of range"), "\(error.message)")
+        }
         let badge = try WireRequest.parse(Array(#"{"id":1,"method":"notification.setBadge","params":{"count":9223372036854775807}}"#.utf8))
         do { _ = try badge.decodeParams(SetBadgeParams.self); Issue.record("accepted") } catch {
             #expect(error.code == .badRequest)
