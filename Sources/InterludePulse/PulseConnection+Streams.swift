@@ -87,6 +87,26 @@ extension PulseConnection {
         }
     }
 
+    /// The gain (dB) the adapter applies on top of a sink input's user volume now; nil if none.
+    public func appliedGain(sinkInput: UInt32) -> Double? { withLock { gains[sinkInput]?.gainDb } }
+
+    /// Takes over a gain a previous run of the daemon left on a sink input (it was killed during a
+    /// duck): the sink input's volume is then `user × gain`, so the user's volume is the volume
+    /// divided by the gain (A7). A later ``rampGain(sinkInput:toDb:duration:stepSeconds:maxStepDb:)``
+    /// to 0 dB puts the user's volume back. Does nothing if the adapter already tracks the sink input.
+    /// - Parameter gainDb: the gain left on it, dB (negative: a duck).
+    /// - Throws: `noSuchEntity`, `notConnected`, `timeout`.
+    public func adoptGain(sinkInput: UInt32, gainDb: Double) async throws {
+        guard gainDb.isFinite, gainDb < 0, withLock({ gains[sinkInput] == nil }) else { return }
+        let now = try await describeSinkInput(sinkInput)
+        let undo = volumeFromDb(-gainDb)
+        withLock {
+            guard gains[sinkInput] == nil else { return }
+            let user = now.volumes.map { pa_volume_t(min(UInt64(pa_sw_volume_multiply($0, undo)), UInt64(PA_VOLUME_MAX))) }
+            gains[sinkInput] = GainState(user: user, gainDb: gainDb, lastConfirmed: now.volumes, generation: 0)
+        }
+    }
+
     /// The user's volume of a sink input the adapter has not touched yet, from the volume the server
     /// reports (per channel). pipewire-pulse reports a just-created stream at volume 0 until it is
     /// linked (seen: a prompt opened during a call stayed silent, user 0 × gain); a stream is not

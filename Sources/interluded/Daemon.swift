@@ -80,8 +80,11 @@ enum Daemon {
             log("audio server not reachable yet (\(error)); will keep trying")
         }
         pulse.enableReconnect()
+        let stateDir = options["state"] ?? NotificationStore.defaultDirectory(environment: env)
+        let ledger = GainLedger(path: stateDir + "/applied-gains.json")
+        if ledger.count > 0 { log("an earlier run left gains on \(ledger.count) stream(s); undoing them as they are seen [A7]") }
         let backend = PulseAudioBackend(connection: pulse, stepSeconds: config.number("audio.rampStepMs") / 1000,
-                                        maxStepDb: config.number("audio.maxRampStepDb"))
+                                        maxStepDb: config.number("audio.maxRampStepDb"), ledger: ledger, log: log)
         let dataHome = env["XDG_DATA_HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory() + "/.local/share"
         let lookup = SoundLookup(appFolders: config.strings("sounds.appFolders"),
                                  userFolder: config.string("sounds.userFolder") ?? dataHome + "/interlude/sounds",
@@ -97,7 +100,6 @@ enum Daemon {
         let player = PulseSoundPlayer(connection: pulse, lookup: lookup, defaultName: defaultSound,
                                       maxDuration: config.number("sounds.maxDurationSeconds"),
                                       maxBytes: Int(config.number("sounds.maxSampleBytes")))
-        let stateDir = options["state"] ?? NotificationStore.defaultDirectory(environment: env)
         let engine: Engine
         do {
             let store = try SQLiteNotificationStore(directory: stateDir)

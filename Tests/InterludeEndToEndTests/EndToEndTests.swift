@@ -247,6 +247,47 @@ extension SoundEndToEndTests {
     }
 }
 
+/// A7 across a crash: a daemon killed with SIGKILL during a duck leaves the ducked stream quieter;
+/// the next run (same state folder) takes the gain over and puts the user's volume back.
+@Suite(.serialized) struct DuckAcrossACrashEndToEndTests {
+    @Test(.enabled(if: AudioServer.required()))
+    func A7_aDuckLeftByAKilledDaemonIsUndoneByTheNextRun() async throws {
+        let w = try WorkFolder("e2e-crashduck")
+        defer { w.remove() }
+        let file = w.path + "/music.wav"
+        try WAVFile.writeSine(path: file, frequency: 470, amplitude: 0.25, seconds: 30, sampleRate: 48000)
+        var daemon = try DaemonProcess(socket: w.socket, work: w.path, config: false)
+        let player = Process()
+        player.executableURL = URL(fileURLWithPath: "/usr/bin/paplay")
+        player.arguments = ["--property=media.role=music", "--property=interlude.daemon=\(w.socket)", "--client-name=crashduck", file]
+        try player.run()
+        defer { if player.isRunning { kill(player.processIdentifier, SIGKILL) }; player.waitUntilExit() }
+        let pulse = PulseConnection(clientName: "interlude e2e crashduck")
+        try pulse.connect()
+        defer { pulse.disconnect() }
+        func musicDb() -> Double? {
+            (try? pulse.sinkInputs())?.first { $0.properties["interlude.daemon"] == w.socket && $0.role == "music" }?.volumeDb
+        }
+        for _ in 0..<100 where musicDb() == nil { try await Task.sleep(nanoseconds: 20_000_000) }
+        #expect(musicDb().map { abs($0) < 0.1 } == true, "before: \(String(describing: musicDb()))")
+
+        let prompt = try await InterludeClient.connect(socket: w.socket, app: "org.example.Maps")
+        let s = try await prompt.register(category: .playback, mode: .voicePrompt, options: [.duckOthers])
+        _ = try await prompt.activate(s)  // replies after the duck ramp (A11)
+        #expect(musicDb().map { abs($0 + 14) < 0.2 } == true, "ducked: \(String(describing: musicDb()))")
+
+        daemon.kill9()
+        prompt.close()
+        try await Task.sleep(nanoseconds: 300_000_000)
+        #expect(musicDb().map { abs($0 + 14) < 0.2 } == true, "a killed daemon cannot undo its duck: \(String(describing: musicDb()))")
+
+        daemon = try DaemonProcess(socket: w.socket, work: w.path, config: false)
+        defer { daemon.stop() }
+        for _ in 0..<150 where musicDb().map({ abs($0) < 0.1 }) != true { try await Task.sleep(nanoseconds: 20_000_000) }
+        #expect(musicDb().map { abs($0) < 0.1 } == true, "after the restart: \(String(describing: musicDb()))")
+    }
+}
+
 /// A temporary folder for one test's daemon: its socket, state, log and config, and a user sound
 /// folder (`data/interlude/sounds`, found through `XDG_DATA_HOME` in ``environment``). Removed by
 /// ``remove()``.

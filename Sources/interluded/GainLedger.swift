@@ -1,0 +1,67 @@
+import Foundation
+
+/// The gains and mutes this daemon has left on other apps' streams, saved in the state folder
+/// (`applied-gains.json`), so that a daemon killed during a duck (SIGKILL: no clean stop) is
+/// undone by the next run: it takes each gain over and puts the user's volume back (A7: a duck is
+/// a limit on top of the user's volume, never a change of it). A stream is known by its sink-input
+/// index together with its pid and application name, so that a stream of a restarted server with
+/// the same index is not mistaken for it.
+final class GainLedger: @unchecked Sendable {
+    struct Entry: Codable, Equatable {
+        var pid: Int32?
+        var app: String?
+        /// The gain left on top of the user's volume, dB (0 = none).
+        var gainDb: Double
+        /// Whether the daemon left it muted (A8, A12).
+        var muted: Bool
+    }
+
+    private let path: String?
+    private let lock = NSLock()
+    private var entries: [String: Entry] = [:]
+
+    /// - Parameter path: the file, nil for none (nothing is kept).
+    init(path: String?) {
+        self.path = path
+        if let path, let data = FileManager.default.contents(atPath: path),
+           let saved = try? JSONDecoder().decode([String: Entry].self, from: data) {
+            entries = saved
+        }
+    }
+
+    /// How many streams the file named when the daemon started.
+    var count: Int { lock.withLock { entries.count } }
+
+    /// Records what the daemon leaves on a stream now; a stream at 0 dB and unmuted is forgotten.
+    func record(_ index: UInt32, pid: Int32?, app: String?, gainDb: Double?, muted: Bool?) {
+        lock.withLock {
+            var e = entries[String(index)] ?? Entry(pid: pid, app: app, gainDb: 0, muted: false)
+            if let gainDb { e.gainDb = gainDb }
+            if let muted { e.muted = muted }
+            let before = entries[String(index)]
+            entries[String(index)] = (e.gainDb == 0 && !e.muted) ? nil : e
+            if entries[String(index)] != before { saveLocked() }
+        }
+    }
+
+    /// Forgets a stream that went away.
+    func forget(_ index: UInt32) {
+        lock.withLock { if entries.removeValue(forKey: String(index)) != nil { saveLocked() } }
+    }
+
+    /// What an earlier run left on this stream, if it is the same stream (pid and app match); the
+    /// entry is removed.
+    func take(_ index: UInt32, pid: Int32?, app: String?) -> Entry? {
+        lock.withLock {
+            guard let e = entries[String(index)] else { return nil }
+            entries[String(index)] = nil
+            saveLocked()
+            return e.pid == pid && e.app == app ? e : nil
+        }
+    }
+
+    private func saveLocked() {
+        guard let path, let data = try? JSONEncoder().encode(entries) else { return }
+        try? data.write(to: URL(fileURLWithPath: path), options: .atomic)
+    }
+}
