@@ -339,15 +339,11 @@ public actor Engine {
     /// once, and waits for it. Called when the daemon stops, so that no duck (A2) or mute (A8,
     /// A12) outlives it: a duck is only ever a limit on top of the user's volume (A7).
     public func releaseStreams() async {
-        guard let audio else { return }
         let changed = streams.values.filter { s in
             session(for: s).flatMap { audioState.applied[$0] }.map { $0 != .unity } ?? false
         }
         log("stopping: restoring \(changed.count) stream(s) to the user's volume")
-        for s in changed {
-            await audio.setMute(stream: s.index, false)
-            await audio.rampGain(stream: s.index, toDb: 0, duration: 0)
-        }
+        for s in changed { await apply(.unity, to: s.index, ramp: 0).value }
     }
 
     /// Applies a session output to one stream: mute at once, gain ramped.
