@@ -70,33 +70,30 @@ public struct WireRequest: Sendable, Equatable {
         if let extra = Set(params.keys).subtracting(P.fields).sorted().first {
             throw WireError(.unknownField, "\(method) has no param \"\(extra)\" (known: \(P.fields.sorted().joined(separator: ", ")))")
         }
-        // Objects inside params are checked too, where the params type lists their keys.
-        func check(_ value: JSONValue, _ path: String) throws(WireError) {
-            switch value {
-            case let .object(o):
-                guard let known = P.nestedFields[path] else { return }  // free-form, or not an object param
-                if let extra = Set(o.keys).subtracting(known).sorted().first {
-                    throw WireError(.unknownField, "\(method) has no param \"\(path).\(extra)\" (known: \(known.sorted().joined(separator: ", ")))")
-                }
-                for (k, v) in o { try check(v, path + "." + k) }
-            case let .array(a):
-                for v in a { try check(v, path + "[]") }
-            default: return
-            }
-        }
-        for (k, v) in params { try check(v, k) }
-        // No param of any method is anywhere near 2^53 (epoch seconds are about 2e9): a number that
-        // large is out of range, named here (the decoder would not name it).
-        func range(_ value: JSONValue, _ path: String) throws(WireError) {
+        // One walk over the params: objects inside are checked where the params type lists their
+        // keys (`keys` is that path: "trigger.calendar", "categories[]"), and no number of any
+        // method is anywhere near 2^53 (epoch seconds are about 2e9), so a number that large is out
+        // of range, named by its path (the decoder would not name it). Unknown keys win.
+        var outOfRange: String?
+        func walk(_ value: JSONValue, keys: String?, path: String) throws(WireError) {
             switch value {
             case let .number(n) where !(abs(n) < 9e15):
-                throw WireError(.badRequest, "\(method): param \"\(path)\" is out of range")
-            case let .object(o): for (k, v) in o.sorted(by: { $0.key < $1.key }) { try range(v, path + "." + k) }
-            case let .array(a): for (i, v) in a.enumerated() { try range(v, path + ".\(i)") }
+                if outOfRange == nil { outOfRange = path }
+            case let .object(o):
+                let known = keys.flatMap { P.nestedFields[$0] }
+                if let known, let extra = Set(o.keys).subtracting(known).sorted().first {
+                    throw WireError(.unknownField, "\(method) has no param \"\(keys!).\(extra)\" (known: \(known.sorted().joined(separator: ", ")))")
+                }
+                for (k, v) in o.sorted(by: { $0.key < $1.key }) {
+                    try walk(v, keys: known == nil ? nil : keys! + "." + k, path: path + "." + k)
+                }
+            case let .array(a):
+                for (i, v) in a.enumerated() { try walk(v, keys: keys.map { $0 + "[]" }, path: path + ".\(i)") }
             default: return
             }
         }
-        for (k, v) in params.sorted(by: { $0.key < $1.key }) { try range(v, k) }
+        for (k, v) in params.sorted(by: { $0.key < $1.key }) { try walk(v, keys: k, path: k) }
+        if let outOfRange { throw WireError(.badRequest, "\(method): param \"\(outOfRange)\" is out of range") }
         do { return try JSONValue.object(params).decode(P.self) } catch let e as DecodingError {
             throw WireError(.badRequest, "\(method): \(WireRequest.describe(e))")
         } catch { throw WireError(.badRequest, "\(method): \(error)") }
