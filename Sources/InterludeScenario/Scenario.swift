@@ -280,9 +280,11 @@ extension Scenario {
                 action = .ringer(silent: r == "silent")
             case "focus": action = .focus(try string(k.value, line: k.line, place: place + ".focus"))
             default:
-                allowed.formUnion(["app", "level", "sound", "thread", "id", "criticalVolume", "sender", "promotional", "body", "title"])
+                // A notify step's fields: these are strings; criticalVolume and promotional are not.
+                let strings: Set<String> = ["app", "level", "sound", "thread", "id", "sender", "body", "title"]
+                allowed.formUnion(strings.union(["criticalVolume", "promotional"]))
                 let id = try string(k.value, line: k.line, place: place + ".notify")
-                for f in m where ["app", "level", "sound", "thread", "id", "sender", "body", "title"].contains(f.key) {
+                for f in m where strings.contains(f.key) {
                     _ = try string(f.value, line: f.line, place: place + "." + f.key)
                 }
                 if let l = m.first(where: { $0.key == "level" }), case let .string(level) = l.value,
