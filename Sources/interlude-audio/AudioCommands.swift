@@ -23,8 +23,6 @@ enum AudioCLI {
       demo
     """
 
-    static func fail(_ message: String, code: Int32 = 1) -> Int32 { CommandOutput.fail(message, code: code) }
-    static func printJSONLine<T: Encodable>(_ v: T) { CommandOutput.printJSONLine(v) }
 
     static func run(_ argv: [String]) async -> Int32 {
         let line = CommandInvocation(argv)
@@ -38,7 +36,7 @@ enum AudioCLI {
             case "demo": return try await Demo.run(socket: socket, rest)
             case "scenario": return try await scenario(socket: socket, rest)
             case "help", "--help", "-h": print(usage); return 0
-            default: return fail("unknown command \(command)\n\(usage)", code: 2)
+            default: return CommandOutput.fail("unknown command \(command)\n\(usage)", code: 2)
             }
         } catch {
             return CommandOutput.fail(error)
@@ -65,16 +63,16 @@ enum AudioCLI {
         let file = a.positionals[1]
         var isDir: ObjCBool = false
         guard FileManager.default.fileExists(atPath: file, isDirectory: &isDir), !isDir.boolValue else {
-            return fail("cannot read \(file): no such file", code: 2)
+            return CommandOutput.fail("cannot read \(file): no such file", code: 2)
         }
         let text: String
-        do { text = try String(contentsOfFile: file, encoding: .utf8) } catch { return fail("cannot read \(file): not a UTF-8 text file", code: 2) }
+        do { text = try String(contentsOfFile: file, encoding: .utf8) } catch { return CommandOutput.fail("cannot read \(file): not a UTF-8 text file", code: 2) }
         for out in [a.value("record"), a.value("plot")].compactMap({ $0 }) {
             let dir = (URL(fileURLWithPath: out).deletingLastPathComponent().path)
-            guard FileManager.default.isWritableFile(atPath: dir) else { return fail("cannot write \(out): \(dir) is not a writable folder", code: 2) }
+            guard FileManager.default.isWritableFile(atPath: dir) else { return CommandOutput.fail("cannot write \(out): \(dir) is not a writable folder", code: 2) }
         }
         let s: Scenario
-        do { s = try Scenario.parse(text, file: file) } catch { return fail("bad scenario: \(error)", code: 2) }
+        do { s = try Scenario.parse(text, file: file) } catch { return CommandOutput.fail("bad scenario: \(error)", code: 2) }
         let verbose = a.has("verbose")
         let connect = a.has("connect") ? (socket ?? InterludeClient.defaultSocketPath(environment: ProcessInfo.processInfo.environment)) : nil
         if connect != nil && s.config != nil {
@@ -173,10 +171,10 @@ enum AudioCLI {
         let signals = StopSignals(opening: stop)
         defer { signals.cancel() }
         let ref = ReferenceApp(socket: socket, app: app, category: category, mode: mode, options: options,
-                               source: source, pulse: pulse, obeys: obeys) { e in printJSONLine(e) }
+                               source: source, pulse: pulse, obeys: obeys) { e in CommandOutput.printJSONLine(e) }
         try await ref.register()
         let r = try await ref.activate(acceptsDelay: acceptsDelay)
-        printJSONLine(WireEvent(event: "activate", data: (try? JSONValue(encoding: r)) ?? .null, time: Date().timeIntervalSince1970))
+        CommandOutput.printJSONLine(WireEvent(event: "activate", data: (try? JSONValue(encoding: r)) ?? .null, time: Date().timeIntervalSince1970))
         // Wait to play (a delayed activation), then play for `seconds`; a stop or a lost daemon ends either wait.
         var outcome = await Latch.first([stop, ref.disconnected, ref.playing])
         if outcome == 2 {
@@ -185,10 +183,10 @@ enum AudioCLI {
         }
         if outcome == 1 {
             await ref.stop(notifyOthers: false)
-            return fail("the daemon closed the connection; \(app) stopped")
+            return CommandOutput.fail("the daemon closed the connection; \(app) stopped")
         }
         await ref.stop(notifyOthers: true)
-        printJSONLine(WireEvent(event: "deactivated", data: .object(["session": .string(ref.session?.rawValue ?? "")]),
+        CommandOutput.printJSONLine(WireEvent(event: "deactivated", data: .object(["session": .string(ref.session?.rawValue ?? "")]),
                                 time: Date().timeIntervalSince1970))
         return 0
     }
