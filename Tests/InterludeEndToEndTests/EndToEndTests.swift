@@ -270,6 +270,11 @@ extension SoundEndToEndTests {
         }
         for _ in 0..<100 where musicDb() == nil { try await Task.sleep(nanoseconds: 20_000_000) }
         #expect(musicDb().map { abs($0) < 0.1 } == true, "before: \(String(describing: musicDb()))")
+        // The output too: the 470 Hz tone's level in a recording of the sink's monitor.
+        let recorder = try PulseRecorder(connection: pulse, source: try pulse.defaultSinkName() + ".monitor")
+        func heard(at t: Double) -> Double {
+            ToneAnalysis.level(samples: recorder.samples(), sampleRate: 48000, frequency: 470, at: t - recorder.startTime)
+        }
 
         let prompt = try await InterludeClient.connect(socket: w.socket, app: "org.example.Maps")
         let s = try await prompt.register(category: .playback, mode: .voicePrompt, options: [.duckOthers])
@@ -280,11 +285,17 @@ extension SoundEndToEndTests {
         prompt.close()
         try await Task.sleep(nanoseconds: 300_000_000)
         #expect(musicDb().map { abs($0 + 14) < 0.2 } == true, "a killed daemon cannot undo its duck: \(String(describing: musicDb()))")
+        let whileDown = PulseClock.monotonicSeconds() - 0.1
 
         daemon = try DaemonProcess(socket: w.socket, work: w.path, config: false)
         defer { daemon.stop() }
         for _ in 0..<150 where musicDb().map({ abs($0) < 0.1 }) != true { try await Task.sleep(nanoseconds: 20_000_000) }
         #expect(musicDb().map { abs($0) < 0.1 } == true, "after the restart: \(String(describing: musicDb()))")
+        try await Task.sleep(nanoseconds: 300_000_000)
+        let restored = PulseClock.monotonicSeconds() - 0.1
+        recorder.stop()
+        #expect(abs(heard(at: whileDown) + 14) < 1.5, "recorded while the daemon was down: \(heard(at: whileDown)) dB")
+        #expect(abs(heard(at: restored)) < 1, "recorded after the restart: \(heard(at: restored)) dB")
     }
 }
 
