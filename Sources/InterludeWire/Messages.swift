@@ -26,12 +26,16 @@ public struct WireRequest: Sendable, Equatable {
     }
 
     /// Parses one line. Errors carry the id when it could be read, so the reply can echo it.
-    /// - Throws: ``WireParseError`` with code `badRequest` (not JSON, not an object, no method,
-    ///   bad id or params type) or `unknownField` (a top-level key other than id, method, params).
+    /// - Throws: ``WireParseError`` with code `badRequest` (not JSON, nested deeper than
+    ///   ``JSONDepth/maximum``, not an object, no method, bad id or params type) or `unknownField` (a top-level key other than id, method, params).
     public static func parse(_ line: [UInt8]) throws(WireParseError) -> WireRequest {
         let value: JSONValue
         guard String(validating: line, as: UTF8.self) != nil else {
             throw WireParseError(id: nil, error: WireError(.badRequest, "not valid JSON: not UTF-8 text"))
+        }
+        do { try JSONDepth.check(line) } catch {
+            throw WireParseError(id: nil, error: WireError(.badRequest,
+                "not valid JSON here: nested more than \(error.limit) levels deep (at byte \(error.offset))"))
         }
         do { value = try WireCoding.decoder.decode(JSONValue.self, from: Data(line)) } catch {
             // Foundation's own words for where the JSON went wrong ("around line 1, column 5"), if any.
@@ -193,7 +197,11 @@ public enum ServerMessage: Sendable, Equatable {
     case event(WireEvent)
 
     /// Parses one line from the daemon.
+    /// - Throws: ``JSONDepth/TooDeep`` for a line nested deeper than the daemon ever sends
+    ///   (4 × ``JSONDepth/maximum``: events carry app data of up to that depth inside), a decoding
+    ///   error for anything else that is not one of the daemon's messages.
     public static func parse(_ line: [UInt8]) throws -> ServerMessage {
+        try JSONDepth.check(line, limit: 4 * JSONDepth.maximum)
         let v = try WireCoding.decoder.decode(JSONValue.self, from: Data(line))
         guard let o = v.objectValue else { throw WireError(.badRequest, "not an object") }
         if let g = o["greeting"] { return .greeting(try g.decode(Greeting.self)) }
