@@ -97,7 +97,8 @@ public enum ConfigLoader {
                 throw ConfigError(file: path, line: 0, key: nil, message: "cannot read: \(String(cString: strerror(errno)))", code: "configUnreadable")
             }
             guard let decoded = String(data: data, encoding: .utf8) else {
-                throw ConfigError(file: path, line: 0, key: nil, message: "not UTF-8 text", code: "configUnreadable")
+                let (line, column) = ConfigLoader.firstInvalidUTF8(in: Array(data))
+                throw ConfigError(file: path, line: line, key: nil, message: "not UTF-8 text (column \(column))", code: "configUnreadable")
             }
             text = decoded
             try apply(&config, text: text, name: path)
@@ -171,6 +172,19 @@ public enum ConfigLoader {
         case "Int", "Double", "Float", "Int64", "UInt32": return "a number"
         default: return "a value of another kind"
         }
+    }
+
+    /// Where the first byte that is not UTF-8 stands: line and column, both 1-based (the column
+    /// counts bytes). Lines are counted up to the bad byte, so the editor can go there.
+    static func firstInvalidUTF8(in bytes: [UInt8]) -> (line: Int, column: Int) {
+        var line = 1, lineStart = 0, offset = 0
+        // The scalars before the error, each counted by its UTF-8 width, give the bad byte's offset.
+        _ = transcode(bytes.makeIterator(), from: UTF8.self, to: UTF32.self, stoppingOnError: true) { unit in
+            guard let scalar = Unicode.Scalar(unit) else { return }
+            offset += UTF8.width(scalar)
+            if scalar == "\n" { line += 1; lineStart = offset }
+        }
+        return (line, offset - lineStart + 1)
     }
 
     /// Parses and validates one file's text and merges it over `config`.
