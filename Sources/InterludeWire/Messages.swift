@@ -37,12 +37,10 @@ public struct WireRequest: Sendable, Equatable {
             throw WireParseError(id: nil, error: WireError(.badRequest,
                 "not valid JSON here: nested more than \(error.limit) levels deep (at byte \(error.offset))"))
         }
-        do { value = try WireCoding.decoder.decode(JSONValue.self, from: Data(line)) } catch {
+        do { value = try JSONValue.parse(Data(line)) } catch {
             // Foundation's own words for where the JSON went wrong ("around line 1, column 5"), if any.
             var detail = ": a value JSON cannot hold here (e.g. a number out of range)"
-            if case let DecodingError.dataCorrupted(c)? = error as? DecodingError {
-                detail = ": " + ((c.underlyingError.flatMap { ($0 as NSError).userInfo["NSDebugDescription"] as? String }) ?? c.debugDescription)
-            }
+            if let where_ = (error as NSError).userInfo["NSDebugDescription"] as? String { detail = ": " + where_ }
             throw WireParseError(id: nil, error: WireError(.badRequest, "not valid JSON" + String(detail.prefix(200))))
         }
         guard let obj = value.objectValue else {
@@ -202,7 +200,7 @@ public enum ServerMessage: Sendable, Equatable {
     ///   error for anything else that is not one of the daemon's messages.
     public static func parse(_ line: [UInt8]) throws -> ServerMessage {
         try JSONDepth.check(line, limit: 4 * JSONDepth.maximum)
-        let v = try WireCoding.decoder.decode(JSONValue.self, from: Data(line))
+        let v = try JSONValue.parse(Data(line))
         guard let o = v.objectValue else { throw WireError(.badRequest, "not an object") }
         if let g = o["greeting"] { return .greeting(try g.decode(Greeting.self)) }
         if o["event"] != nil { return .event(try v.decode(WireEvent.self)) }
