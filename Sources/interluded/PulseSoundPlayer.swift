@@ -38,6 +38,11 @@ actor PulseSoundPlayer: SoundPlayer {
     }
 
     func play(_ nameOrPath: String, volume: Double, properties: [String: String]) async throws(WireError) -> SoundPlayResult {
+        // S2: `NAME.disabled` means silent on purpose: nothing plays, not even the default.
+        if case let .disabled(marker) = lookup.resolve(nameOrPath) {
+            return SoundPlayResult(played: "none", warning: WireError(.silenced, "\(nameOrPath) is disabled on purpose (\(marker)) [S2]"),
+                                   duration: 0)
+        }
         var warning: WireError?
         let entry: (sample: String, duration: Double)
         do {

@@ -146,6 +146,38 @@ extension SoundEndToEndTests {
     }
 }
 
+extension SoundEndToEndTests {
+    /// S2: a `NAME.disabled` marker means silent on purpose: `sound.play` of that name plays
+    /// nothing (it played the default sound, with a warning saying "disabled on purpose"), for the
+    /// user's tool and for an app's notification alike; the recording stays silent.
+    @Test(.enabled(if: AudioServer.required()))
+    func S2_aDisabledSoundIsSilentNotTheDefault() async throws {
+        let w = try WorkFolder("e2e-s2")
+        defer { w.remove() }
+        try "".write(toFile: w.sounds + "/message.disabled", atomically: true, encoding: .utf8)
+        let daemon = try DaemonProcess(socket: w.socket, work: w.path, config: false, environment: w.environment)
+        defer { daemon.stop() }
+        let pulse = PulseConnection(clientName: "interlude e2e s2")
+        try pulse.connect()
+        defer { pulse.disconnect() }
+        let recorder = try PulseRecorder(connection: pulse, source: try pulse.defaultSinkName() + ".monitor")
+        let client = try await InterludeClient.connect(socket: w.socket, app: "org.interlude.CLI")
+        try await Task.sleep(nanoseconds: 300_000_000)
+        let t0 = PulseClock.monotonicSeconds()
+        let r = try await client.play("message")
+        #expect(r.played == "none", "\(r)")
+        #expect(r.warning?.code == .silenced && r.warning?.message.contains("disabled on purpose") == true, "\(String(describing: r.warning))")
+        try await Task.sleep(nanoseconds: 1_200_000_000)
+        recorder.stop()
+        let samples = recorder.samples()
+        let from = max(0, Int((t0 - recorder.startTime) * 48000))
+        let window = samples[min(from, samples.count)..<min(samples.count, from + 48000)]
+        let peak = window.map { abs($0) }.max() ?? 0
+        #expect(peak < 0.001, "a disabled sound must be silent; peak \(peak) at the monitor")
+        #expect(daemon.isRunning)
+    }
+}
+
 /// N3 on a real server: an entitled critical alert plays at its volume through a muted output
 /// (the output is unmuted for the sound's length, then muted again), and an ordinary one does not.
 @Suite(.serialized) struct CriticalAlertEndToEndTests {
