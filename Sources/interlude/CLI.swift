@@ -30,7 +30,8 @@ enum CLI {
       notify --app ID --title T [--body B] [--level passive|active|timeSensitive|critical]
              [--sound NAME|PATH|none] [--critical-volume V] [--thread T] [--id ID] [--sender S]
              [--promotional] [--alert-once] [--call] [--badge N] [--in SECONDS [--repeats true] | --at TIME] [--json]
-                                              deliver a notification as app ID; prints the decision and its rules
+                                              deliver a notification as app ID; prints the decision and its rules;
+                                              silent without --sound (as over the protocol): --sound default asks for the default
       explain ID [--app APP]                  the rules that decided a notification (N16)
       focus on NAME [--for S | --until TIME] | off | status
       center [--app ID] [remove ID | clear]   the notification center

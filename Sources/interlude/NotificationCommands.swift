@@ -50,7 +50,9 @@ enum NotificationCommands {
         }
         let params = AddNotificationParams(
             identifier: a.value("id"), title: title, subtitle: a.value("subtitle"), body: a.value("body"),
-            sound: a.value("sound").map { $0.contains("/") ? URL(fileURLWithPath: $0).standardizedFileURL.path : $0 } ?? "default", criticalVolume: try a.double("critical-volume", in: 0...1), badge: badge,
+            // Without --sound no sound is asked for, exactly as over the protocol (PROTOCOL.md
+            // notification.add: absent = silent, as iOS's content.sound = nil).
+            sound: a.value("sound").map { $0.contains("/") ? URL(fileURLWithPath: $0).standardizedFileURL.path : $0 }, criticalVolume: try a.double("critical-volume", in: 0...1), badge: badge,
             thread: a.value("thread"), category: a.value("category"), level: level, relevance: try a.double("relevance", in: 0...1),
             promotional: a.has("promotional") ? true : nil, alertOnce: a.has("alert-once") ? true : nil,
             sender: a.value("sender"), isCall: a.has("call") ? true : nil, trigger: trigger)

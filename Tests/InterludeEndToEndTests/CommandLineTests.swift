@@ -134,6 +134,13 @@ import InterludeWire
         let good = try interlude(["--socket", socket, "notify", "--app", "org.example.Chat", "--title", "hi again", "--sound", "default"])
         #expect(good.status == 0, "\(good.err)")
         #expect(!good.err.contains("warning"), "stderr: \(good.err)")
+
+        // Without --sound the CLI asks for no sound, as a protocol request without `sound` does
+        // (it used to ask for the default, unlike the protocol).
+        let silent = try interlude(["--socket", socket, "notify", "--app", "org.example.Other", "--title", "quiet", "--json"])
+        #expect(silent.status == 0, "\(silent.err)")
+        let decision = try JSONValue.parse(Data(silent.out.utf8))
+        #expect(decision["decision"]?["sound"] == nil, "\(silent.out)")
     }
 
     /// A reference app whose daemon dies says so and exits 1 (it used to wait for ever, then
