@@ -27,14 +27,19 @@ enum CLI {
       watch                                   print every event of the daemon as JSON lines (hidden previews honoured)
 
     Notifications (POLICY.md part N):
-      notify --app ID --title T [--body B] [--level passive|active|timeSensitive|critical]
+      notify --app ID --title T [--subtitle S] [--body B] [--level passive|active|timeSensitive|critical]
              [--sound NAME|PATH|none] [--critical-volume V] [--thread T] [--id ID] [--sender S]
-             [--promotional] [--alert-once] [--call] [--badge N] [--in SECONDS [--repeats true] | --at TIME] [--json]
+             [--category C] [--relevance 0..1] [--promotional] [--alert-once] [--call] [--badge N]
+             [--in SECONDS [--repeats true] | --at TIME] [--json]
                                               deliver a notification as app ID; prints the decision and its rules;
                                               silent without --sound (as over the protocol): --sound default asks for the default
       explain ID [--app APP]                  the rules that decided a notification (N16)
       focus on NAME [--for S | --until TIME] | off | status
-      center [--app ID] [remove ID | clear]   the notification center
+                                              focus modes (N7); off prints what the focus silenced
+      center [--app ID] [remove ID | clear | respond ID ACTION [--text T]]
+                                              the notification center; respond is the user's answer to an action (N14)
+      categories --app ID CATEGORY [--action ID:TITLE[:OPTION,...]]... [--text-input ACTION:PLACEHOLDER]... [--placeholder BODY]
+                                              register a notification category and its actions for app ID (N14)
       badge APP [N]                           set an app's badge (N12)
       auth APP grant|deny|provisional [--critical-alerts on|off] [--time-sensitive on|off] [--sound on|off] [--marketing on|off]
       settings APP [KEY=VALUE…]               show or change an app's settings (N2)
@@ -45,6 +50,22 @@ enum CLI {
     The socket is --socket, else $INTERLUDE_SOCKET, else $XDG_RUNTIME_DIR/interlude/socket.
     """
 
+    /// `interlude COMMAND --help`: the usage lines of that command (its line and the indented
+    /// lines that continue it); nil for a command it does not know.
+    static func help(for command: String) -> String? {
+        var out: [String] = []
+        var inside = false
+        for line in usage.split(separator: "\n", omittingEmptySubsequences: false) {
+            let text = line.drop { $0 == " " }
+            let indent = line.count - text.count
+            if indent == 2, text.hasPrefix(command + " ") || text == command { inside = true; out.append(String(line)); continue }
+            if inside, indent > 2 { out.append(String(line)); continue }
+            inside = false
+        }
+        return out.isEmpty ? nil : "usage: interlude [--socket PATH] \(out.map { $0.trimmingCharacters(in: .whitespaces) }.first!)" +
+            out.dropFirst().map { "\n" + $0 }.joined()
+    }
+
     /// The commands `interlude-audio` runs.
     static let audioCommands: Set<String> = ["session", "interrupt", "scenario", "demo"]
 
@@ -53,6 +74,7 @@ enum CLI {
         if line.socketWithoutPath { return CommandOutput.fail("--socket needs a PATH", code: 2) }
         guard let command = line.command else { FileHandle.standardError.write(Data((usage + "\n").utf8)); return 2 }
         let (socket, rest) = (line.socket, line.rest)
+        if rest.contains("--help") || rest.contains("-h"), let help = help(for: command) { print(help); return 0 }
         if audioCommands.contains(command) { return handOff(argv) }
         do {
             switch command {
@@ -64,6 +86,7 @@ enum CLI {
             case "explain": return try await NotificationCommands.explain(socket: socket, rest)
             case "focus": return try await NotificationCommands.focus(socket: socket, rest)
             case "center": return try await NotificationCommands.center(socket: socket, rest)
+            case "categories": return try await NotificationCommands.categories(socket: socket, rest)
             case "badge": return try await NotificationCommands.badge(socket: socket, rest)
             case "auth": return try await NotificationCommands.auth(socket: socket, rest)
             case "settings": return try await NotificationCommands.settings(socket: socket, rest)

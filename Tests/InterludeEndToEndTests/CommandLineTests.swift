@@ -143,6 +143,56 @@ import InterludeWire
         #expect(decision["decision"]?["sound"] == nil, "\(silent.out)")
     }
 
+    /// Issue 8 item 7: what the protocol has, the CLI has. `categories` registers an app's
+    /// actions (N14), `center respond` is the user's answer and reaches the app as an
+    /// `actionResponse` event, `focus off` says what the focus silenced (N7's missedDuringFocus),
+    /// and `COMMAND --help` prints that command's usage.
+    @Test func categoriesRespondFocusOffAndHelp() async throws {
+        let w = try WorkFolder("cli-n14")
+        defer { w.remove() }
+        try w.config(#"{ authorization: { default: "grant" } }"#)
+        let daemon = try DaemonProcess(socket: w.socket, work: w.path, environment: w.environment)
+        defer { daemon.stop() }
+        let s = w.socket
+
+        let help = try interlude(["explain", "--help"])
+        #expect(help.status == 0 && help.out.contains("explain ID [--app APP]"), "\(help)")
+        let badAction = try interlude(["--socket", s, "categories", "--app", "org.example.Chat", "reply", "--action", "nope"])
+        #expect(badAction.status == 2 && badAction.err.contains("ID:TITLE"), "\(badAction)")
+
+        let reg = try interlude(["--socket", s, "categories", "--app", "org.example.Chat", "reply",
+                                 "--action", "yes:Yes", "--action", "no:No:destructive", "--action", "say:Say:foreground",
+                                 "--text-input", "say:Your answer"])
+        #expect(reg.status == 0 && reg.out.contains("category reply with 3 actions (yes, no, say)"), "\(reg)")
+
+        let app = try await InterludeClient.connect(socket: s, app: "org.example.Chat")
+        try await app.subscribe()
+        let sent = try interlude(["--socket", s, "notify", "--app", "org.example.Chat", "--title", "lunch?", "--id", "q1", "--category", "reply"])
+        #expect(sent.status == 0, "\(sent)")
+        let answer = try interlude(["--socket", s, "center", "--app", "org.example.Chat", "respond", "q1", "say", "--text", "at noon"])
+        #expect(answer.status == 0 && answer.out.contains("responded say"), "\(answer)")
+        let response = await withTaskGroup(of: WireEvent?.self) { g in
+            // The app's own copy (PROTOCOL.md notification.respond), not the watchers' one.
+            g.addTask { for await e in app.events where e.event == NotificationEventName.actionResponse && e.data["actionIdentifier"] != nil { return e }; return nil }
+            g.addTask { try? await Task.sleep(nanoseconds: 5_000_000_000); return nil }
+            let first = await g.next() ?? nil
+            g.cancelAll()
+            return first
+        }
+        #expect(response?.data["actionIdentifier"]?.stringValue == "say", "\(String(describing: response))")
+        #expect(response?.data["notificationIdentifier"]?.stringValue == "q1", "\(String(describing: response))")
+        #expect(response?.data["text"]?.stringValue == "at noon", "\(String(describing: response))")
+        let unknown = try interlude(["--socket", s, "center", "--app", "org.example.Chat", "respond", "q1", "maybe"])
+        #expect(unknown.status == 1, "an action the category does not have is refused: \(unknown)")
+
+        #expect(try interlude(["--socket", s, "focus", "on", "sleep"]).status == 0)
+        _ = try interlude(["--socket", s, "notify", "--app", "org.example.Chat", "--title", "while asleep", "--id", "m1"])
+        let off = try interlude(["--socket", s, "focus", "off"])
+        #expect(off.status == 0, "\(off)")
+        #expect(off.out.contains("missed during sleep: 1 notification (org.example.Chat: 1)") && off.out.contains("while asleep"), "\(off.out)")
+        #expect(daemon.isRunning)
+    }
+
     /// A reference app whose daemon dies says so and exits 1 (it used to wait for ever, then
     /// report a clean deactivation that reached no daemon).
     @Test(.enabled(if: AudioServer.required()))
