@@ -274,7 +274,9 @@ enum NotificationCommands {
         case "clear":
             guard let app else { throw Arguments.UsageError(description: "center --app ID clear") }
             let r = try await c.call(NotificationMethod.remove, RemoveNotificationsParams(app: app, all: true), as: RemoveNotificationsResult.self)
-            print("cleared \(app): \(r.removed.count) removed")
+            let after = try await c.call(NotificationMethod.delivered, ListNotificationsParams(app: app), as: NotificationListResult.self)
+            // N12: a cleared center sets the badge to 0 (unless the app's badges are off).
+            print("cleared \(app): \(r.removed.count) removed, badge \(after.badges[app] ?? 0)")
             return 0
         case nil: break
         default: throw usage

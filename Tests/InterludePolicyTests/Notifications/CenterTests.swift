@@ -258,6 +258,24 @@ private func granted(_ config: NotificationPolicyConfig = .init(authorization: .
         #expect(h.events().contains(.removed(app: chat, identifiers: ["a", "b"], reason: "N12")))
     }
 
+    /// Issue 8 item 7: clearing the whole center left the badge at its old count beside an empty
+    /// center. The two ways of clearing now agree: all removed → badge 0; some removed → the badge
+    /// stays (the app owns the count it set).
+    @Test func N12_clearingTheWholeCenterSetsTheBadgeToZero() {
+        var h = granted()
+        h.post("a", from: chat, .test(sound: nil))
+        h.post("b", from: chat, .test(sound: nil))
+        h.post("x", from: news, .test(sound: nil))
+        h.send(.removeDelivered(app: chat, identifiers: ["a"]))
+        #expect(h.state.apps[chat]?.badge == 2)
+        h.send(.removeDelivered(app: chat, identifiers: nil))
+        #expect(h.reply == .done)
+        #expect(h.center(chat) == [])
+        #expect(h.state.apps[chat]?.badge == 0)
+        #expect(h.last.contains(.badgeChanged(app: chat, count: 0)))
+        #expect(h.state.apps[news]?.badge == 1)
+    }
+
     @Test func N12_badgesCanBeTurnedOffPerApp() {
         var h = granted()
         h.send(.setSettings(app: chat, .init(badge: false)))
