@@ -132,6 +132,12 @@ enum NotificationCommands {
         let r = try await c.call(NotificationMethod.explain, ExplainParams(app: a.value("app"), identifier: a.positionals[0]), as: ExplainResult.self)
         if a.has("json") { CommandOutput.printJSONLine(r); return 0 }
         print("\(r.app)/\(r.identifier): \(CommandOutput.describe(r.decision))")
+        // N16: the decisions before the latest (replaced entries, holds, refusals), oldest first.
+        let earlier = (r.history ?? []).dropLast()
+        if !earlier.isEmpty {
+            print("earlier decisions:")
+            for h in earlier { print("  \(Date(timeIntervalSince1970: h.time.secondsSince1970))  \(CommandOutput.describe(h.decision))") }
+        }
         return 0
     }
 
