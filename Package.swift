@@ -46,7 +46,7 @@ let package = Package(
         .target(name: "InterludeTestSupport", dependencies: ["InterludePolicy", "InterludeEngine"]),
 
         .executableTarget(name: "interluded", dependencies: [
-            "InterludeServer", "InterludeEngine", "InterludePulse", "InterludeSound", "InterludeStore", "InterludeConfig",
+            "InterludeServer", "InterludeEngine", "InterludePulse", "InterludeSound", "InterludeStore", "InterludeConfig", "InterludeWire",
         ]),
         // The CLI links the client library only (fast start for `interlude play`); the commands that
         // play audio of their own run in `interlude-audio`, which `interlude` execs for them.

@@ -13,6 +13,10 @@ public struct ConfigError: Error, Sendable, Equatable, CustomStringConvertible {
     public var description: String {
         "\(file):\(line): " + (key.map { "key '\($0)': " } ?? "") + message + " [\(code)]"
     }
+    /// Makes an error; `code` is one of the stable codes above.
+    public init(file: String, line: Int, key: String?, message: String, code: String) {
+        self.file = file; self.line = line; self.key = key; self.message = message; self.code = code
+    }
 }
 
 /// Loaded, validated configuration: every number the rules name.
@@ -45,6 +49,20 @@ public struct InterludeConfig: Sendable {
         if case let .strings(d)? = ConfigSchema.index[path]?.kind { return d }
         return []
     }
+    /// Where a dotted key was set: the file that set its top-level key and the line of the key
+    /// itself (line 1 when it comes from the built-in defaults, "the built-in defaults" as file).
+    public func place(of path: String) -> (file: String, line: Int) {
+        var v: ConfigValue? = document
+        var line = 1
+        for part in path.split(separator: ".") {
+            guard case let .object(members)? = v, let m = members.last(where: { $0.key == part }) else { break }
+            line = m.line
+            v = m.value
+        }
+        let top = String(path.split(separator: ".").first ?? "")
+        return (sources[top] ?? "the built-in defaults", line)
+    }
+
     public func lookup(_ path: String) -> ConfigValue? {
         var v: ConfigValue? = document
         for part in path.split(separator: ".") { v = v?[String(part)] }

@@ -19,6 +19,7 @@ enum CLI {
       status [--json]                         sessions, their state and duck level, streams matched
       play NAME|PATH [--volume 0..1]          play a sound through the daemon (S1-S3)
       ringer silent|ring                      the ringer switch (A12)
+      reload                                  the daemon re-reads its config files (like SIGHUP); a bad file is refused
       session --app ID --category C [--mode M] [--option O]... (--tone HZ | --file PATH)
               [--for SECONDS] [--accepts-delay] [--ignore-interruptions]
                                               a well-behaved reference app; prints its events as JSON lines
@@ -81,6 +82,7 @@ enum CLI {
             case "status": return try await status(socket: socket, rest)
             case "play": return try await play(socket: socket, rest)
             case "ringer": return try await ringer(socket: socket, rest)
+            case "reload": return try await reload(socket: socket, rest)
             case "watch": return try await watch(socket: socket, rest)
             case "notify": return try await NotificationCommands.notify(socket: socket, rest)
             case "explain": return try await NotificationCommands.explain(socket: socket, rest)
@@ -142,6 +144,7 @@ enum CLI {
         }
         if !s.unmatchedStreams.isEmpty { print("unmatched streams: \(s.unmatchedStreams.map { String($0.index) }.joined(separator: ", "))") }
         if !s.samples.isEmpty { print("sample cache: \(s.samples.joined(separator: ", "))") }
+        if let files = s.configFiles { print("config: \(files.isEmpty ? "built-in defaults" : files.joined(separator: ", "))") }
         return 0
     }
 
@@ -171,6 +174,16 @@ enum CLI {
         _ = try InterludeClient.request(socket: socket, app: "org.interlude.CLI", WireMethod.ringerSet,
                                         RingerParams(mode: argv[0]), as: JSONValue.self)
         print("ringer \(argv[0])")
+        return 0
+    }
+
+    /// `interlude reload`: the daemon re-reads its config files (as on SIGHUP); a bad file is
+    /// refused with file, line and key, and the running config stays (exit 1).
+    static func reload(socket: String?, _ argv: [String]) async throws -> Int32 {
+        guard argv.isEmpty else { throw Arguments.UsageError(description: "reload takes no arguments") }
+        let r = try InterludeClient.request(socket: socket, app: "org.interlude.CLI", WireMethod.configReload,
+                                            ReloadParams(), as: ReloadResult.self)
+        print("config reloaded from \(r.files.isEmpty ? "built-in defaults" : r.files.joined(separator: ", "))")
         return 0
     }
 

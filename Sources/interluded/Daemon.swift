@@ -6,6 +6,7 @@ import InterludePulse
 import InterludeServer
 import InterludeSound
 import InterludeStore
+import InterludeWire
 
 /// The daemon's composition root: config → adapters → engine → socket server.
 enum Daemon {
@@ -58,11 +59,9 @@ enum Daemon {
                 return 78  // EX_CONFIG
             }
         }
+        let folders = ConfigLoader.folders(builtin: home.map { $0 + "/Config" }, override: options["config"], environment: env)
         let config: InterludeConfig
-        do {
-            config = try ConfigLoader.load(folders: ConfigLoader.folders(
-                builtin: home.map { $0 + "/Config" }, override: options["config"], environment: env))
-        } catch {
+        do { config = try ConfigLoader.load(folders: folders) } catch {
             log("bad config: \(error)")
             return 78  // EX_CONFIG
         }
@@ -85,21 +84,13 @@ enum Daemon {
         if ledger.count > 0 { log("an earlier run left gains on \(ledger.count) stream(s); undoing them as they are seen [A7]") }
         let backend = PulseAudioBackend(connection: pulse, stepSeconds: config.number("audio.rampStepMs") / 1000,
                                         maxStepDb: config.number("audio.maxRampStepDb"), ledger: ledger, log: log)
-        let dataHome = env["XDG_DATA_HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory() + "/.local/share"
-        let lookup = SoundLookup(appFolders: config.strings("sounds.appFolders"),
-                                 userFolder: config.string("sounds.userFolder") ?? dataHome + "/interlude/sounds",
-                                 projectFolder: home.map { $0 + "/Sounds" },
-                                 dataDirs: SoundLookup.standardDataDirs(environment: env),
-                                 theme: config.string("sounds.theme") ?? "freedesktop")
-        // S1 falls back to the default sound: it must exist, or every fallback would fail.
-        let defaultSound = config.string("sounds.default") ?? "default"
-        guard case .file = lookup.resolve(defaultSound) else {
-            log("bad config: \(config.sources["sounds"] ?? "the config"): key 'sounds.default': no sound named \(defaultSound) in the sound folders [configBadValue]")
+        let sounds: SoundSettings
+        do { sounds = try SoundSettings(config: config, home: home, environment: env) } catch {
+            log("bad config: \(error)")
             return 78  // EX_CONFIG
         }
-        let player = PulseSoundPlayer(connection: pulse, lookup: lookup, defaultName: defaultSound,
-                                      maxDuration: config.number("sounds.maxDurationSeconds"),
-                                      maxBytes: Int(config.number("sounds.maxSampleBytes")))
+        let player = PulseSoundPlayer(connection: pulse, lookup: sounds.lookup, defaultName: sounds.defaultName,
+                                      maxDuration: sounds.maxDuration, maxBytes: sounds.maxBytes)
         let engine: Engine
         do {
             let store = try SQLiteNotificationStore(directory: stateDir)
@@ -110,6 +101,24 @@ enum Daemon {
             return 1
         }
         await engine.setIdentity(path, onlyOwnStreams: options["private"] != nil)
+        // SIGHUP and `interlude reload`: the same files again; a bad one is refused with file, line
+        // and key, and the running config stays.
+        let reloader: Engine.Reloader = { [weak engine] in
+            let fresh: InterludeConfig, newSounds: SoundSettings
+            do {
+                fresh = try ConfigLoader.load(folders: folders)
+                newSounds = try SoundSettings(config: fresh, home: home, environment: env)
+            } catch {
+                log("reload refused, the running config stays: \(error)")
+                return .failure(WireError(.badRequest, "reload refused, the running config stays: \(error)"))
+            }
+            await player.reconfigure(lookup: newSounds.lookup, defaultName: newSounds.defaultName,
+                                     maxDuration: newSounds.maxDuration, maxBytes: newSounds.maxBytes)
+            await engine?.reload(config: fresh)
+            return .success(fresh.files)
+        }
+        await engine.setReloader(reloader)
+        ReloadSignal.install { Task { _ = await reloader() } }
         await engine.start()
 
         let server = SocketServer(path: path, engine: engine, maxClients: Int(config.number("server.maxClients")),
@@ -125,6 +134,47 @@ enum Daemon {
         await engine.releaseStreams()  // no duck or mute of ours outlives the daemon
         pulse.disconnect()
         return 0
+    }
+}
+
+/// The sound side of a config: S2's folders, S1's default and limits. Checked at start and on
+/// every reload.
+struct SoundSettings {
+    let lookup: SoundLookup
+    let defaultName: String
+    let maxDuration: Double
+    let maxBytes: Int
+
+    /// - Throws: ``ConfigError`` when `sounds.default` names no sound in the folders (S1 falls back
+    ///   to it, so it must exist).
+    init(config: InterludeConfig, home: String?, environment env: [String: String]) throws(ConfigError) {
+        let dataHome = env["XDG_DATA_HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory() + "/.local/share"
+        lookup = SoundLookup(appFolders: config.strings("sounds.appFolders"),
+                             userFolder: config.string("sounds.userFolder") ?? dataHome + "/interlude/sounds",
+                             projectFolder: home.map { $0 + "/Sounds" },
+                             dataDirs: SoundLookup.standardDataDirs(environment: env),
+                             theme: config.string("sounds.theme") ?? "freedesktop")
+        defaultName = config.string("sounds.default") ?? "default"
+        guard case .file = lookup.resolve(defaultName) else {
+            let (file, line) = config.place(of: "sounds.default")
+            throw ConfigError(file: file, line: line, key: "sounds.default",
+                              message: "no sound named \(defaultName) in the sound folders", code: "configBadValue")
+        }
+        maxDuration = config.number("sounds.maxDurationSeconds")
+        maxBytes = Int(config.number("sounds.maxSampleBytes"))
+    }
+}
+
+/// SIGHUP → reload (the unit's `ExecReload`). Written outside main.swift: signal handlers in
+/// main-actor code trap under Swift 6 (DESIGN.md).
+enum ReloadSignal {
+    nonisolated(unsafe) static var source: DispatchSourceSignal?
+    static func install(_ handler: @escaping @Sendable () -> Void) {
+        signal(SIGHUP, SIG_IGN)
+        let s = DispatchSource.makeSignalSource(signal: SIGHUP, queue: DispatchQueue(label: "interlude.reload"))
+        s.setEventHandler { @Sendable in handler() }
+        s.resume()
+        source = s
     }
 }
 

@@ -193,6 +193,76 @@ import InterludeWire
         #expect(daemon.isRunning)
     }
 
+    /// Issue 10: `interlude reload` and SIGHUP re-read the config while sessions and ducks stay: a
+    /// focus schedule added to the user's file takes effect at once; a broken file is refused with
+    /// file and line, and the running config keeps working.
+    @Test func reloadAppliesAScheduleAndRefusesABrokenFileKeepingSessionsAndDucks() async throws {
+        let w = try WorkFolder("cli-reload")
+        defer { w.remove() }
+        let base = #"{ timeZone: "UTC", authorization: { default: "grant" } }"#
+        try w.config(base)
+        let daemon = try DaemonProcess(socket: w.socket, work: w.path, environment: w.environment)
+        defer { daemon.stop() }
+        let s = w.socket
+
+        let music = try await InterludeClient.connect(socket: s, app: "org.example.Music")
+        let m = try await music.register(category: .playback)
+        _ = try await music.activate(m)
+        let nav = try await InterludeClient.connect(socket: s, app: "org.example.Nav")
+        let p = try await nav.register(category: .playback, mode: .voicePrompt, options: [.duckOthers])
+        _ = try await nav.activate(p)
+        func musicState() async throws -> SessionStatus? { try await music.status().sessions.first { $0.session == m } }
+        #expect(try await musicState()?.ducked == true)
+        #expect(try interlude(["--socket", s, "focus", "status"]).out.contains("focus: off"))
+
+        // A window from an hour ago to an hour ahead, on the day it starts (N8), in UTC.
+        var utc = Calendar(identifier: .gregorian)
+        utc.timeZone = TimeZone(identifier: "UTC")!
+        let start = Date().addingTimeInterval(-3600), end = Date().addingTimeInterval(3600)
+        let days = ["sunday", "monday", "tuesday", "wednesday", "thursday", "friday", "saturday"]
+        func hm(_ d: Date) -> String { String(format: "%02d:%02d", utc.component(.hour, from: d), utc.component(.minute, from: d)) }
+        let scheduled = """
+        { timeZone: "UTC", authorization: { default: "grant" },
+          focusModes: { work: { schedule: [{ weekdays: ["\(days[utc.component(.weekday, from: start) - 1])"], start: "\(hm(start))", end: "\(hm(end))" }] } } }
+        """
+        try w.config(scheduled)
+        let reload = try interlude(["--socket", s, "reload"])
+        #expect(reload.status == 0 && reload.out.contains("config reloaded from") && reload.out.contains(w.path + "/interlude.json5"), "\(reload)")
+        #expect(try interlude(["--socket", s, "focus", "status"]).out.contains("focus: work (schedule)"))
+        #expect(try await musicState()?.state == .active, "the session stays")
+        #expect(try await musicState()?.ducked == true, "the duck stays")
+        let status = try interlude(["--socket", s, "status"])
+        #expect(status.out.contains("config: ") && status.out.contains(w.path + "/interlude.json5"), "\(status.out)")
+
+        // A broken file: refused with file and line; the schedule in force stays.
+        try w.config("{\n  timeZone: 'UTC',\n  focusModes: { work: { schedule: [ }\n}")
+        let broken = try interlude(["--socket", s, "reload"])
+        #expect(broken.status == 1, "\(broken)")
+        #expect(broken.err.contains(w.path + "/interlude.json5:3") && broken.err.contains("running config stays"), "\(broken.err)")
+        #expect(try interlude(["--socket", s, "focus", "status"]).out.contains("focus: work (schedule)"))
+        let app = try await InterludeClient.connect(socket: s, app: "org.example.Chat")
+        _ = try await app.call(NotificationMethod.requestAuthorization, RequestAuthorizationParams(options: [.alert, .sound]), as: AuthorizationResult.self)
+        let silenced = try await app.call(NotificationMethod.add, AddNotificationParams(title: "during work", sound: "default"), as: AddNotificationResult.self)
+        #expect(silenced.decision.rules.contains("N7"), "the old config's focus still silences: \(silenced.decision.rules)")
+
+        // SIGHUP with the broken file: refused, the daemon lives; with the base file: focus off.
+        kill(daemon.process.processIdentifier, SIGHUP)
+        try await Task.sleep(nanoseconds: 300_000_000)
+        #expect(daemon.isRunning)
+        try w.config(base)
+        kill(daemon.process.processIdentifier, SIGHUP)
+        var off = false
+        for _ in 0..<40 where !off {
+            try await Task.sleep(nanoseconds: 50_000_000)
+            off = try interlude(["--socket", s, "focus", "status"]).out.contains("focus: off")
+        }
+        #expect(off, "SIGHUP put the base config in force")
+        #expect(try await musicState()?.ducked == true)
+        let log = (try? String(contentsOfFile: w.path + "/log", encoding: .utf8)) ?? ""
+        #expect(log.contains("reload refused, the running config stays"), "\(log)")
+        #expect(daemon.isRunning)
+    }
+
     /// A reference app whose daemon dies says so and exits 1 (it used to wait for ever, then
     /// report a clean deactivation that reached no daemon).
     @Test(.enabled(if: AudioServer.required()))
