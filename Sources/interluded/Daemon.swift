@@ -50,6 +50,7 @@ enum Daemon {
             }
         }
         let home = ProjectResources.home(environment: env)
+        log("built-in config and sounds from \(home ?? "nowhere (no Config/ found; set INTERLUDE_HOME)")")
         // A config folder named on purpose must exist (a typo would silently run on defaults).
         for (source, dir) in [("--config", options["config"]), ("INTERLUDE_CONFIG_DIR", env["INTERLUDE_CONFIG_DIR"])] {
             guard let dir, !dir.isEmpty, options["config"] == nil || source == "--config" else { continue }
