@@ -54,7 +54,9 @@ final class PulseAudioBackend: AudioBackend, @unchecked Sendable {
                             onClaimLost(holder)
                         }
                     case .clientRemoved: continue
-                    case .disconnected: k.yield(.disconnected)
+                    case .disconnected:
+                        ledger.forgetAll()  // the streams, and the gains on them, went with the server
+                        k.yield(.disconnected)
                     case let .sinkInputAdded(s):
                         // A gain or mute an earlier run left (it was killed during a duck): undone
                         // before the engine sees the stream, which then applies its own output.
