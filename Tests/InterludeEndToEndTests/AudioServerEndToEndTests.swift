@@ -151,6 +151,15 @@ import InterludeWire
         if !second.isRunning { print("[measured] second daemon refused \(String(format: "%.2f", PulseClock.monotonicSeconds() - started)) s after it started") }
         try await Self.checkOneManagerDucks(audio, work: w.path, label: "two daemons started")
         #expect(first.isRunning)
+
+        // A SIGKILLed manager leaves no claim behind: the next daemon starts and manages.
+        first.kill9()
+        let third = try DaemonProcess(socket: w.path + "/third", work: w.path, config: false, environment: env,
+                                      managing: true, log: "third.log", state: "state3")
+        defer { third.stop() }
+        try await Task.sleep(for: .milliseconds(1000))
+        #expect(third.isRunning && SocketProbe.live(w.path + "/third"), "after a SIGKILL of the manager: \(Self.log(w.path, "third.log"))")
+        try await Self.checkOneManagerDucks(audio, work: w.path, label: "after the manager was SIGKILLed")
     }
 
     /// After an audio-server restart both daemons reconnect: the first to announce itself again
