@@ -162,6 +162,66 @@ import InterludeWire
         try await Self.checkOneManagerDucks(audio, work: w.path, label: "after the manager was SIGKILLed")
     }
 
+    /// Two daemons started at the same moment: whichever decides first, exactly one keeps managing
+    /// (the other sees the earlier announcement, at start or when it arrives, and exits 75).
+    @Test(.enabled(if: AudioServer.required()))
+    func twoDaemonsStartedAtOnceLeaveOneManager() async throws {
+        let audio = try PrivateAudioServer("e2e-managers-race")
+        defer { audio.stop() }
+        try await audio.start()
+        let w = try WorkFolder("e2e-managers-race")
+        defer { w.remove() }
+        var env = w.environment
+        env["PULSE_SERVER"] = audio.server
+        let a = try DaemonProcess(socket: w.path + "/a", work: w.path, config: false, environment: env,
+                                  managing: true, log: "a.log", state: "stateA", waitForSocket: false)
+        defer { a.stop() }
+        let b = try DaemonProcess(socket: w.path + "/b", work: w.path, config: false, environment: env,
+                                  managing: true, log: "b.log", state: "stateB", waitForSocket: false)
+        defer { b.stop() }
+        #expect(await Self.waitFor(10) { !a.isRunning || !b.isRunning }, "both daemons still manage")
+        try await Task.sleep(for: .milliseconds(1000))
+        #expect(a.isRunning != b.isRunning, "exactly one daemon stays")
+        let gone = a.isRunning ? b : a
+        #expect(!gone.isRunning && gone.process.terminationStatus == 75)
+        let said = Self.log(w.path, gone === a ? "a.log" : "b.log")
+        #expect(said.contains("[anotherManager]"), "\(said)")
+        print("[measured] two started at once: the other exited \(said.contains("already manages") ? "at its start-up check" : "when it saw the earlier announcement")")
+        try await Self.checkOneManagerDucks(audio, work: w.path, label: "two started at once")
+    }
+
+    /// The watch: a manager that sees a client announce the claim earlier than its own (here a
+    /// `paplay` given the properties of one, stamped 1 ns after 1970: what a daemon that connected
+    /// at the same moment and decided later looks like) hands off and exits 75.
+    @Test(.enabled(if: AudioServer.required()))
+    func aManagerHandsOffToAnEarlierAnnouncement() async throws {
+        let audio = try PrivateAudioServer("e2e-managers-watch")
+        defer { audio.stop() }
+        try await audio.start()
+        let w = try WorkFolder("e2e-managers-watch")
+        defer { w.remove() }
+        var env = w.environment
+        env["PULSE_SERVER"] = audio.server
+        let daemon = try DaemonProcess(socket: w.socket, work: w.path, config: false, environment: env, managing: true)
+        defer { daemon.stop() }
+        try await Task.sleep(for: .milliseconds(500))
+        #expect(daemon.isRunning)
+        let file = w.path + "/quiet.wav"
+        try WAVFile.writeSine(path: file, frequency: 300, amplitude: 0.01, seconds: 20, sampleRate: 48000)
+        let earlier = Process()
+        earlier.executableURL = URL(fileURLWithPath: "/usr/bin/paplay")
+        earlier.arguments = ["--server=\(audio.server)", file]
+        var pe = env
+        pe["PULSE_PROP"] = "interlude.manager=/earlier/socket interlude.manager.uid=\(PulseClaim.currentUID) interlude.manager.since=1"
+        earlier.environment = pe
+        try earlier.run()
+        defer { Self.end(earlier) }
+        #expect(await Self.waitFor(5) { !daemon.isRunning }, "the manager ignored an earlier announcement")
+        #expect(!daemon.isRunning && daemon.process.terminationStatus == 75)
+        let said = Self.log(w.path, "log")
+        #expect(said.contains("announced itself first") && said.contains("/earlier/socket"), "\(said)")
+    }
+
     /// After an audio-server restart both daemons reconnect: the first to announce itself again
     /// holds the claim; the other exits 75 instead of fighting. The second daemon here starts while
     /// the server is down (it cannot check at start, so it waits for the server like the first).

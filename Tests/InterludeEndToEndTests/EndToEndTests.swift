@@ -331,8 +331,9 @@ final class DaemonProcess {
     ///   - managing: without `--private`: it manages every stream of its audio server (only on a
     ///     server of the test's own).
     ///   - log: the log file's name in `work`.
+    ///   - waitForSocket: wait (up to 5 s) until it listens or exits.
     init(socket: String, work: String, config: Bool = true, environment: [String: String]? = nil,
-         managing: Bool = false, log: String = "log", state: String = "state") throws {
+         managing: Bool = false, log: String = "log", state: String = "state", waitForSocket: Bool = true) throws {
         guard let path = ScenarioRunner.siblingExecutable("interluded") else { throw CocoaError(.fileNoSuchFile) }
         process.executableURL = URL(fileURLWithPath: path)
         process.arguments = ["--socket", socket] + (managing ? [] : ["--private"]) + ["--state", work + "/" + state]
@@ -342,7 +343,7 @@ final class DaemonProcess {
         process.standardError = FileHandle(forWritingAtPath: logPath) ?? FileHandle.nullDevice
         if let environment { process.environment = environment }
         try process.run()
-        for _ in 0..<100 where !SocketProbe.live(socket) && process.isRunning { Thread.sleep(forTimeInterval: 0.05) }
+        for _ in 0..<100 where waitForSocket && !SocketProbe.live(socket) && process.isRunning { Thread.sleep(forTimeInterval: 0.05) }
     }
     var isRunning: Bool { process.isRunning }
     func kill9() { kill(process.processIdentifier, SIGKILL); process.waitUntilExit() }
