@@ -354,20 +354,28 @@ struct WorkFolder {
     func remove() { try? FileManager.default.removeItem(atPath: path) }
 }
 
-/// A real `interluded` process on a private socket (`--private`), with its log in `work/log`.
+/// A real `interluded` process on a private socket (`--private` unless `managing`), with its log in
+/// `work/log` (or `log`).
 final class DaemonProcess {
     let process = Process()
     /// - Parameters:
     ///   - config: whether `work/interlude.json5` is read (`--config work`).
-    init(socket: String, work: String, config: Bool = true, environment: [String: String]? = nil) throws {
+    ///   - managing: without `--private`: it manages every stream of its audio server (only on a
+    ///     server of the test's own).
+    ///   - log: the log file's name in `work`.
+    ///   - waitForSocket: wait (up to 5 s) until it listens or exits.
+    init(socket: String, work: String, config: Bool = true, environment: [String: String]? = nil,
+         managing: Bool = false, log: String = "log", state: String = "state", waitForSocket: Bool = true) throws {
         guard let path = ScenarioRunner.siblingExecutable("interluded") else { throw CocoaError(.fileNoSuchFile) }
         process.executableURL = URL(fileURLWithPath: path)
-        process.arguments = ["--socket", socket, "--private", "--state", work + "/state"] + (config ? ["--config", work] : [])
-        if !FileManager.default.fileExists(atPath: work + "/log") { FileManager.default.createFile(atPath: work + "/log", contents: nil) }
-        process.standardError = FileHandle(forWritingAtPath: work + "/log") ?? FileHandle.nullDevice
+        process.arguments = ["--socket", socket] + (managing ? [] : ["--private"]) + ["--state", work + "/" + state]
+            + (config ? ["--config", work] : [])
+        let logPath = work + "/" + log
+        if !FileManager.default.fileExists(atPath: logPath) { FileManager.default.createFile(atPath: logPath, contents: nil) }
+        process.standardError = FileHandle(forWritingAtPath: logPath) ?? FileHandle.nullDevice
         if let environment { process.environment = environment }
         try process.run()
-        for _ in 0..<100 where !SocketProbe.live(socket) { Thread.sleep(forTimeInterval: 0.05) }
+        for _ in 0..<100 where waitForSocket && !SocketProbe.live(socket) && process.isRunning { Thread.sleep(forTimeInterval: 0.05) }
     }
     var isRunning: Bool { process.isRunning }
     func kill9() { kill(process.processIdentifier, SIGKILL); process.waitUntilExit() }
