@@ -61,6 +61,8 @@ public actor Engine {
     /// streams marked with it (`--private`, the scenario runner's daemon).
     var identity: String?
     var onlyOwnStreams = false
+    /// The D-Bus side (Engine+Bus.swift): port, mode, id map.
+    var bus = BusBridgeState()
 
     /// - Parameters:
     ///   - store: where the notification state persists (N15); nil keeps it in memory only.
@@ -278,9 +280,11 @@ public actor Engine {
                                  interruptedBy: s.interruptedBy.sorted(), streams: byStream[s.id] ?? [])
         }
         let server = audioConnected ? await audio?.serverName() : nil
-        return StatusResult(version: version, audioConnected: audioConnected, audioServer: server,
-                            ringer: audioState.ringerSilent ? "silent" : "ring", sessions: sessions,
-                            unmatchedStreams: unmatched, samples: await sounds?.cachedSamples() ?? [])
+        var result = StatusResult(version: version, audioConnected: audioConnected, audioServer: server,
+                                  ringer: audioState.ringerSilent ? "silent" : "ring", sessions: sessions,
+                                  unmatchedStreams: unmatched, samples: await sounds?.cachedSamples() ?? [])
+        result.bus = bus.status
+        return result
     }
 
     // MARK: Policy plumbing
