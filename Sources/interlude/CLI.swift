@@ -33,7 +33,8 @@ enum CLI {
                                               deliver a notification as app ID; prints the decision and its rules
       explain ID [--app APP]                  the rules that decided a notification (N16)
       focus on NAME [--for S | --until TIME] | off | status
-      center [--app ID] [remove ID | clear]   the notification center
+      center [--app ID] [remove ID | clear | respond ID ACTION [--text T]]
+                                              the notification center; respond answers an action (N14)
       badge APP [N]                           set an app's badge (N12)
       auth APP grant|deny|provisional [--critical-alerts on|off] [--time-sensitive on|off] [--sound on|off] [--marketing on|off]
       settings APP [KEY=VALUE…]               show or change an app's settings (N2)
@@ -101,6 +102,13 @@ enum CLI {
             return 0
         }
         print("interluded \(s.version) — audio server \(s.audioConnected ? "connected" + (s.audioServer.map { " (\($0))" } ?? "") : "NOT connected"), ringer \(s.ringer)")
+        if let b = s.bus {
+            switch b.mode {
+            case "server": print("bus: server, owns org.freedesktop.Notifications as \(b.nameOwner ?? "?")")
+            case "companion": print("bus: companion of \(b.nameOwner ?? "?"), the owner of org.freedesktop.Notifications")
+            default: print("bus: off\(b.note.map { " (\($0))" } ?? "")")
+            }
+        }
         if s.sessions.isEmpty { print("no sessions") }
         for x in s.sessions {
             var line = "\(x.session)  \(x.app)  \(x.category.rawValue)/\(x.mode.rawValue)"

@@ -168,10 +168,12 @@ enum NotificationCommands {
     // MARK: center, badge
 
     static func center(socket: String?, _ argv: [String]) async throws -> Int32 {
-        let a = try Arguments(argv, flags: ["json"], options: ["app"])
+        let a = try Arguments(argv, flags: ["json"], options: ["app", "text"])
         let app = a.value("app")
-        let usage = Arguments.UsageError(description: "center [--app ID] [remove ID | clear]")
+        let usage = Arguments.UsageError(description: "center [--app ID] [remove ID | clear | respond ID ACTION [--text T]]")
         switch a.positionals.first {  // the command line is checked before the daemon is asked
+        case "respond":
+            guard a.positionals.count == 3 else { throw Arguments.UsageError(description: "center [--app ID] respond NOTIFICATION ACTION [--text T]") }
         case "remove", "clear":
             guard app != nil else { throw Arguments.UsageError(description: "center \(a.positionals[0]) needs --app ID (whose notifications)") }
             guard a.positionals.count == (a.positionals[0] == "remove" ? 2 : 1) else { throw usage }
@@ -180,6 +182,22 @@ enum NotificationCommands {
         }
         let c = try await connectUser(socket)
         switch a.positionals.first {
+        case "respond":
+            // N14: the user's response reaches the app (a bus app as ActionInvoked), queued if offline.
+            let id = a.positionals[1], action = a.positionals[2]
+            var owner = app
+            if owner == nil {
+                let all = try await c.call(NotificationMethod.delivered, ListNotificationsParams(all: true), as: NotificationListResult.self)
+                let apps = Set(all.notifications.filter { $0.identifier == id }.map(\.app))
+                guard apps.count == 1 else {
+                    return CommandOutput.fail(apps.isEmpty ? "no notification \(id) in the center" : "several apps have a notification \(id): name one with --app")
+                }
+                owner = apps.first
+            }
+            _ = try await c.call(NotificationMethod.respond, RespondParams(app: owner!, notification: id, action: action, text: a.value("text")),
+                                 as: JSONValue.self)
+            print("responded \(action) to \(owner!)/\(id)")
+            return 0
         case "remove":
             guard a.positionals.count == 2, let app else { throw Arguments.UsageError(description: "center --app ID remove NOTIFICATION") }
             let id = a.positionals[1]
