@@ -33,6 +33,8 @@ public final class BusConnection: @unchecked Sendable {
     private var readSource: DispatchSourceRead?
     private var timer: DispatchSourceTimer?
     private var closed = false
+    /// For a monitor: called on the queue with each message seen.
+    var monitorHandler: ((OpaquePointer) -> Void)?
     /// The address this connection was opened on.
     public let address: String
 
@@ -96,7 +98,14 @@ public final class BusConnection: @unchecked Sendable {
         dispatchPrecondition(condition: .onQueue(queue))
         guard !closed else { return }
         while true {
-            let r = sd_bus_process(bus, nil)
+            // A monitor connection (sd_bus_set_monitor) hands each message back instead of
+            // dispatching it.
+            var m: OpaquePointer?
+            let r = monitorHandler == nil ? sd_bus_process(bus, nil) : sd_bus_process(bus, &m)
+            if let m {
+                monitorHandler?(m)
+                sd_bus_message_unref(m)
+            }
             if r <= 0 { break }
         }
         sd_bus_flush(bus)

@@ -19,7 +19,6 @@ public final class NotificationsCompanion: @unchecked Sendable {
     let lookup: BusConnection?
     /// Notify calls waiting for their reply, by (sender, cookie).
     private var waiting: [String: (call: BusNotifyCall, executable: String?)] = [:]
-    private var filterSlot: OpaquePointer?
     private let jobs: AsyncStream<(BusNotificationInput, UInt32)>.Continuation
     private let consumer: Task<Void, Never>
 
@@ -51,11 +50,7 @@ public final class NotificationsCompanion: @unchecked Sendable {
             "type='method_return'",
             "type='error'",
         ])
-        let me = Unmanaged.passUnretained(self).toOpaque()
-        var slot: OpaquePointer?
-        let r = monitor.queue.sync { sd_bus_add_filter(monitor.bus, &slot, companionFilterCallback, me) }
-        guard r >= 0 else { throw BusError("add the monitor's filter", r) }
-        filterSlot = slot
+        monitor.queue.sync { monitor.monitorHandler = { [unowned self] m in self.handle(m) } }
         monitor.start()
     }
 
@@ -103,9 +98,3 @@ public final class NotificationsCompanion: @unchecked Sendable {
     }
 }
 
-/// The monitor's filter (on its queue). File scope, nonisolated: DESIGN.md's SIGILL trap.
-let companionFilterCallback: sd_bus_message_handler_t = { m, userdata, _ in
-    guard let m, let userdata else { return 0 }
-    Unmanaged<NotificationsCompanion>.fromOpaque(userdata).takeUnretainedValue().handle(m)
-    return 0
-}
