@@ -1,0 +1,292 @@
+import Foundation
+import InterludeBus
+import InterludeConfig
+import InterludeEngine
+import InterludePolicy
+import InterludeTestSupport
+import InterludeWire
+import Testing
+
+/// The adapter on a private `dbus-daemon` with real clients no one here wrote: `notify-send`
+/// (libnotify), `gdbus` and `dbus-send`. The engine is real, with a fake sound player (what it was
+/// asked to play) and an in-memory store; the sounds heard at the output are checked in
+/// InterludeEndToEndTests/BusEndToEndTests.
+@Suite(.serialized) struct NotificationsServiceTests {
+    static var toolsPresent: Bool {
+        PrivateBus.available && FileManager.default.isExecutableFile(atPath: "/usr/bin/notify-send")
+            && FileManager.default.isExecutableFile(atPath: "/usr/bin/gdbus")
+    }
+    static func required() -> Bool {
+        if toolsPresent { return true }
+        if ProcessInfo.processInfo.environment["CI"] == "true" {
+            Issue.record("dbus-daemon, notify-send (libnotify-bin) or gdbus missing: bus tests may not skip under CI")
+        }
+        return false
+    }
+
+    /// A bus, an engine and the adapter joined to it (server mode).
+    final class Rig: @unchecked Sendable {
+        let bus: PrivateBus
+        let engine: Engine
+        let sounds = FakeSoundPlayer()
+        let link: NotificationsBus
+        let cli: Int
+
+        init(_ name: String, config overlay: String = "{}") async throws {
+            bus = try PrivateBus(name)
+            let config = try ConfigLoader.load(folders: [], overlay: ("test", try JSON5.parse(overlay)))
+            engine = try Engine(config: config, audio: nil, sounds: sounds, store: MemoryNotificationStore(), version: "test")
+            await engine.start()
+            link = await NotificationsBus.join(address: bus.address, engine: engine, replace: false,
+                                               config: NotificationsBusConfig(), version: "test", log: { _ in })
+            cli = await engine.connect(pid: getpid(), sink: { _ in })
+            _ = try await engine.hello(client: cli, app: Engine.userToolApp)
+        }
+
+        func stop() {
+            link.stop()
+            bus.stop()
+        }
+
+        func notifySend(_ args: [String]) throws -> PrivateBus.Output { try bus.run("/usr/bin/notify-send", args) }
+
+        func center() async throws -> [NotificationView] {
+            try await engine.listNotifications(client: cli, ListNotificationsParams(all: true)).notifications
+        }
+
+        func explain(_ app: String, _ id: String) async throws -> NotificationDecision {
+            try await engine.explain(client: cli, ExplainParams(app: app, identifier: id)).decision
+        }
+
+        /// Waits until `cond` holds (the engine works on its own task after the reply).
+        func eventually(_ seconds: Double = 3, _ cond: () async throws -> Bool) async rethrows -> Bool {
+            let end = Date().addingTimeInterval(seconds)
+            while Date() < end {
+                if try await cond() { return true }
+                try? await Task.sleep(nanoseconds: 20_000_000)
+            }
+            return try await cond()
+        }
+    }
+
+    @Test(.enabled(if: required()))
+    func notifySendGetsAnIdAndTheSoundItNames() async throws {
+        let rig = try await Rig("ids")
+        defer { rig.stop() }
+        let status = await rig.engine.busStatus()
+        #expect(status?.mode == "server")
+        let a = try rig.notifySend(["-p", "-h", "string:sound-name:message-new-instant", "Hi"])
+        #expect(a.status == 0, "\(a.stderr)")
+        let id = UInt32(a.stdout.trimmingCharacters(in: .whitespacesAndNewlines))
+        #expect(id != nil && id != 0)
+        #expect(rig.sounds.plays.map(\.name) == ["message-new-instant"])
+        let b = try rig.notifySend(["-p", "-a", "org.example.Other", "Two"])
+        let id2 = UInt32(b.stdout.trimmingCharacters(in: .whitespacesAndNewlines))
+        #expect(id2 != nil && id2! > id!, "ids are never reused")
+        let center = try await rig.center()
+        #expect(center.map(\.identifier).sorted() == ["dbus-\(id!)", "dbus-\(id2!)"].sorted())
+        #expect(center.first { $0.identifier == "dbus-\(id!)" }?.app == "notify-send")
+        // With no sound hint, bus.defaultSound plays (message-new-instant).
+        #expect(rig.sounds.plays.count == 2 && rig.sounds.plays[1].name == "message-new-instant")
+    }
+
+    @Test(.enabled(if: required()))
+    func suppressSoundAndUrgencyLowAreSilent() async throws {
+        let rig = try await Rig("quiet")
+        defer { rig.stop() }
+        _ = try rig.notifySend(["-a", "org.example.A", "-h", "boolean:suppress-sound:true", "-h", "string:sound-name:bell", "quiet"])
+        _ = try rig.notifySend(["-a", "org.example.B", "-u", "low", "low"])  // N5: passive
+        #expect(rig.sounds.plays.isEmpty)
+        #expect(try await rig.center().count == 2)
+    }
+
+    @Test(.enabled(if: required()))
+    func N10_replacesIdKeepsTheIdAndOneEntry() async throws {
+        let rig = try await Rig("replace")
+        defer { rig.stop() }
+        let a = try rig.notifySend(["-p", "-a", "org.example.R", "one"]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        let b = try rig.notifySend(["-p", "-a", "org.example.R", "-r", a, "two"]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(a == b)
+        let center = try await rig.center()
+        #expect(center.count == 1 && center.first?.title == "two")
+        #expect(try await rig.explain("org.example.R", "dbus-\(a)").rules.contains("N10"))
+        // Another app's id is not replaced: a new id.
+        let c = try rig.notifySend(["-p", "-a", "org.example.Q", "-r", a, "three"]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(c != a)
+    }
+
+    @Test(.enabled(if: required()))
+    func N3_criticalFromAnExecutableNotEntitledIsDowngraded() async throws {
+        // Entitled by app id and the executable path: notify-send's name with another path is not.
+        let rig = try await Rig("n3", config: #"{ entitledCriticalApps: [{ app: "org.example.Alarm", executablePath: "/nonexistent/alarm" }, { app: "org.example.Clock" }] }"#)
+        defer { rig.stop() }
+        let sent = try rig.notifySend(["-p", "-a", "org.example.Alarm", "-u", "critical", "wake"])
+        #expect(sent.status == 0, "\(sent.stderr)")
+        let a = sent.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        let d = try await rig.explain("org.example.Alarm", "dbus-\(a)")
+        #expect(d.level != .critical && d.rules.contains("N3"), "\(d)")
+        let b = try rig.notifySend(["-p", "-a", "org.example.Clock", "-u", "critical", "wake"]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        let e = try await rig.explain("org.example.Clock", "dbus-\(b)")
+        #expect(e.level == .critical, "\(e)")
+        // The claim in the message (sender-pid) is not what is checked: the entitlement bound to
+        // an executable path needs that executable (notify-send is not /nonexistent/alarm).
+        let c = try rig.notifySend(["-p", "-a", "org.example.Alarm", "-u", "critical", "-h", "int:sender-pid:1", "wake"])
+            .stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(try await rig.explain("org.example.Alarm", "dbus-\(c)").level != .critical)
+    }
+
+    @Test(.enabled(if: required()))
+    func N14_anActionResponseReachesNotifySendAsActionInvoked() async throws {
+        let rig = try await Rig("actions")
+        defer { rig.stop() }
+        let waiting = try rig.bus.start("/usr/bin/stdbuf", ["-oL", "/usr/bin/notify-send", "-p", "-a", "org.example.Ask", "-A", "yes=Yes", "-A", "no=No", "-w", "Question"])
+        var id: String?
+        #expect(try await rig.eventually(5) {
+            id = try await rig.center().first { $0.app == "org.example.Ask" }?.identifier
+            return id != nil
+        })
+        try await rig.engine.respond(client: rig.cli, RespondParams(app: "org.example.Ask", notification: id!, action: "yes"))
+        let out = waiting.finish(timeout: 5)
+        let lines = out.stdout.split(separator: "\n").map(String.init)
+        #expect(lines.count == 2 && "dbus-\(lines[0])" == id! && lines[1] == "yes", "notify-send printed \(lines), stderr \(out.stderr)")
+        #expect(out.status == 0)
+        #expect(try await rig.center().isEmpty, "the answered notification left the center (N14)")
+    }
+
+    @Test(.enabled(if: required()))
+    func closeNotificationSendsNotificationClosedWithReason3() async throws {
+        let rig = try await Rig("close")
+        defer { rig.stop() }
+        // The signals go to the app that sent the notification (unicast): dbus-monitor sees them
+        // (BecomeMonitor), as companion mode does.
+        let monitor = try rig.bus.start("/usr/bin/stdbuf", ["-oL", "/usr/bin/dbus-monitor", "--session",
+                                                            "type='signal',interface='org.freedesktop.Notifications'"])
+        try await Task.sleep(nanoseconds: 300_000_000)
+        let waiting = try rig.bus.start("/usr/bin/stdbuf", ["-oL", "/usr/bin/notify-send", "-p", "-a", "org.example.C", "-w", "bye"])
+        var id: String?
+        #expect(try await rig.eventually(5) {
+            id = try await rig.center().first { $0.app == "org.example.C" }?.identifier
+            return id != nil
+        })
+        let n = String(id!.dropFirst(5))
+        let close = try rig.bus.run("/usr/bin/gdbus", ["call", "--session", "-d", "org.freedesktop.Notifications", "-o", "/org/freedesktop/Notifications",
+                                                       "-m", "org.freedesktop.Notifications.CloseNotification", n])
+        #expect(close.status == 0, "\(close.stderr)")
+        let out = waiting.finish(timeout: 5)
+        #expect(out.status == 0 && out.stdout.hasPrefix(n), "notify-send -w returns when its notification is closed: \(out)")
+        try await Task.sleep(nanoseconds: 200_000_000)
+        let seen = monitor.stop().stdout
+        #expect(seen.contains("member=NotificationClosed\n   uint32 \(n)\n   uint32 3"), "\(seen)")
+        #expect(try await rig.center().isEmpty)
+    }
+
+    @Test(.enabled(if: required()))
+    func transientIsNotKeptAndCategoryCallIsACall() async throws {
+        let rig = try await Rig("transient")
+        defer { rig.stop() }
+        _ = try rig.notifySend(["-a", "org.example.T", "-e", "passing"])
+        #expect(try await rig.center().isEmpty)
+        #expect(rig.sounds.plays.count == 1, "a transient notification is still heard")
+        let c = try rig.notifySend(["-p", "-a", "org.example.Phone", "-c", "call.incoming", "Alice"]).stdout
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        let d = try await rig.explain("org.example.Phone", "dbus-\(c)")
+        #expect(d.level == .timeSensitive, "\(d)")
+    }
+
+    @Test(.enabled(if: required()))
+    func N7_underFocusItIsSilentAndInTheCenter() async throws {
+        let rig = try await Rig("focus")
+        defer { rig.stop() }
+        _ = try await rig.engine.setFocus(client: rig.cli, FocusSetParams(name: "doNotDisturb"))
+        let a = try rig.notifySend(["-p", "-a", "org.example.F", "-h", "string:sound-name:bell", "shh"]).stdout
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(rig.sounds.plays.isEmpty)
+        #expect(try await rig.center().count == 1)
+        #expect(try await rig.explain("org.example.F", "dbus-\(a)").rules.contains("N7"))
+    }
+
+    @Test(.enabled(if: required()))
+    func malformedInputGetsADBusErrorAndChangesNothing() async throws {
+        let rig = try await Rig("malformed")
+        defer { rig.stop() }
+        func send(_ args: [String]) throws -> PrivateBus.Output {
+            try rig.bus.run("/usr/bin/dbus-send", ["--session", "--print-reply", "--dest=org.freedesktop.Notifications",
+                                                   "/org/freedesktop/Notifications"] + args)
+        }
+        func gdbusNotify(_ hints: String, body: String = "b") throws -> PrivateBus.Output {
+            try rig.bus.run("/usr/bin/gdbus", ["call", "--session", "-d", "org.freedesktop.Notifications", "-o", "/org/freedesktop/Notifications",
+                                               "-m", "org.freedesktop.Notifications.Notify", "--", "x", "0", "", "s", body, "[]", hints, "-1"])
+        }
+        // Wrong signatures.
+        let a = try send(["org.freedesktop.Notifications.Notify", "string:x"])
+        #expect(a.status != 0 && a.stderr.contains("InvalidArgs"), "\(a)")
+        let b = try send(["org.freedesktop.Notifications.CloseNotification", "string:x"])
+        #expect(b.status != 0 && b.stderr.contains("InvalidArgs"), "\(b)")
+        let c = try send(["org.freedesktop.Notifications.GetCapabilities", "int32:1"])
+        #expect(c.status != 0 && c.stderr.contains("InvalidArgs"), "\(c)")
+        let d = try send(["org.freedesktop.Notifications.Frobnicate"])
+        #expect(d.status != 0 && d.stderr.contains("UnknownMethod"), "\(d)")
+        // Hints of the wrong type.
+        let e = try gdbusNotify("{'urgency': <'high'>}")
+        #expect(e.status != 0 && e.stderr.contains("InvalidArgs") && e.stderr.contains("urgency"), "\(e)")
+        let f = try gdbusNotify("{'suppress-sound': <'yes'>}")
+        #expect(f.status != 0 && f.stderr.contains("suppress-sound"), "\(f)")
+        let g = try gdbusNotify("{'sound-name': <int32 3>}")
+        #expect(g.status != 0 && g.stderr.contains("sound-name"), "\(g)")
+        let u = try gdbusNotify("{'urgency': <byte 7>}")
+        #expect(u.status != 0 && u.stderr.contains("urgency"), "\(u)")
+        // A huge body (100 kB, beyond bus.maxNotificationBytes; the bus carries it, the adapter refuses it).
+        let big = try gdbusNotify("{}", body: String(repeating: "x", count: 100_000))
+        #expect(big.status != 0 && big.stderr.contains("LimitsExceeded"), "\(big.stderr.prefix(300))")
+        // Hints the adapter does not read (image-data's struct) are skipped, not refused.
+        let img = try gdbusNotify("{'image-data': <(1, 1, 4, true, 8, 4, [byte 1, 2, 3, 4])>}")
+        #expect(img.status == 0, "\(img)")
+        #expect(try await rig.center().count == 1, "only the well-formed one was delivered")
+        // Invalid UTF-8 never reaches the adapter: the bus refuses the message (dbus-daemon and
+        // sd-bus both validate strings), and the service goes on.
+        let ok = try rig.notifySend(["-p", "-a", "org.example.After", "still here"])
+        #expect(ok.status == 0)
+    }
+
+    @Test(.enabled(if: required()))
+    func aClientThatLeavesMidCallChangesNothing() async throws {
+        let rig = try await Rig("leaver")
+        defer { rig.stop() }
+        // dbus-send without --print-reply does not wait: it is gone before the reply is sent.
+        for i in 0..<5 {
+            _ = try rig.bus.run("/usr/bin/dbus-send", ["--session", "--dest=org.freedesktop.Notifications", "/org/freedesktop/Notifications",
+                                                       "org.freedesktop.Notifications.Notify", "string:org.example.Gone", "uint32:0", "string:",
+                                                       "string:gone \(i)", "string:", "array:string:", "dict:string:string:", "int32:-1"])
+        }
+        // dict:string:string is a{ss}, not a{sv}: refused; now the right shape via python3-dbus if present.
+        #expect(try await rig.eventually(2) { true })
+        let ok = try rig.notifySend(["-p", "-a", "org.example.After", "still here"])
+        #expect(ok.status == 0 && UInt32(ok.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) != nil)
+    }
+
+    @Test(.enabled(if: required()))
+    func introspectionAndServerInformation() async throws {
+        let rig = try await Rig("introspect")
+        defer { rig.stop() }
+        let i = try rig.bus.run("/usr/bin/gdbus", ["introspect", "--session", "-d", "org.freedesktop.Notifications", "-o", "/org/freedesktop/Notifications"])
+        #expect(i.stdout.contains("Notify(in  s app_name") && i.stdout.contains("NotificationClosed(u id"), "\(i.stdout)")
+        let s = try rig.bus.run("/usr/bin/gdbus", ["call", "--session", "-d", "org.freedesktop.Notifications", "-o", "/org/freedesktop/Notifications",
+                                                   "-m", "org.freedesktop.Notifications.GetServerInformation"])
+        #expect(s.stdout.contains("'1.3'"), "\(s.stdout)")
+        let c = try rig.bus.run("/usr/bin/gdbus", ["call", "--session", "-d", "org.freedesktop.Notifications", "-o", "/org/freedesktop/Notifications",
+                                                   "-m", "org.freedesktop.Notifications.GetCapabilities"])
+        #expect(c.stdout.contains("'actions'") && c.stdout.contains("'sound'"), "\(c.stdout)")
+    }
+
+    @Test(.enabled(if: required()))
+    func noBusIsOffNotAnError() async throws {
+        let config = try ConfigLoader.load(folders: [])
+        let engine = try Engine(config: config, audio: nil, sounds: nil, version: "test")
+        let link = await NotificationsBus.join(address: "unix:path=/nonexistent/bus", engine: engine, replace: false,
+                                               config: NotificationsBusConfig(), version: "test", log: { _ in })
+        #expect(link.status.mode == "off")
+        #expect(await engine.busStatus()?.mode == "off")
+        let none = await NotificationsBus.join(address: nil, engine: engine, replace: false, config: NotificationsBusConfig(), version: "test", log: { _ in })
+        #expect(none.status.mode == "off")
+    }
+}
