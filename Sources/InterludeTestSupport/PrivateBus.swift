@@ -114,7 +114,7 @@ public final class PrivateBus: @unchecked Sendable {
         public let process = Process()
         let out = Pipe()
         let err = Pipe()
-        init(_ path: String, _ arguments: [String], environment: [String: String]) throws {
+        public init(_ path: String, _ arguments: [String], environment: [String: String]) throws {
             process.executableURL = URL(fileURLWithPath: path)
             process.arguments = arguments
             process.environment = environment
