@@ -239,6 +239,10 @@ enum BusValue: Sendable {
     case uint32(UInt32)
     case bool(Bool)
     case strings([String])
+    /// `a{sv}` with boolean values (properties).
+    case boolProperties([(String, Bool)])
+    /// `v` holding a boolean.
+    case variantBool(Bool)
 
     func append(to m: OpaquePointer) -> Int32 {
         switch self {
@@ -252,6 +256,23 @@ enum BusValue: Sendable {
             guard r >= 0 else { return r }
             for s in list {
                 r = s.withCString { sd_bus_message_append_basic(m, CChar(UInt8(ascii: "s")), $0) }
+                guard r >= 0 else { return r }
+            }
+            return sd_bus_message_close_container(m)
+        case let .variantBool(b):
+            var r = sd_bus_message_open_container(m, CChar(UInt8(ascii: "v")), "b")
+            guard r >= 0 else { return r }
+            r = BusValue.bool(b).append(to: m)
+            guard r >= 0 else { return r }
+            return sd_bus_message_close_container(m)
+        case let .boolProperties(list):
+            var r = sd_bus_message_open_container(m, CChar(UInt8(ascii: "a")), "{sv}")
+            guard r >= 0 else { return r }
+            for (k, v) in list {
+                r = sd_bus_message_open_container(m, CChar(UInt8(ascii: "e")), "sv")
+                if r >= 0 { r = BusValue.string(k).append(to: m) }
+                if r >= 0 { r = BusValue.variantBool(v).append(to: m) }
+                if r >= 0 { r = sd_bus_message_close_container(m) }
                 guard r >= 0 else { return r }
             }
             return sd_bus_message_close_container(m)

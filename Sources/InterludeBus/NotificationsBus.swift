@@ -48,6 +48,7 @@ public final class NotificationsBus: @unchecked Sendable {
             log("bus: serving \(NotificationsSpec.name) as \(me ?? "?") on \(address) (server mode)")
             let status = BusStatus(mode: "server", nameOwner: me, address: address)
             await engine.attachBus(service, status: status)
+            await service.refreshInhibited()
             return NotificationsBus(connection: connection, service: service, companion: nil, status: status)
         }
         service.stop()

@@ -15,7 +15,7 @@ public enum NotificationsSpec {
     /// The spec version `GetServerInformation` reports.
     public static let specVersion = "1.3"
     /// What `GetCapabilities` reports.
-    public static let capabilities = ["actions", "body", "persistence", "sound"]
+    public static let capabilities = ["actions", "body", "persistence", "sound", "inhibitions"]
 
     /// The introspection data (`org.freedesktop.DBus.Introspectable.Introspect`); gdbus and Qt
     /// read it before they call.
@@ -29,6 +29,22 @@ public enum NotificationsSpec {
       <interface name="org.freedesktop.DBus.Peer">
         <method name="Ping"/>
         <method name="GetMachineId"><arg name="machine_uuid" type="s" direction="out"/></method>
+      </interface>
+      <interface name="org.freedesktop.DBus.Properties">
+        <method name="Get">
+          <arg name="interface_name" type="s" direction="in"/>
+          <arg name="property_name" type="s" direction="in"/>
+          <arg name="value" type="v" direction="out"/>
+        </method>
+        <method name="GetAll">
+          <arg name="interface_name" type="s" direction="in"/>
+          <arg name="properties" type="a{sv}" direction="out"/>
+        </method>
+        <signal name="PropertiesChanged">
+          <arg name="interface_name" type="s"/>
+          <arg name="changed_properties" type="a{sv}"/>
+          <arg name="invalidated_properties" type="as"/>
+        </signal>
       </interface>
       <interface name="org.freedesktop.Notifications">
         <method name="Notify">
@@ -50,6 +66,14 @@ public enum NotificationsSpec {
           <arg name="version" type="s" direction="out"/>
           <arg name="spec_version" type="s" direction="out"/>
         </method>
+        <method name="Inhibit">
+          <arg name="desktop_entry" type="s" direction="in"/>
+          <arg name="reason" type="s" direction="in"/>
+          <arg name="hints" type="a{sv}" direction="in"/>
+          <arg name="cookie" type="u" direction="out"/>
+        </method>
+        <method name="UnInhibit"><arg name="cookie" type="u" direction="in"/></method>
+        <property name="Inhibited" type="b" access="read"/>
         <signal name="NotificationClosed"><arg name="id" type="u"/><arg name="reason" type="u"/></signal>
         <signal name="ActionInvoked"><arg name="id" type="u"/><arg name="action_key" type="s"/></signal>
       </interface>
@@ -90,7 +114,13 @@ public final class NotificationsService: NotificationBusPort, @unchecked Sendabl
     enum Job: Sendable {
         case notify(BusNotifyCall, BusMessage, executable: String?)
         case close(UInt32, BusMessage, sender: String?)
+        case inhibit(app: String, reason: String, BusMessage, sender: String)
+        case unInhibit(UInt32, BusMessage, sender: String?)
+        case left(String)
     }
+    /// The `Inhibited` property as last told by the engine (read on the bus queue).
+    private var inhibited = false
+    private var matchSlot: OpaquePointer?
 
     /// Registers the object on `connection` (call ``BusConnection/start()`` after it).
     /// - Throws: ``BusError`` when sd-bus refuses the object.
@@ -111,6 +141,26 @@ public final class NotificationsService: NotificationBusPort, @unchecked Sendabl
         let r = connection.queue.sync { sd_bus_add_object(connection.bus, &s, NotificationsSpec.path, notificationsObjectCallback, me) }
         guard r >= 0 else { throw BusError("add the object \(NotificationsSpec.path)", r) }
         slot = s
+        // Clients that leave the bus release their inhibitions.
+        var ms: OpaquePointer?
+        let rm = connection.queue.sync {
+            sd_bus_add_match(connection.bus, &ms, "type='signal',sender='org.freedesktop.DBus',interface='org.freedesktop.DBus',member='NameOwnerChanged'",
+                             nameOwnerChangedCallback, me)
+        }
+        if rm >= 0 { matchSlot = ms }
+    }
+
+    /// Reads the engine's `Inhibited` once, when the service starts serving.
+    public func refreshInhibited() async {
+        let now = await engine.busInhibited()
+        connection.perform { [self] _ in inhibited = now }
+    }
+
+    /// A name changed owner (on the queue): a unique name that lost its owner left the bus.
+    func nameOwnerChanged(_ m: OpaquePointer) {
+        guard let name = try? MessageReader.string(m, "name"), let _ = try? MessageReader.string(m, "old"),
+              let new = try? MessageReader.string(m, "new"), new.isEmpty, name.hasPrefix(":") else { return }
+        jobs.yield(.left(name))
     }
 
     deinit {
@@ -122,7 +172,9 @@ public final class NotificationsService: NotificationBusPort, @unchecked Sendabl
     public func stop() {
         connection.queue.sync {
             if let slot { sd_bus_slot_unref(slot) }
+            if let matchSlot { sd_bus_slot_unref(matchSlot) }
             slot = nil
+            matchSlot = nil
         }
         jobs.finish()
     }
@@ -140,6 +192,14 @@ public final class NotificationsService: NotificationBusPort, @unchecked Sendabl
         connection.perform { c in
             c.emitSignal(path: NotificationsSpec.path, interface: NotificationsSpec.interface, member: "ActionInvoked",
                          destination: destination, [.uint32(id), .string(action)])
+        }
+    }
+
+    public func inhibitedChanged(_ value: Bool) {
+        connection.perform { [self] c in
+            inhibited = value
+            c.emitSignal(path: NotificationsSpec.path, interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged",
+                         destination: nil, [.string(NotificationsSpec.interface), .boolProperties([("Inhibited", value)]), .strings([])])
         }
     }
 
@@ -180,6 +240,28 @@ public final class NotificationsService: NotificationBusPort, @unchecked Sendabl
             guard signature == "u" else { wrongArgs("u"); return 1 }
             guard let id = try? MessageReader.uint32(m, "id") else { wrongArgs("u"); return 1 }
             jobs.yield(.close(id, connection.retain(m), sender: sd_bus_message_get_sender(m).map { String(cString: $0) }))
+        case (NotificationsSpec.interface, "Inhibit"), (nil, "Inhibit"):
+            guard signature == "ssa{sv}", let app = try? MessageReader.string(m, "desktop_entry"),
+                  let reason = try? MessageReader.string(m, "reason"),
+                  let sender = sd_bus_message_get_sender(m).map({ String(cString: $0) }) else { wrongArgs("ssa{sv}"); return 1 }
+            jobs.yield(.inhibit(app: app, reason: reason, connection.retain(m), sender: sender))
+        case (NotificationsSpec.interface, "UnInhibit"), (nil, "UnInhibit"):
+            guard signature == "u", let cookie = try? MessageReader.uint32(m, "cookie") else { wrongArgs("u"); return 1 }
+            jobs.yield(.unInhibit(cookie, connection.retain(m), sender: sd_bus_message_get_sender(m).map { String(cString: $0) }))
+        case ("org.freedesktop.DBus.Properties", "Get"):
+            guard signature == "ss", let iface = try? MessageReader.string(m, "interface"), let prop = try? MessageReader.string(m, "property") else {
+                wrongArgs("ss"); return 1
+            }
+            guard iface == NotificationsSpec.interface, prop == "Inhibited" else {
+                connection.replyError(to: call, "org.freedesktop.DBus.Error.UnknownProperty", "no property \(prop) in \(iface)")
+                return 1
+            }
+            connection.reply(to: call, [.variantBool(inhibited)])
+        case ("org.freedesktop.DBus.Properties", "GetAll"):
+            guard signature == "s", let iface = try? MessageReader.string(m, "interface") else { wrongArgs("s"); return 1 }
+            connection.reply(to: call, [.boolProperties(iface == NotificationsSpec.interface ? [("Inhibited", inhibited)] : [])])
+        case ("org.freedesktop.DBus.Properties", "Set"):
+            connection.replyError(to: call, "org.freedesktop.DBus.Error.PropertyReadOnly", "Inhibited is read-only")
         case (NotificationsSpec.interface, _):
             connection.replyError(to: call, BusCallError.unknownMethod("").name, "no method \(member) in \(NotificationsSpec.interface)")
         default:
@@ -256,6 +338,24 @@ public final class NotificationsService: NotificationBusPort, @unchecked Sendabl
                 if let failure = outcome { c.replyError(to: message, failure.name, failure.message) } else { c.reply(to: message, []) }
                 c.release(message)
             }
+        case let .inhibit(app, reason, message, sender):
+            let result: Result<UInt32, BusCallError>
+            do { result = .success(try await engine.busInhibit(owner: sender, app: app, reason: reason)) } catch { result = .failure(busError(error)) }
+            connection.perform { c in
+                switch result {
+                case let .success(cookie): c.reply(to: message, [.uint32(cookie)])
+                case let .failure(e): c.replyError(to: message, e.name, e.message)
+                }
+                c.release(message)
+            }
+        case let .unInhibit(cookie, message, sender):
+            await engine.busUnInhibit(cookie: cookie, owner: sender)
+            connection.perform { c in
+                c.reply(to: message, [])
+                c.release(message)
+            }
+        case let .left(name):
+            await engine.busClientLeft(name)
         }
     }
 
@@ -287,6 +387,13 @@ final class PendingLookup: @unchecked Sendable {
 let notificationsObjectCallback: sd_bus_message_handler_t = { m, userdata, _ in
     guard let m, let userdata else { return 0 }
     return Unmanaged<NotificationsService>.fromOpaque(userdata).takeUnretainedValue().handle(m)
+}
+
+/// `NameOwnerChanged` from the bus (on the bus queue).
+let nameOwnerChangedCallback: sd_bus_message_handler_t = { m, userdata, _ in
+    guard let m, let userdata else { return 0 }
+    Unmanaged<NotificationsService>.fromOpaque(userdata).takeUnretainedValue().nameOwnerChanged(m)
+    return 0
 }
 
 /// The reply to `GetConnectionUnixProcessID` (on the bus queue).

@@ -35,6 +35,8 @@ public enum ConfigSchema {
               "N1: bus clients never ask; the answer for an app first seen on the bus (the user's answer, once given, stays)."),
         .init("bus.defaultSound", .string(default: "message-new-instant", allowed: nil),
               "S2: what plays when a bus notification names no sound (sound-name, sound-file); \"none\" = silent."),
+        .init("bus.inhibitFocus", .string(default: "doNotDisturb", allowed: nil),
+              "N7: the focus a bus client's Inhibit (KDE's do-not-disturb) turns on while one inhibition is held."),
         .init("bus.maxNotificationBytes", .integer(default: 65536, range: 1024...(16 * 1024 * 1024), unit: "bytes"),
               "Most text (summary, body, actions, string hints) one Notify may carry; more gets LimitsExceeded."),
     ]

@@ -10,6 +10,8 @@ public protocol NotificationBusPort: Sendable {
     func notificationClosed(id: UInt32, reason: UInt32, destination: String?)
     /// `ActionInvoked(id, action_key)`: the user's response (N14) reaches the app.
     func actionInvoked(id: UInt32, action: String, destination: String?)
+    /// The `Inhibited` property changed (a focus is on, N7): `PropertiesChanged` on the bus.
+    func inhibitedChanged(_ inhibited: Bool)
 }
 
 /// One bus notification, translated by the adapter: the app id it counts as, its content (level,
@@ -50,6 +52,11 @@ struct BusBridgeState {
     var closing: Set<UInt32> = []
     /// Ids whose removal came from an answered action: closed (reason 2) after `ActionInvoked`.
     var answered: Set<UInt32> = []
+    /// Do-not-disturb inhibitions held by bus clients (KDE's `Inhibit`), by cookie.
+    var inhibitions: [UInt32: (owner: String, app: String, reason: String)] = [:]
+    var nextCookie: UInt32 = 1
+    /// The focus the inhibitions turned on (nil when they did not: it was on already).
+    var inhibitFocus: String?
 }
 
 extension Engine {
@@ -167,6 +174,53 @@ extension Engine {
             || notifState.pending.contains { $0.app == app && $0.request.identifier == identifier }
     }
 
+    // MARK: Do not disturb over the bus (KDE's Inhibit / UnInhibit / Inhibited)
+
+    /// `Inhibited`: whether a focus is in effect (N7), whoever turned it on.
+    public func busInhibited() -> Bool { notifState.focus.active != nil }
+
+    /// `Inhibit(desktop_entry, reason, hints)`: the configured focus (`bus.inhibitFocus`, default
+    /// `doNotDisturb`) is on for as long as one inhibition is held; a focus already on stays as
+    /// the user set it. Returns the cookie (never 0).
+    /// - Throws: `badRequest` when `bus.inhibitFocus` names no focus mode; `storageFailed` (N15).
+    public func busInhibit(owner: String, app: String, reason: String) throws(WireError) -> UInt32 {
+        let cookie = bus.nextCookie
+        bus.nextCookie = bus.nextCookie == UInt32.max ? 1 : bus.nextCookie + 1
+        if bus.inhibitions.isEmpty, notifState.focus.active == nil {
+            let name = config.string("bus.inhibitFocus") ?? "doNotDisturb"
+            _ = try expect(notify(.setFocus(name: name, until: nil)))
+            bus.inhibitFocus = name
+        }
+        bus.inhibitions[cookie] = (owner, app, reason)
+        log("bus: \(app) (\(owner)) inhibits notifications: \(reason.isEmpty ? "no reason given" : reason) [N7]")
+        return cookie
+    }
+
+    /// `UnInhibit(cookie)`: releases one inhibition (only its owner may); the last one turns the
+    /// focus it turned on off again, unless the user changed the focus since.
+    public func busUnInhibit(cookie: UInt32, owner: String?) {
+        guard let i = bus.inhibitions[cookie], owner == nil || owner == i.owner else { return }
+        bus.inhibitions[cookie] = nil
+        releaseInhibitFocusIfLast()
+    }
+
+    /// A client left the bus: its inhibitions are released (A9's spirit).
+    public func busClientLeft(_ uniqueName: String) {
+        let mine = bus.inhibitions.filter { $0.value.owner == uniqueName }.map(\.key)
+        guard !mine.isEmpty else { return }
+        for c in mine { bus.inhibitions[c] = nil }
+        log("bus: \(uniqueName) left the bus: \(mine.count) inhibition(s) released [N7]")
+        releaseInhibitFocusIfLast()
+    }
+
+    func releaseInhibitFocusIfLast() {
+        guard bus.inhibitions.isEmpty, let name = bus.inhibitFocus else { return }
+        bus.inhibitFocus = nil
+        if notifState.focus.active?.name == name, notifState.focus.active?.manual == true {
+            _ = try? notify(.setFocus(name: nil, until: nil))
+        }
+    }
+
     /// Watches the core's watcher events for bus notifications: removals become
     /// `NotificationClosed`, action responses `ActionInvoked` (then closed, reason 2, as the spec
     /// orders them).
@@ -189,6 +243,10 @@ extension Engine {
             if bus.answered.remove(id) != nil {
                 port.notificationClosed(id: id, reason: 2, destination: bus.senders.removeValue(forKey: id))
             }
+        case let .focusChanged(focus, previous, _):
+            if (focus == nil) != (previous == nil) { port.inhibitedChanged(focus != nil) }
+            // The user turned the inhibitions' focus off or changed it: it is no longer theirs.
+            if focus != bus.inhibitFocus { bus.inhibitFocus = nil }
         default: break
         }
     }

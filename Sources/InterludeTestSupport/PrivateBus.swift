@@ -139,3 +139,27 @@ public final class PrivateBus: @unchecked Sendable {
         }
     }
 }
+
+extension PrivateBus {
+    /// ``run(_:_:timeout:)`` off Swift's cooperative pool (a blocking wait there can starve the
+    /// engine's tasks on a 2-core machine): for async tests.
+    public func exec(_ path: String, _ arguments: [String], timeout: Double = 20) async throws -> Output {
+        let env = environment
+        return try await withCheckedThrowingContinuation { k in
+            DispatchQueue.global().async {
+                k.resume(with: Result { try PrivateBus.run(path, arguments, environment: env, timeout: timeout) })
+            }
+        }
+    }
+}
+
+extension PrivateBus.Background {
+    /// ``finish(timeout:)`` off the cooperative pool.
+    public func ended(timeout: Double = 10) async -> PrivateBus.Output {
+        await withCheckedContinuation { k in DispatchQueue.global().async { k.resume(returning: self.finish(timeout: timeout)) } }
+    }
+    /// ``stop()`` off the cooperative pool.
+    public func stopped() async -> PrivateBus.Output {
+        await withCheckedContinuation { k in DispatchQueue.global().async { k.resume(returning: self.stop()) } }
+    }
+}

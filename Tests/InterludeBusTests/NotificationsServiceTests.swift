@@ -48,7 +48,7 @@ import Testing
             bus.stop()
         }
 
-        func notifySend(_ args: [String]) throws -> PrivateBus.Output { try bus.run("/usr/bin/notify-send", args) }
+        func notifySend(_ args: [String]) async throws -> PrivateBus.Output { try await bus.exec("/usr/bin/notify-send", args) }
 
         func center() async throws -> [NotificationView] {
             try await engine.listNotifications(client: cli, ListNotificationsParams(all: true)).notifications
@@ -75,18 +75,20 @@ import Testing
         defer { rig.stop() }
         let status = await rig.engine.busStatus()
         #expect(status?.mode == "server")
-        let a = try rig.notifySend(["-p", "-h", "string:sound-name:message-new-instant", "Hi"])
+        let a = try await rig.notifySend(["-p", "-h", "string:sound-name:message-new-instant", "Hi"])
         #expect(a.status == 0, "\(a.stderr)")
         let id = UInt32(a.stdout.trimmingCharacters(in: .whitespacesAndNewlines))
         #expect(id != nil && id != 0)
+        #expect(await rig.eventually { rig.sounds.plays.count == 1 })
         #expect(rig.sounds.plays.map(\.name) == ["message-new-instant"])
-        let b = try rig.notifySend(["-p", "-a", "org.example.Other", "Two"])
+        let b = try await rig.notifySend(["-p", "-a", "org.example.Other", "Two"])
         let id2 = UInt32(b.stdout.trimmingCharacters(in: .whitespacesAndNewlines))
         #expect(id2 != nil && id2! > id!, "ids are never reused")
         let center = try await rig.center()
         #expect(center.map(\.identifier).sorted() == ["dbus-\(id!)", "dbus-\(id2!)"].sorted())
         #expect(center.first { $0.identifier == "dbus-\(id!)" }?.app == "notify-send")
         // With no sound hint, bus.defaultSound plays (message-new-instant).
+        #expect(await rig.eventually { rig.sounds.plays.count == 2 })
         #expect(rig.sounds.plays.count == 2 && rig.sounds.plays[1].name == "message-new-instant")
     }
 
@@ -94,8 +96,9 @@ import Testing
     func suppressSoundAndUrgencyLowAreSilent() async throws {
         let rig = try await Rig("quiet")
         defer { rig.stop() }
-        _ = try rig.notifySend(["-a", "org.example.A", "-h", "boolean:suppress-sound:true", "-h", "string:sound-name:bell", "quiet"])
-        _ = try rig.notifySend(["-a", "org.example.B", "-u", "low", "low"])  // N5: passive
+        _ = try await rig.notifySend(["-a", "org.example.A", "-h", "boolean:suppress-sound:true", "-h", "string:sound-name:bell", "quiet"])
+        _ = try await rig.notifySend(["-a", "org.example.B", "-u", "low", "low"])  // N5: passive
+        try await Task.sleep(nanoseconds: 300_000_000)  // a sound would be asked for by now
         #expect(rig.sounds.plays.isEmpty)
         #expect(try await rig.center().count == 2)
     }
@@ -104,14 +107,14 @@ import Testing
     func N10_replacesIdKeepsTheIdAndOneEntry() async throws {
         let rig = try await Rig("replace")
         defer { rig.stop() }
-        let a = try rig.notifySend(["-p", "-a", "org.example.R", "one"]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
-        let b = try rig.notifySend(["-p", "-a", "org.example.R", "-r", a, "two"]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        let a = try await rig.notifySend(["-p", "-a", "org.example.R", "one"]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        let b = try await rig.notifySend(["-p", "-a", "org.example.R", "-r", a, "two"]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
         #expect(a == b)
         let center = try await rig.center()
         #expect(center.count == 1 && center.first?.title == "two")
         #expect(try await rig.explain("org.example.R", "dbus-\(a)").rules.contains("N10"))
         // Another app's id is not replaced: a new id.
-        let c = try rig.notifySend(["-p", "-a", "org.example.Q", "-r", a, "three"]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        let c = try await rig.notifySend(["-p", "-a", "org.example.Q", "-r", a, "three"]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
         #expect(c != a)
     }
 
@@ -120,17 +123,17 @@ import Testing
         // Entitled by app id and the executable path: notify-send's name with another path is not.
         let rig = try await Rig("n3", config: #"{ entitledCriticalApps: [{ app: "org.example.Alarm", executablePath: "/nonexistent/alarm" }, { app: "org.example.Clock" }] }"#)
         defer { rig.stop() }
-        let sent = try rig.notifySend(["-p", "-a", "org.example.Alarm", "-u", "critical", "wake"])
+        let sent = try await rig.notifySend(["-p", "-a", "org.example.Alarm", "-u", "critical", "wake"])
         #expect(sent.status == 0, "\(sent.stderr)")
         let a = sent.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
         let d = try await rig.explain("org.example.Alarm", "dbus-\(a)")
         #expect(d.level != .critical && d.rules.contains("N3"), "\(d)")
-        let b = try rig.notifySend(["-p", "-a", "org.example.Clock", "-u", "critical", "wake"]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        let b = try await rig.notifySend(["-p", "-a", "org.example.Clock", "-u", "critical", "wake"]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
         let e = try await rig.explain("org.example.Clock", "dbus-\(b)")
         #expect(e.level == .critical, "\(e)")
         // The claim in the message (sender-pid) is not what is checked: the entitlement bound to
         // an executable path needs that executable (notify-send is not /nonexistent/alarm).
-        let c = try rig.notifySend(["-p", "-a", "org.example.Alarm", "-u", "critical", "-h", "int:sender-pid:1", "wake"])
+        let c = try await rig.notifySend(["-p", "-a", "org.example.Alarm", "-u", "critical", "-h", "int:sender-pid:1", "wake"])
             .stdout.trimmingCharacters(in: .whitespacesAndNewlines)
         #expect(try await rig.explain("org.example.Alarm", "dbus-\(c)").level != .critical)
     }
@@ -146,7 +149,7 @@ import Testing
             return id != nil
         })
         try await rig.engine.respond(client: rig.cli, RespondParams(app: "org.example.Ask", notification: id!, action: "yes"))
-        let out = waiting.finish(timeout: 5)
+        let out = await waiting.ended(timeout: 5)
         let lines = out.stdout.split(separator: "\n").map(String.init)
         #expect(lines.count == 2 && "dbus-\(lines[0])" == id! && lines[1] == "yes", "notify-send printed \(lines), stderr \(out.stderr)")
         #expect(out.status == 0)
@@ -169,13 +172,13 @@ import Testing
             return id != nil
         })
         let n = String(id!.dropFirst(5))
-        let close = try rig.bus.run("/usr/bin/gdbus", ["call", "--session", "-d", "org.freedesktop.Notifications", "-o", "/org/freedesktop/Notifications",
+        let close = try await rig.bus.exec("/usr/bin/gdbus", ["call", "--session", "-d", "org.freedesktop.Notifications", "-o", "/org/freedesktop/Notifications",
                                                        "-m", "org.freedesktop.Notifications.CloseNotification", n])
         #expect(close.status == 0, "\(close.stderr)")
-        let out = waiting.finish(timeout: 5)
+        let out = await waiting.ended(timeout: 5)
         #expect(out.status == 0 && out.stdout.hasPrefix(n), "notify-send -w returns when its notification is closed: \(out)")
         try await Task.sleep(nanoseconds: 200_000_000)
-        let seen = monitor.stop().stdout
+        let seen = await monitor.stopped().stdout
         #expect(seen.contains("member=NotificationClosed\n   uint32 \(n)\n   uint32 3"), "\(seen)")
         #expect(try await rig.center().isEmpty)
     }
@@ -184,10 +187,10 @@ import Testing
     func transientIsNotKeptAndCategoryCallIsACall() async throws {
         let rig = try await Rig("transient")
         defer { rig.stop() }
-        _ = try rig.notifySend(["-a", "org.example.T", "-e", "passing"])
+        _ = try await rig.notifySend(["-a", "org.example.T", "-e", "passing"])
         #expect(try await rig.center().isEmpty)
-        #expect(rig.sounds.plays.count == 1, "a transient notification is still heard")
-        let c = try rig.notifySend(["-p", "-a", "org.example.Phone", "-c", "call.incoming", "Alice"]).stdout
+        #expect(await rig.eventually { rig.sounds.plays.count == 1 }, "a transient notification is still heard")
+        let c = try await rig.notifySend(["-p", "-a", "org.example.Phone", "-c", "call.incoming", "Alice"]).stdout
             .trimmingCharacters(in: .whitespacesAndNewlines)
         let d = try await rig.explain("org.example.Phone", "dbus-\(c)")
         #expect(d.level == .timeSensitive, "\(d)")
@@ -198,8 +201,9 @@ import Testing
         let rig = try await Rig("focus")
         defer { rig.stop() }
         _ = try await rig.engine.setFocus(client: rig.cli, FocusSetParams(name: "doNotDisturb"))
-        let a = try rig.notifySend(["-p", "-a", "org.example.F", "-h", "string:sound-name:bell", "shh"]).stdout
+        let a = try await rig.notifySend(["-p", "-a", "org.example.F", "-h", "string:sound-name:bell", "shh"]).stdout
             .trimmingCharacters(in: .whitespacesAndNewlines)
+        try await Task.sleep(nanoseconds: 300_000_000)  // a sound would be asked for by now
         #expect(rig.sounds.plays.isEmpty)
         #expect(try await rig.center().count == 1)
         #expect(try await rig.explain("org.example.F", "dbus-\(a)").rules.contains("N7"))
@@ -209,42 +213,42 @@ import Testing
     func malformedInputGetsADBusErrorAndChangesNothing() async throws {
         let rig = try await Rig("malformed")
         defer { rig.stop() }
-        func send(_ args: [String]) throws -> PrivateBus.Output {
-            try rig.bus.run("/usr/bin/dbus-send", ["--session", "--print-reply", "--dest=org.freedesktop.Notifications",
+        func send(_ args: [String]) async throws -> PrivateBus.Output {
+            try await rig.bus.exec("/usr/bin/dbus-send", ["--session", "--print-reply", "--dest=org.freedesktop.Notifications",
                                                    "/org/freedesktop/Notifications"] + args)
         }
-        func gdbusNotify(_ hints: String, body: String = "b") throws -> PrivateBus.Output {
-            try rig.bus.run("/usr/bin/gdbus", ["call", "--session", "-d", "org.freedesktop.Notifications", "-o", "/org/freedesktop/Notifications",
+        func gdbusNotify(_ hints: String, body: String = "b") async throws -> PrivateBus.Output {
+            try await rig.bus.exec("/usr/bin/gdbus", ["call", "--session", "-d", "org.freedesktop.Notifications", "-o", "/org/freedesktop/Notifications",
                                                "-m", "org.freedesktop.Notifications.Notify", "--", "x", "0", "", "s", body, "[]", hints, "-1"])
         }
         // Wrong signatures.
-        let a = try send(["org.freedesktop.Notifications.Notify", "string:x"])
+        let a = try await send(["org.freedesktop.Notifications.Notify", "string:x"])
         #expect(a.status != 0 && a.stderr.contains("InvalidArgs"), "\(a)")
-        let b = try send(["org.freedesktop.Notifications.CloseNotification", "string:x"])
+        let b = try await send(["org.freedesktop.Notifications.CloseNotification", "string:x"])
         #expect(b.status != 0 && b.stderr.contains("InvalidArgs"), "\(b)")
-        let c = try send(["org.freedesktop.Notifications.GetCapabilities", "int32:1"])
+        let c = try await send(["org.freedesktop.Notifications.GetCapabilities", "int32:1"])
         #expect(c.status != 0 && c.stderr.contains("InvalidArgs"), "\(c)")
-        let d = try send(["org.freedesktop.Notifications.Frobnicate"])
+        let d = try await send(["org.freedesktop.Notifications.Frobnicate"])
         #expect(d.status != 0 && d.stderr.contains("UnknownMethod"), "\(d)")
         // Hints of the wrong type.
-        let e = try gdbusNotify("{'urgency': <'high'>}")
+        let e = try await gdbusNotify("{'urgency': <'high'>}")
         #expect(e.status != 0 && e.stderr.contains("InvalidArgs") && e.stderr.contains("urgency"), "\(e)")
-        let f = try gdbusNotify("{'suppress-sound': <'yes'>}")
+        let f = try await gdbusNotify("{'suppress-sound': <'yes'>}")
         #expect(f.status != 0 && f.stderr.contains("suppress-sound"), "\(f)")
-        let g = try gdbusNotify("{'sound-name': <int32 3>}")
+        let g = try await gdbusNotify("{'sound-name': <int32 3>}")
         #expect(g.status != 0 && g.stderr.contains("sound-name"), "\(g)")
-        let u = try gdbusNotify("{'urgency': <byte 7>}")
+        let u = try await gdbusNotify("{'urgency': <byte 7>}")
         #expect(u.status != 0 && u.stderr.contains("urgency"), "\(u)")
         // A huge body (100 kB, beyond bus.maxNotificationBytes; the bus carries it, the adapter refuses it).
-        let big = try gdbusNotify("{}", body: String(repeating: "x", count: 100_000))
+        let big = try await gdbusNotify("{}", body: String(repeating: "x", count: 100_000))
         #expect(big.status != 0 && big.stderr.contains("LimitsExceeded"), "\(big.stderr.prefix(300))")
         // Hints the adapter does not read (image-data's struct) are skipped, not refused.
-        let img = try gdbusNotify("{'image-data': <(1, 1, 4, true, 8, 4, [byte 1, 2, 3, 4])>}")
+        let img = try await gdbusNotify("{'image-data': <(1, 1, 4, true, 8, 4, [byte 1, 2, 3, 4])>}")
         #expect(img.status == 0, "\(img)")
         #expect(try await rig.center().count == 1, "only the well-formed one was delivered")
         // Invalid UTF-8 never reaches the adapter: the bus refuses the message (dbus-daemon and
         // sd-bus both validate strings), and the service goes on.
-        let ok = try rig.notifySend(["-p", "-a", "org.example.After", "still here"])
+        let ok = try await rig.notifySend(["-p", "-a", "org.example.After", "still here"])
         #expect(ok.status == 0)
     }
 
@@ -254,13 +258,13 @@ import Testing
         defer { rig.stop() }
         // dbus-send without --print-reply does not wait: it is gone before the reply is sent.
         for i in 0..<5 {
-            _ = try rig.bus.run("/usr/bin/dbus-send", ["--session", "--dest=org.freedesktop.Notifications", "/org/freedesktop/Notifications",
+            _ = try await rig.bus.exec("/usr/bin/dbus-send", ["--session", "--dest=org.freedesktop.Notifications", "/org/freedesktop/Notifications",
                                                        "org.freedesktop.Notifications.Notify", "string:org.example.Gone", "uint32:0", "string:",
                                                        "string:gone \(i)", "string:", "array:string:", "dict:string:string:", "int32:-1"])
         }
         // dict:string:string is a{ss}, not a{sv}: refused; now the right shape via python3-dbus if present.
         #expect(try await rig.eventually(2) { true })
-        let ok = try rig.notifySend(["-p", "-a", "org.example.After", "still here"])
+        let ok = try await rig.notifySend(["-p", "-a", "org.example.After", "still here"])
         #expect(ok.status == 0 && UInt32(ok.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) != nil)
     }
 
@@ -268,12 +272,12 @@ import Testing
     func introspectionAndServerInformation() async throws {
         let rig = try await Rig("introspect")
         defer { rig.stop() }
-        let i = try rig.bus.run("/usr/bin/gdbus", ["introspect", "--session", "-d", "org.freedesktop.Notifications", "-o", "/org/freedesktop/Notifications"])
+        let i = try await rig.bus.exec("/usr/bin/gdbus", ["introspect", "--session", "-d", "org.freedesktop.Notifications", "-o", "/org/freedesktop/Notifications"])
         #expect(i.stdout.contains("Notify(in  s app_name") && i.stdout.contains("NotificationClosed(u id"), "\(i.stdout)")
-        let s = try rig.bus.run("/usr/bin/gdbus", ["call", "--session", "-d", "org.freedesktop.Notifications", "-o", "/org/freedesktop/Notifications",
+        let s = try await rig.bus.exec("/usr/bin/gdbus", ["call", "--session", "-d", "org.freedesktop.Notifications", "-o", "/org/freedesktop/Notifications",
                                                    "-m", "org.freedesktop.Notifications.GetServerInformation"])
         #expect(s.stdout.contains("'1.3'"), "\(s.stdout)")
-        let c = try rig.bus.run("/usr/bin/gdbus", ["call", "--session", "-d", "org.freedesktop.Notifications", "-o", "/org/freedesktop/Notifications",
+        let c = try await rig.bus.exec("/usr/bin/gdbus", ["call", "--session", "-d", "org.freedesktop.Notifications", "-o", "/org/freedesktop/Notifications",
                                                    "-m", "org.freedesktop.Notifications.GetCapabilities"])
         #expect(c.stdout.contains("'actions'") && c.stdout.contains("'sound'"), "\(c.stdout)")
     }
@@ -288,5 +292,68 @@ import Testing
         #expect(await engine.busStatus()?.mode == "off")
         let none = await NotificationsBus.join(address: nil, engine: engine, replace: false, config: NotificationsBusConfig(), version: "test", log: { _ in })
         #expect(none.status.mode == "off")
+    }
+}
+
+/// KDE's do-not-disturb on the same interface: `Inhibit` / `UnInhibit` / `Inhibited` (N7).
+@Suite(.serialized) struct InhibitTests {
+    static func required() -> Bool {
+        NotificationsServiceTests.required() && FileManager.default.fileExists(atPath: "/usr/lib/python3/dist-packages/dbus/__init__.py")
+    }
+
+    @Test(.enabled(if: required()))
+    func N7_anInhibitionHoldsTheFocusUntilItsClientLeaves() async throws {
+        let rig = try await NotificationsServiceTests.Rig("inhibit")
+        defer { rig.stop() }
+        let monitor = try rig.bus.start("/usr/bin/stdbuf", ["-oL", "/usr/bin/dbus-monitor", "--session",
+                                                            "type='signal',interface='org.freedesktop.DBus.Properties'"])
+        try await Task.sleep(nanoseconds: 300_000_000)
+        // A presentation tool: holds an inhibition while it runs (python3-dbus, a client library no one here wrote).
+        let holder = try rig.bus.start("/usr/bin/python3", ["-u", "-c", """
+            import dbus, time
+            n = dbus.Interface(dbus.SessionBus().get_object('org.freedesktop.Notifications', '/org/freedesktop/Notifications'), 'org.freedesktop.Notifications')
+            print(n.Inhibit('org.example.Slides', 'presenting', {}))
+            time.sleep(30)
+            """])
+        #expect(try await rig.eventually(5) { await rig.engine.focusStatus().focus == "doNotDisturb" })
+        let get = try await rig.bus.exec("/usr/bin/gdbus", ["call", "--session", "-d", "org.freedesktop.Notifications", "-o", "/org/freedesktop/Notifications",
+                                                     "-m", "org.freedesktop.DBus.Properties.Get", "org.freedesktop.Notifications", "Inhibited"])
+        #expect(get.stdout.contains("<true>"), "\(get)")
+        _ = try await rig.notifySend(["-a", "org.example.Chat", "-h", "string:sound-name:bell", "during"])
+        try await Task.sleep(nanoseconds: 300_000_000)  // a sound would be asked for by now
+        #expect(rig.sounds.plays.isEmpty, "silenced by the focus (N7)")
+        _ = await holder.stopped()  // the client leaves the bus: its inhibition goes with it
+        #expect(try await rig.eventually(5) { await rig.engine.focusStatus().focus == nil })
+        try await Task.sleep(nanoseconds: 200_000_000)
+        let seen = await monitor.stopped().stdout
+        #expect(seen.contains("member=PropertiesChanged") && seen.contains("Inhibited") && seen.contains("boolean true")
+                && seen.contains("boolean false"), "a focus change is visible on the bus: \(seen)")
+    }
+
+    @Test(.enabled(if: required()))
+    func unInhibitReleasesAndAUserFocusIsLeftAlone() async throws {
+        let rig = try await NotificationsServiceTests.Rig("uninhibit")
+        defer { rig.stop() }
+        let out = try await rig.bus.exec("/usr/bin/python3", ["-c", """
+            import dbus
+            n = dbus.Interface(dbus.SessionBus().get_object('org.freedesktop.Notifications', '/org/freedesktop/Notifications'), 'org.freedesktop.Notifications')
+            a = n.Inhibit('org.example.Video', 'playing', {})
+            b = n.Inhibit('org.example.Video', 'playing too', {})
+            n.UnInhibit(a)
+            print(a, b, n.Get('org.freedesktop.Notifications', 'Inhibited', dbus_interface='org.freedesktop.DBus.Properties'))
+            n.UnInhibit(b)
+            print(n.Get('org.freedesktop.Notifications', 'Inhibited', dbus_interface='org.freedesktop.DBus.Properties'))
+            """])
+        #expect(out.status == 0, "\(out.stderr)")
+        let lines = out.stdout.split(separator: "\n").map(String.init)
+        #expect(lines.count == 2 && lines[0].hasSuffix(" 1") && lines[1] == "0", "one held: inhibited; none: not: \(lines)")
+        // The user's own focus is not turned off by an inhibition's end.
+        _ = try await rig.engine.setFocus(client: rig.cli, FocusSetParams(name: "work"))
+        _ = try await rig.bus.exec("/usr/bin/python3", ["-c", """
+            import dbus
+            n = dbus.Interface(dbus.SessionBus().get_object('org.freedesktop.Notifications', '/org/freedesktop/Notifications'), 'org.freedesktop.Notifications')
+            n.UnInhibit(n.Inhibit('org.example.Video', 'x', {}))
+            """])
+        #expect(await rig.engine.focusStatus().focus == "work")
     }
 }

@@ -37,7 +37,7 @@ import InterludePolicy
         defer { daemon.stop() }
         // The daemon joins the bus after its socket: wait for the name.
         for _ in 0..<100 {
-            if (try? bus.run("/usr/bin/gdbus", ["call", "--session", "-d", "org.freedesktop.Notifications", "-o", "/org/freedesktop/Notifications",
+            if (try? await bus.exec("/usr/bin/gdbus", ["call", "--session", "-d", "org.freedesktop.Notifications", "-o", "/org/freedesktop/Notifications",
                                                 "-m", "org.freedesktop.Notifications.GetServerInformation"]))?.status == 0 { break }
             try await Task.sleep(nanoseconds: 50_000_000)
         }
@@ -52,16 +52,16 @@ import InterludePolicy
 
         // Each step from another app: N11's per-app cooldown does not come into it.
         let t0 = PulseClock.monotonicSeconds()
-        let a = try bus.run("/usr/bin/notify-send", ["-p", "-a", "org.example.One", "-h", "string:sound-name:message-new-instant", "Hi"])
+        let a = try await bus.exec("/usr/bin/notify-send", ["-p", "-a", "org.example.One", "-h", "string:sound-name:message-new-instant", "Hi"])
         #expect(a.status == 0 && UInt32(a.stdout.trimmingCharacters(in: .whitespacesAndNewlines)).map { $0 > 0 } == true, "\(a)")
         try await Task.sleep(nanoseconds: 1_500_000_000)
         let t1 = PulseClock.monotonicSeconds()
-        _ = try bus.run("/usr/bin/notify-send", ["-a", "org.example.Two", "-h", "string:sound-name:message-new-instant", "-h", "boolean:suppress-sound:true", "Hush"])
+        _ = try await bus.exec("/usr/bin/notify-send", ["-a", "org.example.Two", "-h", "string:sound-name:message-new-instant", "-h", "boolean:suppress-sound:true", "Hush"])
         try await Task.sleep(nanoseconds: 1_500_000_000)
         let cli = try await InterludeClient.connect(socket: work.socket, app: "org.interlude.CLI")
         _ = try await cli.call(NotificationMethod.focusSet, FocusSetParams(name: "doNotDisturb"), as: FocusStatusResult.self)
         let t2 = PulseClock.monotonicSeconds()
-        let c = try bus.run("/usr/bin/notify-send", ["-p", "-a", "org.example.Three", "-h", "string:sound-name:message-new-instant", "Focus"])
+        let c = try await bus.exec("/usr/bin/notify-send", ["-p", "-a", "org.example.Three", "-h", "string:sound-name:message-new-instant", "Focus"])
         let focusID = c.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
         try await Task.sleep(nanoseconds: 1_500_000_000)
         recorder.stop()
@@ -95,7 +95,7 @@ import InterludePolicy
         defer { _ = dunst.stop() }
         var owner = ""
         for _ in 0..<100 {
-            let r = try bus.run("/usr/bin/gdbus", ["call", "--session", "-d", "org.freedesktop.Notifications", "-o", "/org/freedesktop/Notifications",
+            let r = try await bus.exec("/usr/bin/gdbus", ["call", "--session", "-d", "org.freedesktop.Notifications", "-o", "/org/freedesktop/Notifications",
                                                    "-m", "org.freedesktop.Notifications.GetServerInformation"])
             if r.status == 0 { owner = r.stdout; break }
             try await Task.sleep(nanoseconds: 50_000_000)
@@ -119,7 +119,7 @@ import InterludePolicy
         let recorder = try PulseRecorder(connection: pulse, source: try pulse.defaultSinkName() + ".monitor")
         try await Task.sleep(nanoseconds: 300_000_000)
         let t0 = PulseClock.monotonicSeconds()
-        let a = try bus.run("/usr/bin/notify-send", ["-p", "-a", "org.example.Comp", "-h", "string:sound-name:message-new-instant", "Hi dunst"])
+        let a = try await bus.exec("/usr/bin/notify-send", ["-p", "-a", "org.example.Comp", "-h", "string:sound-name:message-new-instant", "Hi dunst"])
         let id = a.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
         #expect(a.status == 0 && UInt32(id) != nil, "\(a)")
         try await Task.sleep(nanoseconds: 1_500_000_000)
@@ -133,7 +133,7 @@ import InterludePolicy
                 "the center has it under dunst's id: \(center.notifications.map(\.identifier))")
         // Stopping Interlude changes nothing for the display daemon.
         daemon.stop()
-        let b = try bus.run("/usr/bin/notify-send", ["-p", "-a", "org.example.Comp", "after"])
+        let b = try await bus.exec("/usr/bin/notify-send", ["-p", "-a", "org.example.Comp", "after"])
         #expect(b.status == 0 && UInt32(b.stdout.trimmingCharacters(in: .whitespacesAndNewlines)).map { $0 > UInt32(id)! } == true, "\(b)")
     }
 }
