@@ -15,7 +15,7 @@ INTERLUDE_PACKAGES=(pulseaudio pulseaudio-utils libpulse-dev libsndfile1-dev lib
 # gdb: Scripts/test prints the threads of a test run that hangs (interlude_run_with_deadline).
 # libnotify-bin (notify-send), libglib2.0-bin (gdbus), dunst + xvfb (a display daemon for
 # companion mode): the D-Bus tests' real clients.
-INTERLUDE_TEST_PACKAGES=(gdb libnotify-bin libglib2.0-bin dunst xvfb)
+INTERLUDE_TEST_PACKAGES=(gdb libnotify-bin libglib2.0-bin python3-dbus dunst xvfb)
 
 say() { printf '==> %s\n' "$*" >&2; }
 

@@ -137,3 +137,45 @@ import InterludePolicy
         #expect(b.status == 0 && UInt32(b.stdout.trimmingCharacters(in: .whitespacesAndNewlines)).map { $0 > UInt32(id)! } == true, "\(b)")
     }
 }
+
+/// S2: a `.disabled` file means silent on purpose: nothing plays (it used to play the default
+/// sound after the warning), through `sound.play` and through a notification from the bus.
+@Suite(.serialized) struct DisabledSoundEndToEndTests {
+    @Test(.enabled(if: BusEndToEndTests.required()))
+    func S2_aDisabledSoundIsSilent() async throws {
+        let bus = try PrivateBus("e2e-disabled")
+        defer { bus.stop() }
+        let w = try WorkFolder("disabled")
+        defer { w.remove() }
+        FileManager.default.createFile(atPath: w.sounds + "/hush.disabled", contents: Data())
+        var env = w.environment
+        env["DBUS_SESSION_BUS_ADDRESS"] = bus.address
+        let daemon = try DaemonProcess(socket: w.socket, work: w.path, config: false, environment: env)
+        defer { daemon.stop() }
+        for _ in 0..<100 {
+            if (try? await bus.exec("/usr/bin/gdbus", ["call", "--session", "-d", "org.freedesktop.Notifications", "-o", "/org/freedesktop/Notifications",
+                                                      "-m", "org.freedesktop.Notifications.GetServerInformation"]))?.status == 0 { break }
+            try await Task.sleep(nanoseconds: 50_000_000)
+        }
+        let pulse = PulseConnection(clientName: "interlude e2e disabled")
+        try pulse.connect()
+        defer { pulse.disconnect() }
+        let recorder = try PulseRecorder(connection: pulse, source: try pulse.defaultSinkName() + ".monitor")
+        try await Task.sleep(nanoseconds: 300_000_000)
+        let client = try await InterludeClient.connect(socket: w.socket, app: "org.interlude.CLI")
+        let t0 = PulseClock.monotonicSeconds()
+        let r = try await client.play("hush")
+        #expect(r.played == "none", "\(r)")
+        #expect(r.warning?.message.contains("disabled") == true, "\(String(describing: r.warning))")
+        try await Task.sleep(nanoseconds: 1_500_000_000)
+        let t1 = PulseClock.monotonicSeconds()
+        let n = try await bus.exec("/usr/bin/notify-send", ["-a", "org.example.Hush", "-h", "string:sound-name:hush", "quiet"])
+        #expect(n.status == 0)
+        try await Task.sleep(nanoseconds: 1_500_000_000)
+        recorder.stop()
+        let s = recorder.samples()
+        let p0 = BusEndToEndTests.peak(recorder, s, t0, 1.2), p1 = BusEndToEndTests.peak(recorder, s, t1, 1.2)
+        #expect(p0 < BusEndToEndTests.audible, "play of a disabled sound: silent, peak \(p0)")
+        #expect(p1 < BusEndToEndTests.audible, "a bus notification naming a disabled sound: silent, peak \(p1)")
+    }
+}
