@@ -179,3 +179,53 @@ import InterludePolicy
         #expect(p1 < BusEndToEndTests.audible, "a bus notification naming a disabled sound: silent, peak \(p1)")
     }
 }
+
+/// N11 with bus clients: 100 `notify-send` at once from one app give one full-volume sound (the
+/// others fall in the cooldown and the audible interval), and all 100 are in the center.
+@Suite(.serialized) struct BusBurstEndToEndTests {
+    @Test(.enabled(if: BusEndToEndTests.required()))
+    func N11_aBurstOf100NotifySendIsOneSoundAndAllInTheCenter() async throws {
+        let bus = try PrivateBus("e2e-burst")
+        defer { bus.stop() }
+        let w = try WorkFolder("burst")
+        defer { w.remove() }
+        try w.config("{ bursts: { maxDeliveredPerApp: 200 } }")  // the default keeps 50 per app (N11)
+        let daemon = try DaemonProcess(socket: w.socket, work: w.path, config: true, environment: bus.environment)
+        defer { daemon.stop() }
+        for _ in 0..<100 {
+            if (try? await bus.exec("/usr/bin/gdbus", ["call", "--session", "-d", "org.freedesktop.Notifications", "-o", "/org/freedesktop/Notifications",
+                                                      "-m", "org.freedesktop.Notifications.GetServerInformation"]))?.status == 0 { break }
+            try await Task.sleep(nanoseconds: 50_000_000)
+        }
+        let pulse = PulseConnection(clientName: "interlude e2e burst")
+        try pulse.connect()
+        defer { pulse.disconnect() }
+        let recorder = try PulseRecorder(connection: pulse, source: try pulse.defaultSinkName() + ".monitor")
+        try await Task.sleep(nanoseconds: 300_000_000)
+        // One sound alone first (another app), as the measure of "one sound".
+        let tRef = PulseClock.monotonicSeconds()
+        _ = try await bus.exec("/usr/bin/notify-send", ["-a", "org.example.Reference", "-h", "string:sound-name:message-new-instant", "one"])
+        try await Task.sleep(nanoseconds: 2_000_000_000)
+        let t0 = PulseClock.monotonicSeconds()
+        let senders = try (0..<100).map { i in
+            try bus.start("/usr/bin/notify-send", ["-p", "-a", "org.example.Burst", "-h", "string:sound-name:message-new-instant", "burst \(i)"])
+        }
+        var ok = 0
+        for s in senders where await s.ended(timeout: 30).status == 0 { ok += 1 }
+        #expect(ok == 100, "every notify-send got its id")
+        try await Task.sleep(nanoseconds: 2_000_000_000)
+        let t1 = PulseClock.monotonicSeconds()
+        recorder.stop()
+        let s = recorder.samples()
+        func energy(_ from: Double, _ to: Double) -> Double {
+            let a = max(0, Int((from - recorder.startTime) * 48000)), b = min(s.count, Int((to - recorder.startTime) * 48000))
+            return a < b ? s[a..<b].reduce(0) { $0 + Double($1) * Double($1) } : 0
+        }
+        let one = energy(tRef, tRef + 2), burst = energy(t0, t1)
+        #expect(one > 0, "the reference sound is heard")
+        #expect(burst > 0.6 * one && burst < 1.6 * one, "the burst sounds like one sound: energy \(burst) against \(one) for one")
+        let cli = try await InterludeClient.connect(socket: w.socket, app: "org.interlude.CLI")
+        let center = try await cli.call(NotificationMethod.delivered, ListNotificationsParams(app: "org.example.Burst"), as: NotificationListResult.self)
+        #expect(center.notifications.count == 100, "all 100 in the center: \(center.notifications.count)")
+    }
+}
