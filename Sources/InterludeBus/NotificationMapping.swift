@@ -89,6 +89,9 @@ public enum NotificationMapping {
         }
         var content = NotificationContent(title: call.summary, body: call.body)
         content.interruptionLevel = level(urgency: urgency, category: category)
+        // N3: critical stays critical only for an entitled executable; any other is at most
+        // time-sensitive, and the decision says why.
+        if content.interruptionLevel == .critical { content.criticalFallbackLevel = .timeSensitive }
         if suppress {
             content.sound = nil
         } else if let soundFile, !soundFile.isEmpty {

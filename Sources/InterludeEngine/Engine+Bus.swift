@@ -50,6 +50,8 @@ struct BusBridgeState {
     var senders: [UInt32: String] = [:]
     /// Ids being closed by `CloseNotification` (reason 3 when their removal is seen).
     var closing: Set<UInt32> = []
+    /// Transient ids leaving the center after delivery (reason 1, expired).
+    var expiring: Set<UInt32> = []
     /// Ids whose removal came from an answered action: closed (reason 2) after `ActionInvoked`.
     var answered: Set<UInt32> = []
     /// Do-not-disturb inhibitions held by bus clients (KDE's `Inhibit`), by cookie.
@@ -140,7 +142,9 @@ extension Engine {
             throw WireError(.internalError, "unexpected reply")
         }
         if input.transient, owns(input.app, identifier) {
-            // `transient`: delivered (and heard) but not kept in the center.
+            // `transient`: delivered (and heard) but not kept in the center; closed as expired.
+            bus.expiring.insert(id)
+            defer { bus.expiring.remove(id) }
             _ = try? notify(.removeDelivered(app: input.app, identifiers: [identifier]))
         }
         return (id, decision)
@@ -231,7 +235,7 @@ extension Engine {
             for identifier in ids {
                 guard let id = Engine.busID(identifier) else { continue }
                 if reason == "N14" { bus.answered.insert(id); continue }  // closed after ActionInvoked
-                let code: UInt32 = bus.closing.contains(id) ? 3 : reason == "request" || reason == "user" ? 2 : reason == "N11" ? 1 : 4
+                let code: UInt32 = bus.closing.contains(id) ? 3 : bus.expiring.contains(id) ? 1 : reason == "request" || reason == "user" ? 2 : reason == "N11" ? 1 : 4
                 port.notificationClosed(id: id, reason: code, destination: bus.senders.removeValue(forKey: id))
             }
         case let .actionResponse(_, response):

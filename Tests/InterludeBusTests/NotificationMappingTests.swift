@@ -63,3 +63,10 @@ final class NotificationMappingTests: XCTestCase {
         XCTAssertEqual(x.executable, "/usr/bin/notify-send")
     }
 }
+
+extension NotificationMappingTests {
+    func testCriticalUrgencyFallsBackToTimeSensitiveAtMost() throws {
+        XCTAssertEqual(try map(.init(appName: "a", hints: ["urgency": .byte(2)])).content.criticalFallbackLevel, .timeSensitive)
+        XCTAssertNil(try map(.init(appName: "a")).content.criticalFallbackLevel)
+    }
+}

@@ -127,7 +127,7 @@ import Testing
         #expect(sent.status == 0, "\(sent.stderr)")
         let a = sent.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
         let d = try await rig.explain("org.example.Alarm", "dbus-\(a)")
-        #expect(d.level != .critical && d.rules.contains("N3"), "\(d)")
+        #expect(d.level == .timeSensitive && d.rules.contains("N3"), "at most time-sensitive, and N3 says why: \(d)")
         let b = try await rig.notifySend(["-p", "-a", "org.example.Clock", "-u", "critical", "wake"]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
         let e = try await rig.explain("org.example.Clock", "dbus-\(b)")
         #expect(e.level == .critical, "\(e)")
@@ -187,8 +187,14 @@ import Testing
     func transientIsNotKeptAndCategoryCallIsACall() async throws {
         let rig = try await Rig("transient")
         defer { rig.stop() }
-        _ = try await rig.notifySend(["-a", "org.example.T", "-e", "passing"])
+        let monitor = try rig.bus.start("/usr/bin/stdbuf", ["-oL", "/usr/bin/dbus-monitor", "--session",
+                                                            "type='signal',interface='org.freedesktop.Notifications'"])
+        try await Task.sleep(nanoseconds: 300_000_000)
+        let t = try await rig.notifySend(["-p", "-a", "org.example.T", "-e", "passing"]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
         #expect(try await rig.center().isEmpty)
+        try await Task.sleep(nanoseconds: 200_000_000)
+        let seen = await monitor.stopped().stdout
+        #expect(seen.contains("member=NotificationClosed\n   uint32 \(t)\n   uint32 1"), "a transient one is closed as expired: \(seen)")
         #expect(await rig.eventually { rig.sounds.plays.count == 1 }, "a transient notification is still heard")
         let c = try await rig.notifySend(["-p", "-a", "org.example.Phone", "-c", "call.incoming", "Alice"]).stdout
             .trimmingCharacters(in: .whitespacesAndNewlines)
