@@ -369,3 +369,31 @@ import Testing
         #expect(await rig.engine.focusStatus().focus == "work")
     }
 }
+
+/// Bus ids in the engine, without a bus: never 0, never reused, stable across a restart (N15).
+@Suite struct BusIDTests {
+    func input(_ title: String, replaces: UInt32 = 0, app: String = "org.example.Ids") -> BusNotificationInput {
+        BusNotificationInput(app: app, content: NotificationContent(title: title), replacesID: replaces)
+    }
+
+    @Test func idsAreNeverReusedAndAboveEverySavedOneAfterARestart() async throws {
+        let config = try ConfigLoader.load(folders: [])
+        let store = MemoryNotificationStore()
+        let first = try Engine(config: config, audio: nil, sounds: nil, store: store, version: "test")
+        await first.attachBus(nil, status: BusStatus(mode: "server"))
+        var ids: [UInt32] = []
+        for i in 0..<3 { ids.append(try await first.busNotify(input("n\(i)")).id) }
+        #expect(ids == [1, 2, 3])
+        // Closing one does not free its id.
+        try await first.busClose(id: 3, app: nil)
+        #expect(try await first.busNotify(input("n3")).id == 4)
+        #expect(try await first.busNotify(input("again", replaces: 2)).id == 2, "N10: the same id back")
+        // A restart on the same state: the persisted ones keep theirs; new ones come above them.
+        let second = try Engine(config: config, audio: nil, sounds: nil, store: store, version: "test")
+        await second.attachBus(nil, status: BusStatus(mode: "server"))
+        #expect(try await second.busNotify(input("after")).id == 5)
+        #expect(try await second.busNotify(input("replaced", replaces: 1)).id == 1)
+        #expect(try await second.busNotify(input("other app", replaces: 1, app: "org.example.Else")).id == 6,
+                "another app's id is not replaced")
+    }
+}
