@@ -1,3 +1,5 @@
+import CSystemdBus
+import Foundation
 import InterludeEngine
 import InterludeWire
 
@@ -12,12 +14,53 @@ public final class NotificationsBus: @unchecked Sendable {
     /// The connection (nil when off).
     public let connection: BusConnection?
     let service: NotificationsService?
-    let companion: NotificationsCompanion?
+    private let lock = NSLock()
+    private var _companion: NotificationsCompanion?
+    private var _status: BusStatus
+    private var lostSlot: OpaquePointer?
     /// What `status` shows.
-    public let status: BusStatus
+    public var status: BusStatus { lock.withLock { _status } }
+    var companion: NotificationsCompanion? { lock.withLock { _companion } }
 
     init(connection: BusConnection?, service: NotificationsService?, companion: NotificationsCompanion?, status: BusStatus) {
-        self.connection = connection; self.service = service; self.companion = companion; self.status = status
+        self.connection = connection; self.service = service; self._companion = companion; self._status = status
+    }
+
+    /// Server mode: when another daemon takes the name (it asked to replace the owner, which we
+    /// allow), Interlude becomes its companion instead of fighting for the name.
+    func watchNameLost(engine: Engine, config: NotificationsBusConfig, log: @escaping @Sendable (String) -> Void) {
+        guard let connection else { return }
+        lostContext = (engine, config, log)
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        var slot: OpaquePointer?
+        let r = connection.queue.sync {
+            sd_bus_add_match(connection.bus, &slot, "type='signal',sender='org.freedesktop.DBus',interface='org.freedesktop.DBus',member='NameLost'",
+                             nameLostCallback, me)
+        }
+        if r >= 0 { lostSlot = slot }
+    }
+    var lostContext: (Engine, NotificationsBusConfig, @Sendable (String) -> Void)?
+
+    /// The name was taken (on the bus queue): stop serving and watch as a companion.
+    func nameLost(_ name: String) {
+        guard name == NotificationsSpec.name, let connection, let (engine, config, log) = lostContext else { return }
+        lostContext = nil
+        Task { [self] in
+            service?.stop()  // off the bus queue: stop() waits on it
+            let owner = connection.nameOwner(NotificationsSpec.name)
+            log("bus: \(NotificationsSpec.name) was taken by \(owner ?? "another daemon"); watching as its companion")
+            let status: BusStatus
+            do {
+                let c = try NotificationsCompanion(address: connection.address, engine: engine, config: config, lookup: connection, log: log)
+                status = BusStatus(mode: "companion", nameOwner: owner, address: connection.address)
+                lock.withLock { _companion = c; _status = status }
+            } catch {
+                log("bus: cannot watch the bus as a companion: \(error)")
+                status = BusStatus(mode: "off", nameOwner: owner, address: connection.address, note: "companion failed: \(error)")
+                lock.withLock { _status = status }
+            }
+            await engine.attachBus(nil, status: status)
+        }
     }
 
     /// Joins the bus at `address` and tells the engine the mode.
@@ -49,7 +92,9 @@ public final class NotificationsBus: @unchecked Sendable {
             let status = BusStatus(mode: "server", nameOwner: me, address: address)
             await engine.attachBus(service, status: status)
             await service.refreshInhibited()
-            return NotificationsBus(connection: connection, service: service, companion: nil, status: status)
+            let joined = NotificationsBus(connection: connection, service: service, companion: nil, status: status)
+            joined.watchNameLost(engine: engine, config: config, log: log)
+            return joined
         }
         service.stop()
         let owner = connection.nameOwner(NotificationsSpec.name)
@@ -74,4 +119,11 @@ public final class NotificationsBus: @unchecked Sendable {
         companion?.stop()
         connection?.stop()
     }
+}
+
+/// `NameLost` from the bus (on the bus queue). File scope, nonisolated: DESIGN.md's SIGILL trap.
+let nameLostCallback: sd_bus_message_handler_t = { m, userdata, _ in
+    guard let m, let userdata, let name = try? MessageReader.string(m, "name") else { return 0 }
+    Unmanaged<NotificationsBus>.fromOpaque(userdata).takeUnretainedValue().nameLost(name)
+    return 0
 }

@@ -397,3 +397,24 @@ import Testing
                 "another app's id is not replaced")
     }
 }
+
+/// A display daemon that starts after Interlude and replaces the owner (GNOME Shell, or any
+/// daemon asking with REPLACE_EXISTING) takes the name; Interlude becomes its companion.
+@Suite struct NameLostTests {
+    @Test(.enabled(if: InhibitTests.required()))
+    func aDaemonThatReplacesTheOwnerMakesInterludeItsCompanion() async throws {
+        let rig = try await NotificationsServiceTests.Rig("namelost")
+        defer { rig.stop() }
+        #expect(await rig.engine.busStatus()?.mode == "server")
+        let taker = try rig.bus.start("/usr/bin/python3", ["-u", "-c", """
+            import dbus, time
+            b = dbus.SessionBus()
+            print(b.request_name('org.freedesktop.Notifications', dbus.bus.NAME_FLAG_REPLACE_EXISTING), b.get_unique_name())
+            time.sleep(30)
+            """])
+        defer { _ = taker.stop() }
+        #expect(try await rig.eventually(5) { await rig.engine.busStatus()?.mode == "companion" })
+        #expect(rig.link.status.mode == "companion")
+        #expect(rig.link.status.nameOwner?.hasPrefix(":") == true)
+    }
+}
