@@ -13,7 +13,7 @@ enum Daemon {
     static let version = "0.1.0"
     static let usage = """
     usage: interluded [--socket PATH] [--config DIR] [--state DIR] [--pulse-server SERVER] [--private]
-                      [--exit-with-parent] [--no-bus] [--replace] [--version]
+                      [--exit-with-parent] [--no-bus | --bus] [--replace] [--version]
 
     Interlude's audio-policy and notification-sound daemon.
       --socket PATH          socket to listen on (default $INTERLUDE_SOCKET or $XDG_RUNTIME_DIR/interlude/socket)
@@ -25,6 +25,8 @@ enum Daemon {
       --exit-with-parent     stop when the process that started this daemon goes away
       --no-bus               stay off the session bus (default: join $DBUS_SESSION_BUS_ADDRESS, serve
                              org.freedesktop.Notifications if it is free, else watch as a companion)
+      --bus                  join the session bus even with --private (which stays off it: a private daemon
+                             beside the user's must not answer or watch the user's notifications)
       --replace              take org.freedesktop.Notifications from a daemon that allows it
     """
 
@@ -43,6 +45,7 @@ enum Daemon {
             case "--private": options["private"] = "1"; i += 1
             case "--exit-with-parent": options["exit-with-parent"] = "1"; i += 1
             case "--no-bus": options["no-bus"] = "1"; i += 1
+            case "--bus": options["bus"] = "1"; i += 1
             case "--replace": options["replace"] = "1"; i += 1
             case "--version": print("interluded \(version)"); return 0
             case "--socket", "--config", "--state", "--pulse-server":
@@ -128,9 +131,10 @@ enum Daemon {
         // The session bus: server or companion mode (README "D-Bus notifications"); no bus is a log line.
         let busConfig = NotificationsBusConfig(defaultSound: config.string("bus.defaultSound") ?? "message-new-instant",
                                                maxNotificationBytes: Int(config.number("bus.maxNotificationBytes")))
-        let bus = await NotificationsBus.join(address: options["no-bus"] != nil ? nil : env["DBUS_SESSION_BUS_ADDRESS"],
+        let offReason = options["no-bus"] != nil ? "--no-bus" : options["private"] != nil && options["bus"] == nil ? "--private (without --bus)" : nil
+        let bus = await NotificationsBus.join(address: env["DBUS_SESSION_BUS_ADDRESS"],
                                               engine: engine, replace: options["replace"] != nil, config: busConfig,
-                                              version: version, log: log, off: options["no-bus"] != nil ? "--no-bus" : nil)
+                                              version: version, log: log, off: offReason)
         await waitForTerminationSignal(orParentExit: options["exit-with-parent"] != nil)
         log("stopping")
         bus.stop()

@@ -33,7 +33,7 @@ import InterludePolicy
         defer { bus.stop() }
         let work = try WorkFolder("bus-server")
         defer { work.remove() }
-        let daemon = try DaemonProcess(socket: work.socket, work: work.path, config: false, environment: bus.environment)
+        let daemon = try DaemonProcess(socket: work.socket, work: work.path, config: false, environment: bus.environment, bus: true)
         defer { daemon.stop() }
         // The daemon joins the bus after its socket: wait for the name.
         for _ in 0..<100 {
@@ -104,7 +104,7 @@ import InterludePolicy
 
         let work = try WorkFolder("bus-companion")
         defer { work.remove() }
-        let daemon = try DaemonProcess(socket: work.socket, work: work.path, config: false, environment: bus.environment)
+        let daemon = try DaemonProcess(socket: work.socket, work: work.path, config: false, environment: bus.environment, bus: true)
         var status: StatusResult?
         for _ in 0..<50 {
             status = try? InterludeClient.request(socket: work.socket, app: "org.interlude.CLI", WireMethod.status, StatusParams(), as: StatusResult.self)
@@ -150,7 +150,7 @@ import InterludePolicy
         FileManager.default.createFile(atPath: w.sounds + "/hush.disabled", contents: Data())
         var env = w.environment
         env["DBUS_SESSION_BUS_ADDRESS"] = bus.address
-        let daemon = try DaemonProcess(socket: w.socket, work: w.path, config: false, environment: env)
+        let daemon = try DaemonProcess(socket: w.socket, work: w.path, config: false, environment: env, bus: true)
         defer { daemon.stop() }
         for _ in 0..<100 {
             if (try? await bus.exec("/usr/bin/gdbus", ["call", "--session", "-d", "org.freedesktop.Notifications", "-o", "/org/freedesktop/Notifications",
@@ -190,7 +190,7 @@ import InterludePolicy
         let w = try WorkFolder("burst")
         defer { w.remove() }
         try w.config("{ bursts: { maxDeliveredPerApp: 200 } }")  // the default keeps 50 per app (N11)
-        let daemon = try DaemonProcess(socket: w.socket, work: w.path, config: true, environment: bus.environment)
+        let daemon = try DaemonProcess(socket: w.socket, work: w.path, config: true, environment: bus.environment, bus: true)
         defer { daemon.stop() }
         for _ in 0..<100 {
             if (try? await bus.exec("/usr/bin/gdbus", ["call", "--session", "-d", "org.freedesktop.Notifications", "-o", "/org/freedesktop/Notifications",

@@ -327,10 +327,11 @@ final class DaemonProcess {
     let process = Process()
     /// - Parameters:
     ///   - config: whether `work/interlude.json5` is read (`--config work`).
-    init(socket: String, work: String, config: Bool = true, environment: [String: String]? = nil) throws {
+    ///   - bus: join the session bus of `environment` (`--bus`; a `--private` daemon stays off it).
+    init(socket: String, work: String, config: Bool = true, environment: [String: String]? = nil, bus: Bool = false) throws {
         guard let path = ScenarioRunner.siblingExecutable("interluded") else { throw CocoaError(.fileNoSuchFile) }
         process.executableURL = URL(fileURLWithPath: path)
-        process.arguments = ["--socket", socket, "--private", "--state", work + "/state"] + (config ? ["--config", work] : [])
+        process.arguments = ["--socket", socket, "--private", "--state", work + "/state"] + (config ? ["--config", work] : []) + (bus ? ["--bus"] : [])
         if !FileManager.default.fileExists(atPath: work + "/log") { FileManager.default.createFile(atPath: work + "/log", contents: nil) }
         process.standardError = FileHandle(forWritingAtPath: work + "/log") ?? FileHandle.nullDevice
         if let environment { process.environment = environment }
