@@ -139,6 +139,21 @@ import Testing
     }
 
     @Test(.enabled(if: required()))
+    func N3_criticalFromAnEntitledAppPlaysThroughFocusAndRingerSilent() async throws {
+        let rig = try await Rig("n3-through", config: #"{ entitledCriticalApps: ["org.example.Clock"] }"#)
+        defer { rig.stop() }
+        try await rig.engine.setRinger(silent: true)
+        _ = try await rig.engine.setFocus(client: rig.cli, FocusSetParams(name: "sleep"))
+        _ = try await rig.notifySend(["-a", "org.example.Chat", "-h", "string:sound-name:bell", "ordinary"])
+        _ = try await rig.notifySend(["-a", "org.example.Clock", "-u", "critical", "-h", "string:sound-name:alarm-clock-elapsed", "wake"])
+        #expect(await rig.eventually { rig.sounds.plays.count == 1 })
+        try await Task.sleep(nanoseconds: 200_000_000)
+        let plays = rig.sounds.plays
+        #expect(plays.count == 1 && plays.first?.name == "alarm-clock-elapsed", "only the critical one plays: \(plays.map(\.name))")
+        #expect(plays.first?.properties["interlude.critical"] == "1", "through ringer and focus (N3)")
+    }
+
+    @Test(.enabled(if: required()))
     func N14_anActionResponseReachesNotifySendAsActionInvoked() async throws {
         let rig = try await Rig("actions")
         defer { rig.stop() }
