@@ -428,7 +428,7 @@ import Testing
             time.sleep(30)
             """])
         defer { _ = taker.stop() }
-        #expect(try await rig.eventually(5) { await rig.engine.busStatus()?.mode == "companion" })
+        #expect(try await rig.eventually(20) { await rig.engine.busStatus()?.mode == "companion" })
         #expect(rig.link.status.mode == "companion")
         #expect(rig.link.status.nameOwner?.hasPrefix(":") == true)
     }
