@@ -326,9 +326,8 @@ public final class NotificationsService: NotificationBusPort, @unchecked Sendabl
                 c.release(message)
             }
         case let .close(id, message, sender):
-            _ = sender
             var failure: BusCallError?
-            do { try await engine.busClose(id: id, app: nil) } catch {
+            do { try await engine.busClose(id: id, sender: sender) } catch {
                 // The spec: closing one that is already gone is not an error worth a client's crash;
                 // report it as the spec's error only when the id never existed.
                 if error.code != .notFound { failure = busError(error) }

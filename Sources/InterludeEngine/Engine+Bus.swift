@@ -151,16 +151,17 @@ extension Engine {
     }
 
     /// `CloseNotification(id)`: removes it from the center; `NotificationClosed` with reason 3
-    /// follows. Only the app that owns it may close it: another app's id, or one not in the center,
-    /// changes nothing (the spec: an error only when it does not exist).
-    /// - Throws: `notFound` when no notification has that id.
-    public func busClose(id: UInt32, app: String?) throws(WireError) {
+    /// follows. Only the connection that sent it (while it is known, i.e. in this run) or the
+    /// named `app` may close it; another client's id is `notFound` and changes nothing.
+    /// - Throws: `notFound` when no notification has that id (for this caller).
+    public func busClose(id: UInt32, app: String? = nil, sender: String? = nil) throws(WireError) {
         let identifier = Engine.busIdentifier(id)
         guard let owner = notifState.delivered.first(where: { $0.request.identifier == identifier })?.app
               ?? notifState.pending.first(where: { $0.request.identifier == identifier })?.app else {
             throw WireError(.notFound, "no notification \(id)")
         }
         if let app, app != owner { throw WireError(.notFound, "no notification \(id) of \(app)") }
+        if let sender, let from = bus.senders[id], from != sender { throw WireError(.notFound, "no notification \(id) of this client") }
         bus.closing.insert(id)
         defer { bus.closing.remove(id) }
         _ = try expect(notify(.removePending(app: owner, identifiers: [identifier])))

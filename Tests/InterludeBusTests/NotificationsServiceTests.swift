@@ -180,21 +180,37 @@ import Testing
         let monitor = try rig.bus.start("/usr/bin/stdbuf", ["-oL", "/usr/bin/dbus-monitor", "--session",
                                                             "type='signal',interface='org.freedesktop.Notifications'"])
         try await Task.sleep(nanoseconds: 300_000_000)
-        let waiting = try rig.bus.start("/usr/bin/stdbuf", ["-oL", "/usr/bin/notify-send", "-p", "-a", "org.example.C", "-w", "bye"])
+        // The app closes its own notification (python3-dbus: one connection sends and closes).
+        let own = try await rig.bus.exec("/usr/bin/python3", ["-c", """
+            import dbus
+            n = dbus.Interface(dbus.SessionBus().get_object('org.freedesktop.Notifications', '/org/freedesktop/Notifications', introspect=False),
+                               'org.freedesktop.Notifications')
+            i = n.Notify('org.example.C', dbus.UInt32(0), '', 'bye', '', dbus.Array([], signature='s'), dbus.Dictionary({}, signature='sv'), -1)
+            n.CloseNotification(i)
+            print(i)
+            """])
+        #expect(own.status == 0, "\(own.stderr)")
+        let closed = own.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        // Another client cannot close an app's notification: nothing changes.
+        let waiting = try rig.bus.start("/usr/bin/stdbuf", ["-oL", "/usr/bin/notify-send", "-p", "-a", "org.example.W", "-w", "wait"])
         var id: String?
         #expect(try await rig.eventually(5) {
-            id = try await rig.center().first { $0.app == "org.example.C" }?.identifier
+            id = try await rig.center().first { $0.app == "org.example.W" }?.identifier
             return id != nil
         })
         let n = String(id!.dropFirst(5))
-        let close = try await rig.bus.exec("/usr/bin/gdbus", ["call", "--session", "-d", "org.freedesktop.Notifications", "-o", "/org/freedesktop/Notifications",
-                                                       "-m", "org.freedesktop.Notifications.CloseNotification", n])
-        #expect(close.status == 0, "\(close.stderr)")
+        let other = try await rig.bus.exec("/usr/bin/gdbus", ["call", "--session", "-d", "org.freedesktop.Notifications", "-o", "/org/freedesktop/Notifications",
+                                                             "-m", "org.freedesktop.Notifications.CloseNotification", n])
+        #expect(other.status == 0, "\(other.stderr)")
+        #expect(try await rig.center().count == 1, "another client's CloseNotification changes nothing")
+        // The user removes it: NotificationClosed reason 2, and notify-send -w returns.
+        _ = try await rig.engine.removeNotifications(client: rig.cli, RemoveNotificationsParams(app: "org.example.W", delivered: [id!]))
         let out = await waiting.ended(timeout: 5)
         #expect(out.status == 0 && out.stdout.hasPrefix(n), "notify-send -w returns when its notification is closed: \(out)")
         try await Task.sleep(nanoseconds: 200_000_000)
         let seen = await monitor.stopped().stdout
-        #expect(seen.contains("member=NotificationClosed\n   uint32 \(n)\n   uint32 3"), "\(seen)")
+        #expect(seen.contains("member=NotificationClosed\n   uint32 \(closed)\n   uint32 3"), "closed by CloseNotification: \(seen)")
+        #expect(seen.contains("member=NotificationClosed\n   uint32 \(n)\n   uint32 2"), "dismissed by the user: \(seen)")
         #expect(try await rig.center().isEmpty)
     }
 
