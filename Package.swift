@@ -18,6 +18,7 @@ let package = Package(
         .systemLibrary(name: "CPulse", pkgConfig: "libpulse", providers: [.apt(["libpulse-dev"])]),
         .systemLibrary(name: "CSndfile", pkgConfig: "sndfile", providers: [.apt(["libsndfile1-dev"])]),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
+        .systemLibrary(name: "CSystemdBus", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
         // Tiny C shim for what Glibc does not import into Swift (struct ucred for SO_PEERCRED).
         .target(name: "CInterludeSys"),
 
@@ -36,6 +37,8 @@ let package = Package(
         .target(name: "InterludeEngine", dependencies: ["InterludePolicy", "InterludeConfig", "InterludeWire"]),
         // Socket server: connections -> engine calls.
         .target(name: "InterludeServer", dependencies: ["InterludeEngine", "InterludeWire", "CInterludeSys"]),
+        // D-Bus adapter (sd-bus): org.freedesktop.Notifications calls -> engine calls, like the socket server.
+        .target(name: "InterludeBus", dependencies: ["CSystemdBus", "InterludeEngine", "InterludePolicy", "InterludeWire"]),
         // Client library apps use; the CLI is its first user.
         .target(name: "InterludeClient", dependencies: ["InterludeWire"]),
         // What both CLI executables share: the argument reader and how errors and JSON lines print.
@@ -47,6 +50,7 @@ let package = Package(
 
         .executableTarget(name: "interluded", dependencies: [
             "InterludeServer", "InterludeEngine", "InterludePulse", "InterludeSound", "InterludeStore", "InterludeConfig", "InterludeWire",
+            "InterludeBus",
         ]),
         // The CLI links the client library only (fast start for `interlude play`); the commands that
         // play audio of their own run in `interlude-audio`, which `interlude` execs for them.
@@ -66,6 +70,9 @@ let package = Package(
         .testTarget(name: "InterludeStoreTests", dependencies: ["InterludeStore", "InterludePolicy"]),
         .testTarget(name: "InterludeServerTests", dependencies: [
             "InterludeServer", "InterludeClient", "InterludeEngine", "InterludeTestSupport", "InterludeConfig",
+        ]),
+        .testTarget(name: "InterludeBusTests", dependencies: [
+            "InterludeBus", "InterludeEngine", "InterludeTestSupport", "InterludeConfig", "CSystemdBus",
         ]),
         .testTarget(name: "InterludePulseTests", dependencies: ["InterludePulse", "InterludeScenario", "InterludeTestSupport"]),
         .testTarget(name: "InterludeSoundTests", dependencies: ["InterludeSound", "CSndfile"]),  // CSndfile: tests write MP3/Opus/float files with libsndfile

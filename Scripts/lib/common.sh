@@ -4,12 +4,19 @@
 INTERLUDE_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 # shellcheck source=pulse.sh
 source "$INTERLUDE_ROOT/Scripts/lib/pulse.sh"
+# shellcheck source=dbus.sh
+source "$INTERLUDE_ROOT/Scripts/lib/dbus.sh"
 
 # Debian packages the build, the daemon and the tests need.
-INTERLUDE_PACKAGES=(pulseaudio pulseaudio-utils libpulse-dev libsndfile1-dev libsqlite3-dev sox)
+# libsystemd-dev: sd-bus (InterludeBus); dbus: the session bus; sound-theme-freedesktop: the
+# sounds bus apps name (message-new-instant, bell, …; S2).
+INTERLUDE_PACKAGES=(pulseaudio pulseaudio-utils libpulse-dev libsndfile1-dev libsqlite3-dev sox
+    libsystemd-dev dbus sound-theme-freedesktop)
 # gdb: Scripts/test prints the threads of a test run that hangs (interlude_run_with_deadline);
 # systemd: systemd-analyze checks the user unit that Scripts/install writes.
-INTERLUDE_TEST_PACKAGES=(gdb systemd)
+# libnotify-bin (notify-send), libglib2.0-bin (gdbus), dunst + xvfb (a display daemon for
+# companion mode): the D-Bus tests' real clients.
+INTERLUDE_TEST_PACKAGES=(gdb systemd libnotify-bin libglib2.0-bin python3-dbus dunst xvfb)
 
 say() { printf '==> %s\n' "$*" >&2; }
 

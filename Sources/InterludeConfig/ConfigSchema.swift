@@ -26,7 +26,20 @@ public struct ConfigKey: Sendable {
 
 public enum ConfigSchema {
     /// All keys. Sections come first so that a walker meets them before their members.
-    public static let keys: [ConfigKey] = audio + sounds + server + notifications
+    public static let keys: [ConfigKey] = audio + sounds + server + bus + notifications
+
+    /// Desktop notifications over D-Bus (org.freedesktop.Notifications; README "D-Bus notifications").
+    static let bus: [ConfigKey] = [
+        .init("bus", .object, "Desktop notifications over the session bus (org.freedesktop.Notifications)."),
+        .init("bus.authorization", .string(default: "grant", allowed: ["grant", "deny", "prompt"]),
+              "N1: bus clients never ask; the answer for an app first seen on the bus (the user's answer, once given, stays)."),
+        .init("bus.defaultSound", .string(default: "message-new-instant", allowed: nil),
+              "S2: what plays when a bus notification names no sound (sound-name, sound-file); \"none\" = silent."),
+        .init("bus.inhibitFocus", .string(default: "doNotDisturb", allowed: nil),
+              "N7: the focus a bus client's Inhibit (KDE's do-not-disturb) turns on while one inhibition is held."),
+        .init("bus.maxNotificationBytes", .integer(default: 65536, range: 1024...(16 * 1024 * 1024), unit: "bytes"),
+              "Most text (summary, body, actions, string hints) one Notify may carry; more gets LimitsExceeded."),
+    ]
 
     static let audio: [ConfigKey] = [
         .init("audio", .object, "Audio-session arbitration (POLICY.md part A)."),

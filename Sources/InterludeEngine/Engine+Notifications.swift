@@ -110,6 +110,7 @@ extension Engine {
     /// Watcher events go to subscribers; an app's own notification events also to the app.
     func route(_ w: NotificationWatcherEvent) {
         func enc<T: Encodable>(_ v: T) -> JSONValue { (try? JSONValue(encoding: v)) ?? .null }
+        busObserve(w)  // bus notifications' signals (Engine+Bus.swift)
         switch w {
         case let .delivered(view, decision):
             broadcast(NotificationEventName.delivered, .object(["notification": enc(view), "decision": enc(decision)]), alsoTo: view.app)

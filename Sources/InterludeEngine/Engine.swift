@@ -64,6 +64,8 @@ public actor Engine {
     var onlyOwnStreams = false
     /// How the daemon re-reads its config (``setReloader(_:)``); nil: `config.reload` fails.
     var reloader: Reloader?
+    /// The D-Bus side (Engine+Bus.swift): port, mode, id map.
+    var bus = BusBridgeState()
 
     /// - Parameters:
     ///   - store: where the notification state persists (N15); nil keeps it in memory only.
@@ -285,6 +287,7 @@ public actor Engine {
                                   ringer: audioState.ringerSilent ? "silent" : "ring", sessions: sessions,
                                   unmatchedStreams: unmatched, samples: await sounds?.cachedSamples() ?? [])
         result.configFiles = config.files
+        result.bus = bus.status
         return result
     }
 

@@ -161,10 +161,29 @@ public struct StatusResult: Codable, Sendable, Equatable {
     /// The config files in force, in the order read (later ones override), for the user to see
     /// which were read; absent from daemons before it was added.
     public var configFiles: [String]?
+    /// The session bus side (org.freedesktop.Notifications); nil when the daemon has none.
+    public var bus: BusStatus?
     public init(version: String, audioConnected: Bool, audioServer: String?, ringer: String,
                 sessions: [SessionStatus], unmatchedStreams: [StreamStatus], samples: [String]) {
         self.version = version; self.audioConnected = audioConnected; self.audioServer = audioServer
         self.ringer = ringer; self.sessions = sessions; self.unmatchedStreams = unmatchedStreams; self.samples = samples
+    }
+}
+
+/// The daemon on the session bus, in `status`: `mode` is `server` (it owns
+/// `org.freedesktop.Notifications`), `companion` (another daemon owns it; Interlude watches and
+/// plays the sounds) or `off` (no bus, or `--no-bus`).
+public struct BusStatus: Codable, Sendable, Equatable {
+    /// `server`, `companion` or `off`.
+    public var mode: String
+    /// The unique name owning `org.freedesktop.Notifications` (`:1.42`), if anyone does.
+    public var nameOwner: String?
+    /// The bus address it joined.
+    public var address: String?
+    /// Why it is off, or what it is watching.
+    public var note: String?
+    public init(mode: String, nameOwner: String? = nil, address: String? = nil, note: String? = nil) {
+        self.mode = mode; self.nameOwner = nameOwner; self.address = address; self.note = note
     }
 }
 

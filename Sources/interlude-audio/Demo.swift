@@ -112,6 +112,51 @@ enum Demo {
         let restore = focusBefore.manual ? FocusSetParams(name: focusBefore.focus, until: focusBefore.until) : FocusSetParams(name: nil)
         _ = try? await watcher.call(NotificationMethod.focusSet, restore, as: FocusStatusResult.self)
         await sleep(until: 19)
+
+        // Desktop notifications over D-Bus (README "D-Bus notifications"), when the daemon is on a
+        // bus: notify-send, as any desktop app sends them. A sound by name, one suppressed, one
+        // under the sleep focus, a critical one from the entitled alarm app through it.
+        var busChecks: [(who: String, at: Double, decision: NotificationDecision?)] = []
+        let status = try? await watcher.call(WireMethod.status, StatusParams(), as: StatusResult.self)
+        let notifySend = "/usr/bin/notify-send"
+        if let bus = status?.bus, bus.mode != "off", FileManager.default.isExecutableFile(atPath: notifySend) {
+            say("desktop notifications over D-Bus (\(bus.mode) mode): notify-send, as any app sends them")
+            func send(_ who: String, _ args: [String]) async -> (String, Double, NotificationDecision?) {
+                let t = Date().timeIntervalSince1970 - start
+                let p = Process()
+                p.executableURL = URL(fileURLWithPath: notifySend)
+                p.arguments = ["-p"] + args
+                let out = Pipe()
+                p.standardOutput = out
+                var id = ""
+                if (try? p.run()) != nil {
+                    id = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+                        .trimmingCharacters(in: .whitespacesAndNewlines)
+                    p.waitUntilExit()
+                }
+                let app = args[args.firstIndex(of: "-a")! + 1]
+                let d = try? await watcher.call(NotificationMethod.explain, ExplainParams(app: app, identifier: "dbus-\(id)"),
+                                                as: ExplainResult.self).decision
+                say("notify-send \(args.joined(separator: " ")) → id \(id.isEmpty ? "none" : id)" + (d.map { ": " + CommandOutput.describe($0) } ?? ""))
+                return (who, t, d)
+            }
+            busChecks.append(await send("mail", ["-a", "org.example.Mail", "-h", "string:sound-name:message-new-instant", "New mail"]))
+            await sleep(until: 20.5)
+            busChecks.append(await send("muted", ["-a", "org.example.Mail2", "-h", "string:sound-name:message-new-instant",
+                                                  "-h", "boolean:suppress-sound:true", "Quiet mail"]))
+            await sleep(until: 22)
+            say("focus sleep on")
+            _ = try? await watcher.call(NotificationMethod.focusSet, FocusSetParams(name: "sleep"), as: FocusStatusResult.self)
+            busChecks.append(await send("im", ["-a", "org.example.Chat", "-h", "string:sound-name:message-new-instant", "Are you up?"]))
+            await sleep(until: 23.5)
+            busChecks.append(await send("critical", ["-a", "org.example.Alarm", "-u", "critical", "-h", "string:sound-name:alarm-clock-elapsed",
+                                                     "Wake up"]))
+            await sleep(until: 25.5)
+            _ = try? await watcher.call(NotificationMethod.focusSet, restore, as: FocusStatusResult.self)
+            await sleep(until: 26)
+        } else {
+            say("no session bus (or no notify-send): the D-Bus part is skipped")
+        }
         printer.cancel()
         watcher.close()
 
@@ -152,6 +197,14 @@ enum Demo {
             let ok = expectSound ? peak > -30 : peak < -60
             if !ok { failures += 1 }
             print(String(format: "  %5.1f s  %-8@ peak %6.1f dBFS expected %@  %@", at, who as NSString, max(peak, -99),
+                         (expectSound ? "its sound" : "silence") as NSString, ok ? "ok" : "MISMATCH"))
+        }
+        for (who, at, d) in busChecks {
+            let peak = peakDb(at, at + 1.2)
+            let expectSound = d?.sound.map { $0.volume > 0 } ?? false
+            let ok = expectSound ? peak > -40 : peak < -60
+            if !ok { failures += 1 }
+            print(String(format: "  %5.1f s  %-8@ peak %6.1f dBFS expected %@  %@  (notify-send)", at, who as NSString, max(peak, -99),
                          (expectSound ? "its sound" : "silence") as NSString, ok ? "ok" : "MISMATCH"))
         }
         if alarm.level != .critical {

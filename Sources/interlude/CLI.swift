@@ -127,6 +127,13 @@ enum CLI {
             return 0
         }
         print("interluded \(s.version) — audio server \(s.audioConnected ? "connected" + (s.audioServer.map { " (\($0))" } ?? "") : "NOT connected"), ringer \(s.ringer)")
+        if let b = s.bus {
+            switch b.mode {
+            case "server": print("bus: server, owns org.freedesktop.Notifications as \(b.nameOwner ?? "?")")
+            case "companion": print("bus: companion of \(b.nameOwner ?? "?"), the owner of org.freedesktop.Notifications")
+            default: print("bus: off\(b.note.map { " (\($0))" } ?? "")")
+            }
+        }
         if s.sessions.isEmpty { print("no sessions") }
         for x in s.sessions {
             var line = "\(x.session)  \(x.app)  \(x.category.rawValue)/\(x.mode.rawValue)"

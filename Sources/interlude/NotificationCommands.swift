@@ -251,15 +251,32 @@ enum NotificationCommands {
         let app = a.value("app")
         let usage = Arguments.UsageError(description: "center [--app ID] [remove ID | clear | respond ID ACTION [--text T]]")
         switch a.positionals.first {  // the command line is checked before the daemon is asked
-        case "remove", "clear", "respond":
+        case "respond":  // --app only when several apps have that identifier
+            guard a.positionals.count == 3 else { throw usage }
+        case "remove", "clear":
             guard app != nil else { throw Arguments.UsageError(description: "center \(a.positionals[0]) needs --app ID (whose notifications)") }
-            guard a.positionals.count == ["remove": 2, "clear": 1, "respond": 3][a.positionals[0]]! else { throw usage }
-            guard a.positionals[0] == "respond" || !a.has("text") else { throw usage }
+            guard a.positionals.count == (a.positionals[0] == "remove" ? 2 : 1), !a.has("text") else { throw usage }
         case nil: break
         default: throw usage
         }
         let c = try await connectUser(socket)
         switch a.positionals.first {
+        case "respond":
+            // N14: the user's response reaches the app (a bus app as ActionInvoked), queued if offline.
+            let id = a.positionals[1], action = a.positionals[2]
+            var owner = app
+            if owner == nil {
+                let all = try await c.call(NotificationMethod.delivered, ListNotificationsParams(all: true), as: NotificationListResult.self)
+                let apps = Set(all.notifications.filter { $0.identifier == id }.map(\.app))
+                guard apps.count == 1 else {
+                    return CommandOutput.fail(apps.isEmpty ? "no notification \(id) in the center" : "several apps have a notification \(id): name one with --app")
+                }
+                owner = apps.first
+            }
+            _ = try await c.call(NotificationMethod.respond, RespondParams(app: owner!, notification: id, action: action, text: a.value("text")),
+                                 as: JSONValue.self)
+            print("responded \(action) to \(owner!)/\(id)")
+            return 0
         case "remove":
             guard a.positionals.count == 2, let app else { throw Arguments.UsageError(description: "center --app ID remove NOTIFICATION") }
             let id = a.positionals[1]
@@ -267,15 +284,6 @@ enum NotificationCommands {
                                      as: RemoveNotificationsResult.self)
             guard r.removed.contains(id) else { return CommandOutput.fail("\(app) has no notification \(id) (see `interlude center --app \(app)`)") }
             print("removed \(id)")
-            return 0
-        case "respond":
-            // N14: the user's answer to one of the notification's actions; the app gets it at once,
-            // or when it next connects (queued).
-            guard let app else { throw usage }
-            _ = try await c.call(NotificationMethod.respond,
-                                 RespondParams(app: app, notification: a.positionals[1], action: a.positionals[2], text: a.value("text")),
-                                 as: JSONValue.self)
-            print("responded \(a.positionals[2]) to \(app)/\(a.positionals[1])")
             return 0
         case "clear":
             guard let app else { throw Arguments.UsageError(description: "center --app ID clear") }

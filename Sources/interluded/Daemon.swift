@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import InterludeBus
 import InterludeConfig
 import InterludeEngine
 import InterludePulse
@@ -19,7 +20,7 @@ enum Daemon {
     static let managerClaimKey = "interlude.manager"
     static let usage = """
     usage: interluded [--socket PATH] [--config DIR] [--state DIR] [--pulse-server SERVER] [--private]
-                      [--exit-with-parent] [--version]
+                      [--exit-with-parent] [--no-bus | --bus] [--replace] [--version]
 
     Interlude's audio-policy and notification-sound daemon.
       --socket PATH          socket to listen on (default $INTERLUDE_SOCKET or $XDG_RUNTIME_DIR/interlude/socket)
@@ -29,6 +30,11 @@ enum Daemon {
       --private              manage only streams marked with this daemon's socket (interlude.daemon);
                              for the scenario runner's daemon beside a user's daemon
       --exit-with-parent     stop when the process that started this daemon goes away
+      --no-bus               stay off the session bus (default: join $DBUS_SESSION_BUS_ADDRESS, serve
+                             org.freedesktop.Notifications if it is free, else watch as a companion)
+      --bus                  join the session bus even with --private (which stays off it: a private daemon
+                             beside the user's must not answer or watch the user's notifications)
+      --replace              take org.freedesktop.Notifications from a daemon that allows it
 
     One daemon per audio server and user manages its streams: it announces itself on the server
     (client property interlude.manager). A second one exits with status 75 and says which daemon
@@ -49,6 +55,9 @@ enum Daemon {
             case "--help", "-h": print(usage); return 0
             case "--private": options["private"] = "1"; i += 1
             case "--exit-with-parent": options["exit-with-parent"] = "1"; i += 1
+            case "--no-bus": options["no-bus"] = "1"; i += 1
+            case "--bus": options["bus"] = "1"; i += 1
+            case "--replace": options["replace"] = "1"; i += 1
             case "--version": print("interluded \(version)"); return 0
             case "--socket", "--config", "--state", "--pulse-server":
                 guard i + 1 < arguments.count else { log("\(a) needs a value"); return 2 }
@@ -156,8 +165,16 @@ enum Daemon {
             return 1
         }
         log("listening on \(path)")
+        // The session bus: server or companion mode (README "D-Bus notifications"); no bus is a log line.
+        let busConfig = NotificationsBusConfig(defaultSound: config.string("bus.defaultSound") ?? "message-new-instant",
+                                               maxNotificationBytes: Int(config.number("bus.maxNotificationBytes")))
+        let offReason = options["no-bus"] != nil ? "--no-bus" : options["private"] != nil && options["bus"] == nil ? "--private (without --bus)" : nil
+        let bus = await NotificationsBus.join(address: env["DBUS_SESSION_BUS_ADDRESS"],
+                                              engine: engine, replace: options["replace"] != nil, config: busConfig,
+                                              version: version, log: log, off: offReason)
         let status = await waitForTerminationSignal(orParentExit: options["exit-with-parent"] != nil, or: exitRequest)
         log("stopping")
+        bus.stop()
         server.stop()
         await engine.releaseStreams()  // no duck or mute of ours outlives the daemon
         pulse.disconnect()

@@ -38,9 +38,10 @@ actor PulseSoundPlayer: SoundPlayer {
     }
 
     func play(_ nameOrPath: String, volume: Double, properties: [String: String]) async throws(WireError) -> SoundPlayResult {
-        // S2: `NAME.disabled` means silent on purpose: nothing plays, not even the default.
+        // S2: `NAME.disabled` is silent on purpose: nothing plays (not the default, which is for
+        // sounds that cannot be used, S1).
         if case let .disabled(marker) = lookup.resolve(nameOrPath) {
-            return SoundPlayResult(played: "none", warning: WireError(.silenced, "\(nameOrPath) is disabled on purpose (\(marker)) [S2]"),
+            return SoundPlayResult(played: "none", warning: WireError(.silenced, "\(nameOrPath) is disabled on purpose (\(marker)): silent [S2]"),
                                    duration: 0)
         }
         var warning: WireError?

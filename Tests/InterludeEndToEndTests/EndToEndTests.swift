@@ -146,38 +146,6 @@ extension SoundEndToEndTests {
     }
 }
 
-extension SoundEndToEndTests {
-    /// S2: a `NAME.disabled` marker means silent on purpose: `sound.play` of that name plays
-    /// nothing (it played the default sound, with a warning saying "disabled on purpose"), for the
-    /// user's tool and for an app's notification alike; the recording stays silent.
-    @Test(.enabled(if: AudioServer.required()))
-    func S2_aDisabledSoundIsSilentNotTheDefault() async throws {
-        let w = try WorkFolder("e2e-s2")
-        defer { w.remove() }
-        try "".write(toFile: w.sounds + "/message.disabled", atomically: true, encoding: .utf8)
-        let daemon = try DaemonProcess(socket: w.socket, work: w.path, config: false, environment: w.environment)
-        defer { daemon.stop() }
-        let pulse = PulseConnection(clientName: "interlude e2e s2")
-        try pulse.connect()
-        defer { pulse.disconnect() }
-        let recorder = try PulseRecorder(connection: pulse, source: try pulse.defaultSinkName() + ".monitor")
-        let client = try await InterludeClient.connect(socket: w.socket, app: "org.interlude.CLI")
-        try await Task.sleep(nanoseconds: 300_000_000)
-        let t0 = PulseClock.monotonicSeconds()
-        let r = try await client.play("message")
-        #expect(r.played == "none", "\(r)")
-        #expect(r.warning?.code == .silenced && r.warning?.message.contains("disabled on purpose") == true, "\(String(describing: r.warning))")
-        try await Task.sleep(nanoseconds: 1_200_000_000)
-        recorder.stop()
-        let samples = recorder.samples()
-        let from = max(0, Int((t0 - recorder.startTime) * 48000))
-        let window = samples[min(from, samples.count)..<min(samples.count, from + 48000)]
-        let peak = window.map { abs($0) }.max() ?? 0
-        #expect(peak < 0.001, "a disabled sound must be silent; peak \(peak) at the monitor")
-        #expect(daemon.isRunning)
-    }
-}
-
 /// N3 on a real server: an entitled critical alert plays at its volume through a muted output
 /// (the output is unmuted for the sound's length, then muted again), and an ordinary one does not.
 @Suite(.serialized) struct CriticalAlertEndToEndTests {
@@ -364,12 +332,14 @@ final class DaemonProcess {
     ///     server of the test's own).
     ///   - log: the log file's name in `work`.
     ///   - waitForSocket: wait (up to 5 s) until it listens or exits.
+    ///   - bus: join the session bus of `environment` (`--bus`; a `--private` daemon stays off it).
     init(socket: String, work: String, config: Bool = true, environment: [String: String]? = nil,
-         managing: Bool = false, log: String = "log", state: String = "state", waitForSocket: Bool = true) throws {
+         managing: Bool = false, log: String = "log", state: String = "state", waitForSocket: Bool = true,
+         bus: Bool = false) throws {
         guard let path = ScenarioRunner.siblingExecutable("interluded") else { throw CocoaError(.fileNoSuchFile) }
         process.executableURL = URL(fileURLWithPath: path)
         process.arguments = ["--socket", socket] + (managing ? [] : ["--private"]) + ["--state", work + "/" + state]
-            + (config ? ["--config", work] : [])
+            + (config ? ["--config", work] : []) + (bus ? ["--bus"] : [])
         let logPath = work + "/" + log
         if !FileManager.default.fileExists(atPath: logPath) { FileManager.default.createFile(atPath: logPath, contents: nil) }
         process.standardError = FileHandle(forWritingAtPath: logPath) ?? FileHandle.nullDevice

@@ -147,6 +147,9 @@ public struct NotificationContent: Codable, Sendable, Equatable {
     public var isCall: Bool
     /// Opaque app data, passed through.
     public var userInfo: [String: String]
+    /// What a `critical` request becomes when the app is not entitled (N3): nil = `active`; a bus
+    /// notification's critical urgency asks for `timeSensitive` (N4 still applies).
+    public var criticalFallbackLevel: InterruptionLevel?
 
     /// Makes content; defaults: empty texts, no sound, `active`, relevance 0, not promotional.
     public init(title: String = "", subtitle: String = "", body: String = "", sound: String? = nil,
@@ -173,7 +176,7 @@ public struct NotificationContent: Codable, Sendable, Equatable {
 
     private enum CodingKeys: String, CodingKey {
         case title, subtitle, body, sound, criticalVolume, badge, threadIdentifier, categoryIdentifier
-        case interruptionLevel, relevanceScore, promotional, alertOnce, sender, isCall, userInfo
+        case interruptionLevel, relevanceScore, promotional, alertOnce, sender, isCall, userInfo, criticalFallbackLevel
     }
 
     /// Decodes; every missing key takes its default.
@@ -195,6 +198,7 @@ public struct NotificationContent: Codable, Sendable, Equatable {
         sender = try c.decodeIfPresent(String.self, forKey: .sender)
         isCall = try c.notificationValue(.isCall, d.isCall)
         userInfo = try c.notificationValue(.userInfo, d.userInfo)
+        criticalFallbackLevel = try c.decodeIfPresent(InterruptionLevel.self, forKey: .criticalFallbackLevel)
     }
 
     /// Whether there is nothing to show (a badge- or sound-only request): it updates the badge

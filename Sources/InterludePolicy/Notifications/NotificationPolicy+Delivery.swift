@@ -19,8 +19,11 @@ extension NotificationReducer {
     }
 
     /// The level a request is treated as (N3, N4), with the rule and note if it changed or was honoured.
+    /// - Parameter fallback: what a critical request becomes without the entitlement (N3):
+    ///   `active`, or `timeSensitive` for a request that asks for it (a bus notification's
+    ///   critical urgency), itself subject to the app's time-sensitive setting (N4).
     func effectiveLevel(_ requested: InterruptionLevel, app: String, record: NotificationAppRecord,
-                        peerPath: String?) -> (level: InterruptionLevel, rules: [String], notes: [String]) {
+                        peerPath: String?, fallback: InterruptionLevel = .active) -> (level: InterruptionLevel, rules: [String], notes: [String]) {
         switch requested {
         case .critical:
             let entitled = config.entitledCriticalApps.contains {
@@ -29,7 +32,8 @@ extension NotificationReducer {
             if entitled, record.settings.criticalAlerts { return (.critical, ["N3"], ["entitled critical alert"]) }
             let why = entitled ? "critical alerts are off in the app's settings"
                 : "the app (or its executable) is not entitled to critical alerts"
-            return (.active, ["N3"], [why + ": downgraded to active"])
+            let to: InterruptionLevel = fallback == .timeSensitive && record.settings.timeSensitive ? .timeSensitive : .active
+            return (to, ["N3"], [why + ": downgraded to \(to.rawValue)"])
         case .timeSensitive:
             if record.settings.timeSensitive { return (.timeSensitive, [], []) }
             return (.active, ["N4"], ["time-sensitive is off in the app's settings: treated as active"])
@@ -109,7 +113,8 @@ extension NotificationReducer {
         }
 
         // N3, N4: the level it is treated as.
-        let (level, levelRules, levelNotes) = effectiveLevel(content.interruptionLevel, app: app, record: record, peerPath: peerPath)
+        let (level, levelRules, levelNotes) = effectiveLevel(content.interruptionLevel, app: app, record: record, peerPath: peerPath,
+                                                             fallback: content.criticalFallbackLevel ?? .active)
         rules += levelRules
         notes += levelNotes
 

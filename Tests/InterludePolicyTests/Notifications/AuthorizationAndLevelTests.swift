@@ -162,6 +162,23 @@ private let alarm = "org.example.Alarm"
                                                          bypassRingerAndFocus: true, unmuteOutput: true, duckOthers: true)])
     }
 
+    /// A request may ask to fall back to time-sensitive (a bus notification's critical urgency):
+    /// without the entitlement it is time-sensitive, not active, and N3 says why; with the app's
+    /// time-sensitive setting off (N4) it is active.
+    @Test(arguments: [(true, InterruptionLevel.timeSensitive), (false, InterruptionLevel.active)])
+    func N3_criticalFallsBackToTimeSensitiveWhenAsked(timeSensitiveAllowed: Bool, expected: InterruptionLevel) {
+        var h = NotificationHarness(config: .init(authorization: .init(default: .grant), timeZone: "UTC"))
+        h.authorize(alarm)
+        h.send(.setSettings(app: alarm, .init(timeSensitive: timeSensitiveAllowed)))
+        var content = NotificationContent.test(.critical)
+        content.criticalFallbackLevel = .timeSensitive
+        let d = h.post("wake", from: alarm, content)
+        #expect(d?.outcome == .downgraded(from: .critical, to: expected))
+        #expect(d?.level == expected)
+        #expect(d?.rules.first == "N3")
+        #expect(d?.notes.first?.hasSuffix("downgraded to \(expected.rawValue)") == true, "\(String(describing: d?.notes))")
+    }
+
     @Test func N3_criticalWithoutVolumeUsesConfiguredDefaultAndIsNotRateLimited() {
         var h = NotificationHarness(config: .init(authorization: .init(default: .grant), entitledCriticalApps: [.init(app: alarm)],
                                                   timeZone: "UTC", defaultCriticalVolume: 0.9))
