@@ -39,10 +39,11 @@ extension Engine {
             case let .playSound(p): playNotificationSound(p)
             case let .emit(w): route(w)
             case let .badgeChanged(app, count):
-                broadcast(NotificationEventName.badgeChanged, .object(["app": .string(app), "count": .number(Double(count))]), alsoTo: app)
+                publish(NotificationEventName.badgeChanged, .object(["app": .string(app), "count": .number(Double(count))]), to: .app(app, always: true))
             case let .sendToApp(app, response):
-                let data = (try? JSONValue(encoding: response)) ?? .null
-                sendToApp(app, NotificationEventName.actionResponse, data)
+                // The response itself goes to the app only; the user's tools get the watcher copy (.emit).
+                publish(NotificationEventName.actionResponse, (try? JSONValue(encoding: response)) ?? .null,
+                        to: .appOnly(app, always: true))
             }
         }
         scheduleNotificationTick()
@@ -91,7 +92,7 @@ extension Engine {
                 played["played"] = .string(r.played)
                 played["duration"] = .number(r.duration)
                 if let w = r.warning { played["warning"] = (try? JSONValue(encoding: w)) ?? .null }
-                self.broadcast(WireEventName.soundPlayed, .object(played), alsoTo: p.app)
+                self.publish(WireEventName.soundPlayed, .object(played), to: .app(p.app, always: true))
                 if restoreMute {
                     try? await Task.sleep(nanoseconds: UInt64((r.duration + 0.1) * 1e9))
                 }
@@ -101,49 +102,50 @@ extension Engine {
                 played["played"] = .string("none")
                 played["duration"] = .number(0)
                 played["warning"] = (try? JSONValue(encoding: e)) ?? .null
-                self.broadcast(WireEventName.soundPlayed, .object(played), alsoTo: p.app)
+                self.publish(WireEventName.soundPlayed, .object(played), to: .app(p.app, always: true))
             }
             if restoreMute, let audio { await audio.setOutputMuted(true) }
         }
     }
 
-    /// Watcher events go to subscribers; an app's own notification events also to the app.
+    /// Watcher events go to the app they are about and the user's subscribed tools, never to
+    /// another app (``EventAudience``); views carry N13's placeholder for hidden previews.
     func route(_ w: NotificationWatcherEvent) {
         func enc<T: Encodable>(_ v: T) -> JSONValue { (try? JSONValue(encoding: v)) ?? .null }
         switch w {
         case let .delivered(view, decision):
-            broadcast(NotificationEventName.delivered, .object(["notification": enc(view), "decision": enc(decision)]), alsoTo: view.app)
+            publish(NotificationEventName.delivered, .object(["notification": enc(view), "decision": enc(decision)]), to: .app(view.app, always: true))
         case let .updated(view, decision):
-            broadcast(NotificationEventName.updated, .object(["notification": enc(view), "decision": enc(decision)]), alsoTo: view.app)
+            publish(NotificationEventName.updated, .object(["notification": enc(view), "decision": enc(decision)]), to: .app(view.app, always: true))
         case let .removed(app, ids, reason):
-            broadcast(NotificationEventName.removed, .object(["app": .string(app), "identifiers": enc(ids), "reason": .string(reason)]), alsoTo: app)
+            publish(NotificationEventName.removed, .object(["app": .string(app), "identifiers": enc(ids), "reason": .string(reason)]), to: .app(app, always: true))
         case let .decided(app, id, decision):
-            broadcast(NotificationEventName.decided, .object(["app": .string(app), "identifier": .string(id), "decision": enc(decision)]))
+            publish(NotificationEventName.decided, .object(["app": .string(app), "identifier": .string(id), "decision": enc(decision)]), to: .app(app))
         case let .actionResponse(app, response):
-            broadcast(NotificationEventName.actionResponse, .object(["app": .string(app), "response": enc(response)]))
+            // The user's typed reply: the app gets it (.sendToApp, or queued), the user's tools this copy.
+            publish(NotificationEventName.actionResponse, .object(["app": .string(app), "response": enc(response)]), to: .userTools)
         case let .focusChanged(focus, previous, manual):
             log("focus \(previous ?? "off") → \(focus ?? "off")\(focus == nil ? "" : manual ? " (manual)" : " (schedule)") [N7]")
-            broadcast(NotificationEventName.focusChanged, .object(["focus": focus.map { .string($0) } ?? .null,
-                                                                   "previous": previous.map { .string($0) } ?? .null, "manual": .bool(manual)]))
+            publish(NotificationEventName.focusChanged, .object(["focus": focus.map { .string($0) } ?? .null,
+                                                                 "previous": previous.map { .string($0) } ?? .null, "manual": .bool(manual)]),
+                    to: .subscribers)
         case let .summaryDelivered(views):
-            broadcast(NotificationEventName.summaryDelivered, .object(["notifications": enc(views)]))
+            // The user's tools see the whole batch; each subscribed app only its own part.
+            publish(NotificationEventName.summaryDelivered, .object(["notifications": enc(views)]), to: .userTools)
+            for app in Set(views.map(\.app)).sorted() {
+                publish(NotificationEventName.summaryDelivered, .object(["notifications": enc(views.filter { $0.app == app })]), to: .appOnly(app))
+            }
         case let .missedDuringFocus(focus, missed):
-            broadcast(NotificationEventName.missedDuringFocus, .object(["focus": .string(focus), "missed": enc(missed)]))
+            publish(NotificationEventName.missedDuringFocus, .object(["focus": .string(focus), "missed": enc(missed)]), to: .userTools)
+            for app in Set(missed.map(\.app)).sorted() {
+                publish(NotificationEventName.missedDuringFocus, .object(["focus": .string(focus), "missed": enc(missed.filter { $0.app == app })]),
+                        to: .appOnly(app))
+            }
         case let .authorizationRequested(app, options):
-            broadcast(NotificationEventName.authorizationRequested, .object(["app": .string(app), "options": enc(options)]))
+            publish(NotificationEventName.authorizationRequested, .object(["app": .string(app), "options": enc(options)]), to: .app(app))
         case let .settingsChanged(app, settings):
-            broadcast(NotificationEventName.settingsChanged, .object(["app": .string(app), "settings": enc(settings)]), alsoTo: app)
+            publish(NotificationEventName.settingsChanged, .object(["app": .string(app), "settings": enc(settings)]), to: .app(app, always: true))
         }
-    }
-
-    func broadcast(_ name: String, _ data: JSONValue, alsoTo app: String?) {
-        let event = WireEvent(event: name, data: data, time: clock.wallTime)
-        for c in clients.values where c.subscribed || (app != nil && c.app == app) { c.sink(event) }
-    }
-
-    func sendToApp(_ app: String, _ name: String, _ data: JSONValue) {
-        let event = WireEvent(event: name, data: data, time: clock.wallTime)
-        for c in clients.values where c.app == app { c.sink(event) }
     }
 
     func appOf(_ client: Int) throws(WireError) -> String {

@@ -153,7 +153,9 @@ public actor Engine {
         }
     }
 
-    /// `subscribe`: the client receives every event.
+    /// `subscribe`: the client also receives events it did not cause: a user's tool
+    /// (`server.userTools`) every event, an app those about itself and the user's global switches
+    /// (ringer, focus); never another app's (``EventAudience``, issue 7).
     public func subscribe(client: Int) { clients[client]?.subscribed = true }
 
     // MARK: Audio sessions
@@ -220,13 +222,19 @@ public actor Engine {
         refreshPlaying(id)
     }
 
-    /// A12: the ringer switch (also silences notification sounds but critical ones, N3).
-    /// - Throws: `storageFailed` when the switch cannot be saved (N15); nothing changes then.
-    public func setRinger(silent: Bool) throws(WireError) {
+    /// A12: the ringer switch (also silences notification sounds but critical ones, N3). It is the
+    /// user's switch, like focus and settings: only the user's tools (`server.userTools`) may set it.
+    /// - Throws: `notAuthorized` for any other app; `storageFailed` when the switch cannot be
+    ///   saved (N15); nothing changes then.
+    public func setRinger(client: Int, silent: Bool) throws(WireError) {
+        guard let app = clients[client]?.app else { throw WireError(.helloRequired, "say hello first") }
+        guard actsForUser(app) else {
+            throw WireError(.notAuthorized, "the ringer belongs to the user: use the interlude CLI (ringer silent|ring) [A12]")
+        }
         try notify(.setRinger(silent: silent))
         log("ringer \(silent ? "silent" : "ring") [A12]")
         reduce(.ringer(silent: silent))
-        broadcast(WireEventName.ringerChanged, .object(["mode": .string(silent ? "silent" : "ring")]))
+        publish(WireEventName.ringerChanged, .object(["mode": .string(silent ? "silent" : "ring")]), to: .subscribers)
     }
 
     /// `sound.play`.
@@ -251,10 +259,10 @@ public actor Engine {
         if let identity { props["interlude.daemon"] = identity }
         let result = try await sounds.play(p.sound, volume: volume, properties: props)
         if let w = result.warning { log("sound \(p.sound) for \(app): \(w) → played \(result.played) [S1]") }
-        broadcast(WireEventName.soundPlayed, .object([
+        publish(WireEventName.soundPlayed, .object([
             "app": .string(app), "requested": .string(p.sound), "played": .string(result.played),
             "volume": .number(volume), "duration": .number(result.duration),
-        ]))
+        ]), to: .app(app))
         return result
     }
 
@@ -365,15 +373,26 @@ public actor Engine {
         reduce(.tick)
     }
 
+    /// A session's event: to the connection that owns it, and to the subscribed connections of
+    /// its app and the user's tools (an implicit session, A10, has neither: the user's tools only).
     func send<T: Encodable>(to id: AudioSessionID, _ name: String, _ data: T) {
-        let event = WireEvent(event: name, data: (try? JSONValue(encoding: data)) ?? .null, time: clock.wallTime)
         let ownerID = owner[id]
-        for c in clients.values where c.id == ownerID || c.subscribed { c.sink(event) }
+        let app = ownerID.flatMap { clients[$0]?.app }
+        publish(name, (try? JSONValue(encoding: data)) ?? .null, to: EventAudience(app: app, client: ownerID))
     }
 
-    func broadcast(_ name: String, _ data: JSONValue) {
+    /// Sends an event to the connections of `audience` (see ``EventAudience``): never to an app
+    /// the event is not about (issue 7: an app must not learn another app's data).
+    func publish(_ name: String, _ data: JSONValue, to audience: EventAudience) {
         let event = WireEvent(event: name, data: data, time: clock.wallTime)
-        for c in clients.values where c.subscribed { c.sink(event) }
+        for c in clients.values where receives(c, audience) { c.sink(event) }
+    }
+
+    func receives(_ c: Client, _ a: EventAudience) -> Bool {
+        if let id = a.client, c.id == id { return true }
+        if a.app != nil, c.app == a.app, a.appAlways || c.subscribed { return true }
+        guard c.subscribed else { return false }
+        return a.everySubscriber || (a.user && c.app.map(actsForUser) == true)
     }
 
     // MARK: Streams (matching, A10)

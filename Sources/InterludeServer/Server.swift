@@ -190,7 +190,7 @@ struct RequestHandler {
         case WireMethod.ringerSet:
             let p = try r.decodeParams(RingerParams.self)
             guard p.mode == "silent" || p.mode == "ring" else { throw WireError(.badRequest, "mode must be silent or ring") }
-            try await engine.setRinger(silent: p.mode == "silent")
+            try await engine.setRinger(client: client, silent: p.mode == "silent")
             return empty
         case NotificationMethod.requestAuthorization:
             return try encode(try await engine.requestAuthorization(client: client, r.decodeParams(RequestAuthorizationParams.self)))
