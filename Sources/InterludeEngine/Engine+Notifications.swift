@@ -219,7 +219,9 @@ extension Engine {
         generatedIDs += 1
         let identifier = p.identifier ?? "n\(Int(clock.wallTime * 1000))-\(generatedIDs)"
         let request = NotificationRequest(identifier: identifier, content: content, trigger: trigger)
-        guard case let .accepted(id, decision) = try expect(notify(.add(request, app: app, peerExecutablePath: clients[client]?.executable))) else {
+        let peer = entitlementPeer(client: client, app: app, level: content.interruptionLevel)
+        guard case let .accepted(id, decision) = try expect(notify(.add(request, app: app, peerExecutablePath: peer.path,
+                                                                        peerProblem: peer.problem))) else {
             throw WireError(.internalError, "unexpected reply")
         }
         return AddNotificationResult(identifier: id, decision: decision)

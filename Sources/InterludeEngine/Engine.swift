@@ -26,9 +26,11 @@ public actor Engine {
         var app: String?
         var sink: EventSink
         var subscribed = false
-        /// The peer's executable (/proc/PID/exe), for N3 entitlements bound to a path.
+        /// The peer's executable (/proc/PID/exe at accept time), for N3 entitlements bound to a path.
         var executable: String?
         var sessions: [AudioSessionID] = []
+        /// The peer as it was when the connection was accepted (N3: checked again by `peerVerifier`).
+        var peer: PeerIdentity
     }
     var clients: [Int: Client] = [:]
     var nextClient = 1
@@ -61,12 +63,16 @@ public actor Engine {
     /// streams marked with it (`--private`, the scenario runner's daemon).
     var identity: String?
     var onlyOwnStreams = false
+    /// Checks at each entitlement check that a peer is still the process that connected (N3).
+    let peerVerifier: PeerVerifying
 
     /// - Parameters:
     ///   - store: where the notification state persists (N15); nil keeps it in memory only.
     /// - Throws: the store's error when the saved state cannot be read.
     public init(config: InterludeConfig, audio: AudioBackend?, sounds: SoundPlayer?, clock: EngineClock = SystemClock(),
-                store: NotificationStoring? = nil, version: String, log: @escaping @Sendable (String) -> Void = { _ in }) throws {
+                store: NotificationStoring? = nil, version: String, log: @escaping @Sendable (String) -> Void = { _ in },
+                peerVerifier: PeerVerifying = ProcPeerVerifier()) throws {
+        self.peerVerifier = peerVerifier
         self.notifConfig = config.notificationPolicy
         self.userTools = Set(config.strings("server.userTools"))
         self.store = store
@@ -116,10 +122,33 @@ public actor Engine {
 
     /// A new connection from process `pid`. Returns its client number.
     public func connect(pid: Int32, executable: String? = nil, sink: @escaping EventSink) -> Int {
+        connect(peer: PeerIdentity(pid: pid, executable: executable), sink: sink)
+    }
+
+    /// A new connection whose peer is `peer`, read when the connection was accepted
+    /// (``PeerIdentity/read(pid:fd:)``). Returns its client number.
+    public func connect(peer: PeerIdentity, sink: @escaping EventSink) -> Int {
         let id = nextClient
         nextClient += 1
-        clients[id] = Client(id: id, pid: pid, sink: sink, executable: executable)
+        clients[id] = Client(id: id, pid: peer.pid, sink: sink, executable: peer.executable, peer: peer)
         return id
+    }
+
+    /// The executable path to judge an N3 entitlement by, for a request of `level` from `client`:
+    /// the one read when the connection was accepted, if the peer is still that process and runs
+    /// that code (``PeerVerifying``); else nil and why. Checked only when it matters: a critical
+    /// request from an app whose entitlement is bound to an executable.
+    func entitlementPeer(client: Int, app: String, level: InterruptionLevel) -> (path: String?, problem: String?) {
+        guard let c = clients[client] else { return (nil, nil) }
+        guard level == .critical,
+              notifConfig.entitledCriticalApps.contains(where: { $0.app == app && $0.executablePath != nil }) else {
+            return (c.executable, nil)
+        }
+        if let problem = peerVerifier.problem(with: c.peer) {
+            log("\(app) (pid \(c.pid)) asks for a critical alert, not entitled: \(problem) [N3]")
+            return (nil, problem)
+        }
+        return (c.executable, nil)
     }
 
     /// An app id is 1…255 bytes of UTF-8 without whitespace or control characters
@@ -246,8 +275,9 @@ public actor Engine {
         if !actsForUser(app) {
             // N17: an app's standalone sound obeys the same focus, ringer and rate rules, at the
             // volume they decide (cooldown, N11).
-            let reply = try expect(notify(.play(NotificationPlayRequest(sound: p.sound, volume: volume), app: app,
-                                                peerExecutablePath: clients[client]?.executable)))
+            let request = NotificationPlayRequest(sound: p.sound, volume: volume)
+            let peer = entitlementPeer(client: client, app: app, level: request.interruptionLevel)
+            let reply = try expect(notify(.play(request, app: app, peerExecutablePath: peer.path, peerProblem: peer.problem)))
             guard case let .played(decision) = reply else { throw WireError(.internalError, "unexpected reply") }
             guard let sound = decision.sound, sound.volume > 0 else {
                 return SoundPlayResult(played: "none", warning: WireError(.silenced, "no sound: rules \(decision.rules.joined(separator: ", "))"),

@@ -19,8 +19,9 @@ extension NotificationReducer {
     }
 
     /// The level a request is treated as (N3, N4), with the rule and note if it changed or was honoured.
+    /// `peerProblem` says why the peer's executable is not known (the engine could not trust it).
     func effectiveLevel(_ requested: InterruptionLevel, app: String, record: NotificationAppRecord,
-                        peerPath: String?) -> (level: InterruptionLevel, rules: [String], notes: [String]) {
+                        peerPath: String?, peerProblem: String? = nil) -> (level: InterruptionLevel, rules: [String], notes: [String]) {
         switch requested {
         case .critical:
             let entitled = config.entitledCriticalApps.contains {
@@ -28,7 +29,8 @@ extension NotificationReducer {
             }
             if entitled, record.settings.criticalAlerts { return (.critical, ["N3"], ["entitled critical alert"]) }
             let why = entitled ? "critical alerts are off in the app's settings"
-                : "the app (or its executable) is not entitled to critical alerts"
+                : peerProblem.map { "the peer is not entitled to critical alerts: \($0)" }
+                ?? "the app (or its executable) is not entitled to critical alerts"
             return (.active, ["N3"], [why + ": downgraded to active"])
         case .timeSensitive:
             if record.settings.timeSensitive { return (.timeSensitive, [], []) }
@@ -87,8 +89,8 @@ extension NotificationReducer {
     /// decision and the center entry it made, if any. Emits `deliver`, watcher events, badge and
     /// sound effects, and logs the decision (N16).
     @discardableResult
-    mutating func deliver(_ request: NotificationRequest, app: String, peerPath: String?, at t: NotificationTime,
-                          origin: Origin) -> (NotificationDecision, DeliveredNotification?) {
+    mutating func deliver(_ request: NotificationRequest, app: String, peerPath: String?, peerProblem: String? = nil,
+                          at t: NotificationTime, origin: Origin) -> (NotificationDecision, DeliveredNotification?) {
         let content = request.content
         let id = request.identifier
         let record = state.apps[app] ?? NotificationAppRecord()
@@ -107,7 +109,8 @@ extension NotificationReducer {
         }
 
         // N3, N4: the level it is treated as.
-        let (level, levelRules, levelNotes) = effectiveLevel(content.interruptionLevel, app: app, record: record, peerPath: peerPath)
+        let (level, levelRules, levelNotes) = effectiveLevel(content.interruptionLevel, app: app, record: record, peerPath: peerPath,
+                                                             peerProblem: peerProblem)
         rules += levelRules
         notes += levelNotes
 
