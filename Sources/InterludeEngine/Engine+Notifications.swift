@@ -227,20 +227,54 @@ extension Engine {
         return AddNotificationResult(identifier: id, decision: decision)
     }
 
-    /// `notification.pending` / `notification.delivered` (views honour hidden previews, N13).
+    /// `notification.pending` / `notification.delivered`: one page of the listing, the center
+    /// (oldest first) then the pending requests, from `offset`, at most `limit` entries and about
+    /// ``ListNotificationsParams/listPageBytes`` of them (at least one), so that a reply never
+    /// comes near `server.maxOutputBytes` (issue 7). Views honour hidden previews (N13).
+    /// - Throws: `badRequest` for an offset below 0 or a limit outside 1…1000.
     public func listNotifications(client: Int, _ p: ListNotificationsParams) throws(WireError) -> NotificationListResult {
         let caller = try appOf(client)
         let everyone = p.all == true && actsForUser(caller)
         let app = try target(client, p.app)
-        let delivered = notifState.delivered.filter { everyone || $0.app == app }
-            .map { NotificationPolicy.view(of: $0, in: notifState, config: notifConfig) }
-        let pending = notifState.pending.filter { everyone || $0.app == app }.map {
-            PendingSummary(app: $0.app, identifier: $0.request.identifier, title: $0.request.content.title,
-                           fireAt: $0.fireAt.secondsSince1970, repeats: $0.request.trigger?.repeats ?? false)
+        let offset = p.offset ?? 0
+        let limit = p.limit ?? ListNotificationsParams.defaultLimit
+        guard offset >= 0 else { throw WireError(.badRequest, "offset must be ≥ 0") }
+        guard (1...ListNotificationsParams.maximumLimit).contains(limit) else {
+            throw WireError(.badRequest, "limit must be 1…\(ListNotificationsParams.maximumLimit)")
         }
+        let delivered = notifState.delivered.lazy.filter { everyone || $0.app == app }
+        let pending = notifState.pending.lazy.filter { everyone || $0.app == app }
+        let deliveredCount = delivered.count, pendingCount = pending.count
+        var views: [NotificationView] = []
+        var summaries: [PendingSummary] = []
+        var bytes = 0
+        var index = offset
+        // Entries are encoded to measure them; a page ends before the entry that would pass the budget.
+        func fits(_ size: Int) -> Bool {
+            guard views.count + summaries.count < limit else { return false }
+            if views.isEmpty && summaries.isEmpty { return true }
+            return bytes + size <= ListNotificationsParams.listPageBytes
+        }
+        for n in delivered.dropFirst(offset) {
+            let v = NotificationPolicy.view(of: n, in: notifState, config: notifConfig)
+            let size = WireCoding.encodedSize(of: v) + 1
+            guard fits(size) else { break }
+            views.append(v); bytes += size; index += 1
+        }
+        if index >= deliveredCount {
+            for q in pending.dropFirst(index - deliveredCount) {
+                let s = PendingSummary(app: q.app, identifier: q.request.identifier, title: q.request.content.title,
+                                       fireAt: q.fireAt.secondsSince1970, repeats: q.request.trigger?.repeats ?? false)
+                let size = WireCoding.encodedSize(of: s) + 1
+                guard fits(size) else { break }
+                summaries.append(s); bytes += size; index += 1
+            }
+        }
+        let more = index < deliveredCount + pendingCount
         let badges = everyone ? notifState.apps.compactMapValues { $0.badge == 0 ? nil : $0.badge }
                               : [app: notifState.apps[app]?.badge ?? 0]
-        return NotificationListResult(notifications: delivered, pending: pending, badges: badges)
+        return NotificationListResult(notifications: views, pending: summaries, badges: badges, more: more,
+                                      nextOffset: more ? index : nil, deliveredCount: deliveredCount, pendingCount: pendingCount)
     }
 
     /// `notification.remove`: returns the identifiers that were there and are gone.

@@ -228,6 +228,7 @@ extension NotificationReducer {
                 let dropped = Set(mine.prefix(excess).map(\.request.identifier))
                 removeDelivered(app: app, where: { dropped.contains($0.request.identifier) }, reason: "N11")
             }
+            dropOldestOverTotal()
         }
         if let sound {
             effects.append(.playSound(NotificationSoundPlayback(
@@ -235,5 +236,21 @@ extension NotificationReducer {
                 bypassRingerAndFocus: sound.bypassRingerAndFocus, unmuteOutput: sound.unmuteOutput, duckOthers: true)))
         }
         return (decision, entry)
+    }
+
+    /// N11, N15: the whole center keeps at most `maxDeliveredTotal` notifications over all apps;
+    /// the oldest go first, each app told which of its notifications left (reason `N11`).
+    mutating func dropOldestOverTotal() {
+        let excess = state.delivered.count - max(1, config.bursts.maxDeliveredTotal)
+        guard excess > 0 else { return }
+        let dropped = state.delivered.prefix(excess)
+        state.delivered.removeFirst(excess)
+        var byApp: [String: [String]] = [:]
+        var order: [String] = []
+        for n in dropped {
+            if byApp[n.app] == nil { order.append(n.app) }
+            byApp[n.app, default: []].append(n.request.identifier)
+        }
+        for app in order { effects.append(.emit(.removed(app: app, identifiers: byApp[app]!, reason: "N11"))) }
     }
 }
