@@ -100,6 +100,8 @@ public enum ConfigSchema {
         .init("bursts.audibleAlertInterval", .number(default: 1, range: 0...3600, unit: "s"), "N11: at most one audible alert per app per this interval."),
         .init("bursts.coalesceAbovePerSecond", .integer(default: 5, range: 1...1000, unit: "updates/s"), "N11: updates above this rate per app are coalesced."),
         .init("bursts.maxDeliveredPerApp", .integer(default: 50, range: 1...100000, unit: "notifications"), "N11: the center keeps at most this many per app."),
+        .init("bursts.maxDeliveredTotal", .integer(default: 1000, range: 1...1000000, unit: "notifications"),
+              "N11, N15: the center keeps at most this many over all apps, oldest dropped first."),
         .init("bursts.cooldown", .objects, "N11: cooldown steps per app and thread."),
         .init("bursts.cooldown[].within", .number(default: 0, range: 0...86400, unit: "s"), "N11: an alert less than this after the previous one…"),
         .init("bursts.cooldown[].volume", .number(default: 0, range: 0...1, unit: "0…1"), "N11: …plays at this volume."),

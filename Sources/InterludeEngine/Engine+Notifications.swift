@@ -39,10 +39,11 @@ extension Engine {
             case let .playSound(p): playNotificationSound(p)
             case let .emit(w): route(w)
             case let .badgeChanged(app, count):
-                broadcast(NotificationEventName.badgeChanged, .object(["app": .string(app), "count": .number(Double(count))]), alsoTo: app)
+                publish(NotificationEventName.badgeChanged, .object(["app": .string(app), "count": .number(Double(count))]), to: .app(app, always: true))
             case let .sendToApp(app, response):
-                let data = (try? JSONValue(encoding: response)) ?? .null
-                sendToApp(app, NotificationEventName.actionResponse, data)
+                // The response itself goes to the app only; the user's tools get the watcher copy (.emit).
+                publish(NotificationEventName.actionResponse, (try? JSONValue(encoding: response)) ?? .null,
+                        to: .appOnly(app, always: true))
             }
         }
         scheduleNotificationTick()
@@ -91,7 +92,7 @@ extension Engine {
                 played["played"] = .string(r.played)
                 played["duration"] = .number(r.duration)
                 if let w = r.warning { played["warning"] = (try? JSONValue(encoding: w)) ?? .null }
-                self.broadcast(WireEventName.soundPlayed, .object(played), alsoTo: p.app)
+                self.publish(WireEventName.soundPlayed, .object(played), to: .app(p.app, always: true))
                 if restoreMute {
                     try? await Task.sleep(nanoseconds: UInt64((r.duration + 0.1) * 1e9))
                 }
@@ -101,50 +102,51 @@ extension Engine {
                 played["played"] = .string("none")
                 played["duration"] = .number(0)
                 played["warning"] = (try? JSONValue(encoding: e)) ?? .null
-                self.broadcast(WireEventName.soundPlayed, .object(played), alsoTo: p.app)
+                self.publish(WireEventName.soundPlayed, .object(played), to: .app(p.app, always: true))
             }
             if restoreMute, let audio { await audio.setOutputMuted(true) }
         }
     }
 
-    /// Watcher events go to subscribers; an app's own notification events also to the app.
+    /// Watcher events go to the app they are about and the user's subscribed tools, never to
+    /// another app (``EventAudience``); views carry N13's placeholder for hidden previews.
     func route(_ w: NotificationWatcherEvent) {
         func enc<T: Encodable>(_ v: T) -> JSONValue { (try? JSONValue(encoding: v)) ?? .null }
         busObserve(w)  // bus notifications' signals (Engine+Bus.swift)
         switch w {
         case let .delivered(view, decision):
-            broadcast(NotificationEventName.delivered, .object(["notification": enc(view), "decision": enc(decision)]), alsoTo: view.app)
+            publish(NotificationEventName.delivered, .object(["notification": enc(view), "decision": enc(decision)]), to: .app(view.app, always: true))
         case let .updated(view, decision):
-            broadcast(NotificationEventName.updated, .object(["notification": enc(view), "decision": enc(decision)]), alsoTo: view.app)
+            publish(NotificationEventName.updated, .object(["notification": enc(view), "decision": enc(decision)]), to: .app(view.app, always: true))
         case let .removed(app, ids, reason):
-            broadcast(NotificationEventName.removed, .object(["app": .string(app), "identifiers": enc(ids), "reason": .string(reason)]), alsoTo: app)
+            publish(NotificationEventName.removed, .object(["app": .string(app), "identifiers": enc(ids), "reason": .string(reason)]), to: .app(app, always: true))
         case let .decided(app, id, decision):
-            broadcast(NotificationEventName.decided, .object(["app": .string(app), "identifier": .string(id), "decision": enc(decision)]))
+            publish(NotificationEventName.decided, .object(["app": .string(app), "identifier": .string(id), "decision": enc(decision)]), to: .app(app))
         case let .actionResponse(app, response):
-            broadcast(NotificationEventName.actionResponse, .object(["app": .string(app), "response": enc(response)]))
+            // The user's typed reply: the app gets it (.sendToApp, or queued), the user's tools this copy.
+            publish(NotificationEventName.actionResponse, .object(["app": .string(app), "response": enc(response)]), to: .userTools)
         case let .focusChanged(focus, previous, manual):
             log("focus \(previous ?? "off") → \(focus ?? "off")\(focus == nil ? "" : manual ? " (manual)" : " (schedule)") [N7]")
-            broadcast(NotificationEventName.focusChanged, .object(["focus": focus.map { .string($0) } ?? .null,
-                                                                   "previous": previous.map { .string($0) } ?? .null, "manual": .bool(manual)]))
+            publish(NotificationEventName.focusChanged, .object(["focus": focus.map { .string($0) } ?? .null,
+                                                                 "previous": previous.map { .string($0) } ?? .null, "manual": .bool(manual)]),
+                    to: .subscribers)
         case let .summaryDelivered(views):
-            broadcast(NotificationEventName.summaryDelivered, .object(["notifications": enc(views)]))
+            // The user's tools see the whole batch; each subscribed app only its own part.
+            publish(NotificationEventName.summaryDelivered, .object(["notifications": enc(views)]), to: .userTools)
+            for app in Set(views.map(\.app)).sorted() {
+                publish(NotificationEventName.summaryDelivered, .object(["notifications": enc(views.filter { $0.app == app })]), to: .appOnly(app))
+            }
         case let .missedDuringFocus(focus, missed):
-            broadcast(NotificationEventName.missedDuringFocus, .object(["focus": .string(focus), "missed": enc(missed)]))
+            publish(NotificationEventName.missedDuringFocus, .object(["focus": .string(focus), "missed": enc(missed)]), to: .userTools)
+            for app in Set(missed.map(\.app)).sorted() {
+                publish(NotificationEventName.missedDuringFocus, .object(["focus": .string(focus), "missed": enc(missed.filter { $0.app == app })]),
+                        to: .appOnly(app))
+            }
         case let .authorizationRequested(app, options):
-            broadcast(NotificationEventName.authorizationRequested, .object(["app": .string(app), "options": enc(options)]))
+            publish(NotificationEventName.authorizationRequested, .object(["app": .string(app), "options": enc(options)]), to: .app(app))
         case let .settingsChanged(app, settings):
-            broadcast(NotificationEventName.settingsChanged, .object(["app": .string(app), "settings": enc(settings)]), alsoTo: app)
+            publish(NotificationEventName.settingsChanged, .object(["app": .string(app), "settings": enc(settings)]), to: .app(app, always: true))
         }
-    }
-
-    func broadcast(_ name: String, _ data: JSONValue, alsoTo app: String?) {
-        let event = WireEvent(event: name, data: data, time: clock.wallTime)
-        for c in clients.values where c.subscribed || (app != nil && c.app == app) { c.sink(event) }
-    }
-
-    func sendToApp(_ app: String, _ name: String, _ data: JSONValue) {
-        let event = WireEvent(event: name, data: data, time: clock.wallTime)
-        for c in clients.values where c.app == app { c.sink(event) }
     }
 
     func appOf(_ client: Int) throws(WireError) -> String {
@@ -218,26 +220,62 @@ extension Engine {
         generatedIDs += 1
         let identifier = p.identifier ?? "n\(Int(clock.wallTime * 1000))-\(generatedIDs)"
         let request = NotificationRequest(identifier: identifier, content: content, trigger: trigger)
-        guard case let .accepted(id, decision) = try expect(notify(.add(request, app: app, peerExecutablePath: clients[client]?.executable))) else {
+        let peer = entitlementPeer(client: client, app: app, level: content.interruptionLevel)
+        guard case let .accepted(id, decision) = try expect(notify(.add(request, app: app, peerExecutablePath: peer.path,
+                                                                        peerProblem: peer.problem))) else {
             throw WireError(.internalError, "unexpected reply")
         }
         return AddNotificationResult(identifier: id, decision: decision)
     }
 
-    /// `notification.pending` / `notification.delivered` (views honour hidden previews, N13).
+    /// `notification.pending` / `notification.delivered`: one page of the listing, the center
+    /// (oldest first) then the pending requests, from `offset`, at most `limit` entries and about
+    /// ``ListNotificationsParams/listPageBytes`` of them (at least one), so that a reply never
+    /// comes near `server.maxOutputBytes` (issue 7). Views honour hidden previews (N13).
+    /// - Throws: `badRequest` for an offset below 0 or a limit outside 1…1000.
     public func listNotifications(client: Int, _ p: ListNotificationsParams) throws(WireError) -> NotificationListResult {
         let caller = try appOf(client)
         let everyone = p.all == true && actsForUser(caller)
         let app = try target(client, p.app)
-        let delivered = notifState.delivered.filter { everyone || $0.app == app }
-            .map { NotificationPolicy.view(of: $0, in: notifState, config: notifConfig) }
-        let pending = notifState.pending.filter { everyone || $0.app == app }.map {
-            PendingSummary(app: $0.app, identifier: $0.request.identifier, title: $0.request.content.title,
-                           fireAt: $0.fireAt.secondsSince1970, repeats: $0.request.trigger?.repeats ?? false)
+        let offset = p.offset ?? 0
+        let limit = p.limit ?? ListNotificationsParams.defaultLimit
+        guard offset >= 0 else { throw WireError(.badRequest, "offset must be ≥ 0") }
+        guard (1...ListNotificationsParams.maximumLimit).contains(limit) else {
+            throw WireError(.badRequest, "limit must be 1…\(ListNotificationsParams.maximumLimit)")
         }
+        let delivered = notifState.delivered.lazy.filter { everyone || $0.app == app }
+        let pending = notifState.pending.lazy.filter { everyone || $0.app == app }
+        let deliveredCount = delivered.count, pendingCount = pending.count
+        var views: [NotificationView] = []
+        var summaries: [PendingSummary] = []
+        var bytes = 0
+        var index = offset
+        // Entries are encoded to measure them; a page ends before the entry that would pass the budget.
+        func fits(_ size: Int) -> Bool {
+            guard views.count + summaries.count < limit else { return false }
+            if views.isEmpty && summaries.isEmpty { return true }
+            return bytes + size <= ListNotificationsParams.listPageBytes
+        }
+        for n in delivered.dropFirst(offset) {
+            let v = NotificationPolicy.view(of: n, in: notifState, config: notifConfig)
+            let size = WireCoding.encodedSize(of: v) + 1
+            guard fits(size) else { break }
+            views.append(v); bytes += size; index += 1
+        }
+        if index >= deliveredCount {
+            for q in pending.dropFirst(index - deliveredCount) {
+                let s = PendingSummary(app: q.app, identifier: q.request.identifier, title: q.request.content.title,
+                                       fireAt: q.fireAt.secondsSince1970, repeats: q.request.trigger?.repeats ?? false)
+                let size = WireCoding.encodedSize(of: s) + 1
+                guard fits(size) else { break }
+                summaries.append(s); bytes += size; index += 1
+            }
+        }
+        let more = index < deliveredCount + pendingCount
         let badges = everyone ? notifState.apps.compactMapValues { $0.badge == 0 ? nil : $0.badge }
                               : [app: notifState.apps[app]?.badge ?? 0]
-        return NotificationListResult(notifications: delivered, pending: pending, badges: badges)
+        return NotificationListResult(notifications: views, pending: summaries, badges: badges, more: more,
+                                      nextOffset: more ? index : nil, deliveredCount: deliveredCount, pendingCount: pendingCount)
     }
 
     /// `notification.remove`: returns the identifiers that were there and are gone.

@@ -27,9 +27,11 @@ public actor Engine {
         var app: String?
         var sink: EventSink
         var subscribed = false
-        /// The peer's executable (/proc/PID/exe), for N3 entitlements bound to a path.
+        /// The peer's executable (/proc/PID/exe at accept time), for N3 entitlements bound to a path.
         var executable: String?
         var sessions: [AudioSessionID] = []
+        /// The peer as it was when the connection was accepted (N3: checked again by `peerVerifier`).
+        var peer: PeerIdentity
     }
     var clients: [Int: Client] = [:]
     var nextClient = 1
@@ -66,12 +68,16 @@ public actor Engine {
     var reloader: Reloader?
     /// The D-Bus side (Engine+Bus.swift): port, mode, id map.
     var bus = BusBridgeState()
+    /// Checks at each entitlement check that a peer is still the process that connected (N3).
+    let peerVerifier: PeerVerifying
 
     /// - Parameters:
     ///   - store: where the notification state persists (N15); nil keeps it in memory only.
     /// - Throws: the store's error when the saved state cannot be read.
     public init(config: InterludeConfig, audio: AudioBackend?, sounds: SoundPlayer?, clock: EngineClock = SystemClock(),
-                store: NotificationStoring? = nil, version: String, log: @escaping @Sendable (String) -> Void = { _ in }) throws {
+                store: NotificationStoring? = nil, version: String, log: @escaping @Sendable (String) -> Void = { _ in },
+                peerVerifier: PeerVerifying = ProcPeerVerifier()) throws {
+        self.peerVerifier = peerVerifier
         self.notifConfig = config.notificationPolicy
         self.userTools = Set(config.strings("server.userTools"))
         self.store = store
@@ -121,10 +127,33 @@ public actor Engine {
 
     /// A new connection from process `pid`. Returns its client number.
     public func connect(pid: Int32, executable: String? = nil, sink: @escaping EventSink) -> Int {
+        connect(peer: PeerIdentity(pid: pid, executable: executable), sink: sink)
+    }
+
+    /// A new connection whose peer is `peer`, read when the connection was accepted
+    /// (``PeerIdentity/read(pid:fd:)``). Returns its client number.
+    public func connect(peer: PeerIdentity, sink: @escaping EventSink) -> Int {
         let id = nextClient
         nextClient += 1
-        clients[id] = Client(id: id, pid: pid, sink: sink, executable: executable)
+        clients[id] = Client(id: id, pid: peer.pid, sink: sink, executable: peer.executable, peer: peer)
         return id
+    }
+
+    /// The executable path to judge an N3 entitlement by, for a request of `level` from `client`:
+    /// the one read when the connection was accepted, if the peer is still that process and runs
+    /// that code (``PeerVerifying``); else nil and why. Checked only when it matters: a critical
+    /// request from an app whose entitlement is bound to an executable.
+    func entitlementPeer(client: Int, app: String, level: InterruptionLevel) -> (path: String?, problem: String?) {
+        guard let c = clients[client] else { return (nil, nil) }
+        guard level == .critical,
+              notifConfig.entitledCriticalApps.contains(where: { $0.app == app && $0.executablePath != nil }) else {
+            return (c.executable, nil)
+        }
+        if let problem = peerVerifier.problem(with: c.peer) {
+            log("\(app) (pid \(c.pid)) asks for a critical alert, not entitled: \(problem) [N3]")
+            return (nil, problem)
+        }
+        return (c.executable, nil)
     }
 
     /// An app id is 1…255 bytes of UTF-8 without whitespace or control characters
@@ -158,7 +187,9 @@ public actor Engine {
         }
     }
 
-    /// `subscribe`: the client receives every event.
+    /// `subscribe`: the client also receives events it did not cause: a user's tool
+    /// (`server.userTools`) every event, an app those about itself and the user's global switches
+    /// (ringer, focus); never another app's (``EventAudience``, issue 7).
     public func subscribe(client: Int) { clients[client]?.subscribed = true }
 
     // MARK: Audio sessions
@@ -225,13 +256,19 @@ public actor Engine {
         refreshPlaying(id)
     }
 
-    /// A12: the ringer switch (also silences notification sounds but critical ones, N3).
-    /// - Throws: `storageFailed` when the switch cannot be saved (N15); nothing changes then.
-    public func setRinger(silent: Bool) throws(WireError) {
+    /// A12: the ringer switch (also silences notification sounds but critical ones, N3). It is the
+    /// user's switch, like focus and settings: only the user's tools (`server.userTools`) may set it.
+    /// - Throws: `notAuthorized` for any other app; `storageFailed` when the switch cannot be
+    ///   saved (N15); nothing changes then.
+    public func setRinger(client: Int, silent: Bool) throws(WireError) {
+        guard let app = clients[client]?.app else { throw WireError(.helloRequired, "say hello first") }
+        guard actsForUser(app) else {
+            throw WireError(.notAuthorized, "the ringer belongs to the user: use the interlude CLI (ringer silent|ring) [A12]")
+        }
         try notify(.setRinger(silent: silent))
         log("ringer \(silent ? "silent" : "ring") [A12]")
         reduce(.ringer(silent: silent))
-        broadcast(WireEventName.ringerChanged, .object(["mode": .string(silent ? "silent" : "ring")]))
+        publish(WireEventName.ringerChanged, .object(["mode": .string(silent ? "silent" : "ring")]), to: .subscribers)
     }
 
     /// `sound.play`.
@@ -243,8 +280,9 @@ public actor Engine {
         if !actsForUser(app) {
             // N17: an app's standalone sound obeys the same focus, ringer and rate rules, at the
             // volume they decide (cooldown, N11).
-            let reply = try expect(notify(.play(NotificationPlayRequest(sound: p.sound, volume: volume), app: app,
-                                                peerExecutablePath: clients[client]?.executable)))
+            let request = NotificationPlayRequest(sound: p.sound, volume: volume)
+            let peer = entitlementPeer(client: client, app: app, level: request.interruptionLevel)
+            let reply = try expect(notify(.play(request, app: app, peerExecutablePath: peer.path, peerProblem: peer.problem)))
             guard case let .played(decision) = reply else { throw WireError(.internalError, "unexpected reply") }
             guard let sound = decision.sound, sound.volume > 0 else {
                 return SoundPlayResult(played: "none", warning: WireError(.silenced, "no sound: rules \(decision.rules.joined(separator: ", "))"),
@@ -256,10 +294,10 @@ public actor Engine {
         if let identity { props["interlude.daemon"] = identity }
         let result = try await sounds.play(p.sound, volume: volume, properties: props)
         if let w = result.warning { log("sound \(p.sound) for \(app): \(w) → played \(result.played) [S1]") }
-        broadcast(WireEventName.soundPlayed, .object([
+        publish(WireEventName.soundPlayed, .object([
             "app": .string(app), "requested": .string(p.sound), "played": .string(result.played),
             "volume": .number(volume), "duration": .number(result.duration),
-        ]))
+        ]), to: .app(app))
         return result
     }
 
@@ -373,15 +411,26 @@ public actor Engine {
         reduce(.tick)
     }
 
+    /// A session's event: to the connection that owns it, and to the subscribed connections of
+    /// its app and the user's tools (an implicit session, A10, has neither: the user's tools only).
     func send<T: Encodable>(to id: AudioSessionID, _ name: String, _ data: T) {
-        let event = WireEvent(event: name, data: (try? JSONValue(encoding: data)) ?? .null, time: clock.wallTime)
         let ownerID = owner[id]
-        for c in clients.values where c.id == ownerID || c.subscribed { c.sink(event) }
+        let app = ownerID.flatMap { clients[$0]?.app }
+        publish(name, (try? JSONValue(encoding: data)) ?? .null, to: EventAudience(app: app, client: ownerID))
     }
 
-    func broadcast(_ name: String, _ data: JSONValue) {
+    /// Sends an event to the connections of `audience` (see ``EventAudience``): never to an app
+    /// the event is not about (issue 7: an app must not learn another app's data).
+    func publish(_ name: String, _ data: JSONValue, to audience: EventAudience) {
         let event = WireEvent(event: name, data: data, time: clock.wallTime)
-        for c in clients.values where c.subscribed { c.sink(event) }
+        for c in clients.values where receives(c, audience) { c.sink(event) }
+    }
+
+    func receives(_ c: Client, _ a: EventAudience) -> Bool {
+        if let id = a.client, c.id == id { return true }
+        if a.app != nil, c.app == a.app, a.appAlways || c.subscribed { return true }
+        guard c.subscribed else { return false }
+        return a.everySubscriber || (a.user && c.app.map(actsForUser) == true)
     }
 
     // MARK: Streams (matching, A10)

@@ -97,6 +97,8 @@ public final class SocketServer: @unchecked Sendable {
             _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
             var pid: Int32 = 0, uid: UInt32 = 0, gid: UInt32 = 0
             let credOK = interlude_peer_credentials(fd, &pid, &uid, &gid) == 0
+            // N3: the peer's executable and start time, read now, before any await (issue 7 hole 10).
+            let peer = PeerIdentity.read(pid: pid, fd: fd)
             let conn = Connection(fd: fd, pid: pid, maxOutputBytes: maxOutputBytes, log: log)
             conn.start()
             conn.send(.greeting(Greeting(version: engine.version)))
@@ -116,8 +118,7 @@ public final class SocketServer: @unchecked Sendable {
             let engine = self.engine
             let log = self.log
             Task {
-                let exe = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/exe")
-                let client = await engine.connect(pid: pid, executable: exe) { [weak conn] event in conn?.send(.event(event)) }
+                let client = await engine.connect(peer: peer) { [weak conn] event in conn?.send(.event(event)) }
                 await RequestHandler(engine: engine, client: client, connection: conn, log: log).run()
                 await engine.disconnect(client: client)
             }
@@ -190,7 +191,7 @@ struct RequestHandler {
         case WireMethod.ringerSet:
             let p = try r.decodeParams(RingerParams.self)
             guard p.mode == "silent" || p.mode == "ring" else { throw WireError(.badRequest, "mode must be silent or ring") }
-            try await engine.setRinger(silent: p.mode == "silent")
+            try await engine.setRinger(client: client, silent: p.mode == "silent")
             return empty
         case WireMethod.configReload:
             _ = try r.decodeParams(ReloadParams.self)

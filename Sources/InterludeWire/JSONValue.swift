@@ -92,3 +92,11 @@ public enum WireCoding {
     }()
     public static let decoder = JSONDecoder()
 }
+
+extension WireCoding {
+    /// The size in bytes of `value` as the daemon writes it (compact, sorted keys); 0 if it
+    /// cannot be encoded. For paging replies by size (listings, issue 7).
+    public static func encodedSize<T: Encodable>(of value: T) -> Int {
+        (try? encoder.encode(value))?.count ?? 0
+    }
+}

@@ -96,25 +96,65 @@ public struct AddNotificationResult: Codable, Sendable, Equatable {
     public init(identifier: String, decision: NotificationDecision) { self.identifier = identifier; self.decision = decision }
 }
 
-/// `notification.pending` / `notification.delivered`: list; `app` (for the user's tools) defaults to the caller.
+/// `notification.pending` / `notification.delivered`: one page of a listing; `app` (for the
+/// user's tools) defaults to the caller. The listing is the center (oldest first) followed by the
+/// pending requests; a page holds at most `limit` entries and about `listPageBytes` of JSON
+/// (always at least one entry), from `offset` on (issue 7: a whole center of large bodies did not
+/// fit in `server.maxOutputBytes`).
 public struct ListNotificationsParams: WireParams, Equatable {
-    public static let fields: Set<String> = ["app", "all"]
+    public static let fields: Set<String> = ["app", "all", "offset", "limit"]
+    /// Default `limit`.
+    public static let defaultLimit = 100
+    /// Largest `limit`.
+    public static let maximumLimit = 1000
+    /// About how many bytes of entries a page holds (256 KiB): well under the default
+    /// `server.maxOutputBytes` (1 MiB), so a reader is never cut off for listing its center.
+    public static let listPageBytes = 256 * 1024
     public var app: String?
     /// Every app's (the CLI's `center` without `--app`).
     public var all: Bool?
-    public init(app: String? = nil, all: Bool? = nil) { self.app = app; self.all = all }
+    /// Entries of the listing to skip (the previous reply's `nextOffset`); default 0.
+    public var offset: Int?
+    /// Most entries in this page, 1…1000; default 100.
+    public var limit: Int?
+    public init(app: String? = nil, all: Bool? = nil, offset: Int? = nil, limit: Int? = nil) {
+        self.app = app; self.all = all; self.offset = offset; self.limit = limit
+    }
 }
-/// The result of `notification.pending` / `notification.delivered`. Views honour hidden previews (N13).
+/// The result of `notification.pending` / `notification.delivered`: one page. Views honour hidden
+/// previews (N13).
 public struct NotificationListResult: Codable, Sendable, Equatable {
-    /// The center, oldest first.
+    /// This page's part of the center, oldest first.
     public var notifications: [NotificationView]
-    /// Requests waiting for their trigger.
+    /// This page's part of the requests waiting for their trigger (after the whole center).
     public var pending: [PendingSummary]
     /// The badge (N12) of each app listed: the one app asked about (0 if it has none), or with
     /// `all` every app whose badge is not 0.
     public var badges: [String: Int]
-    public init(notifications: [NotificationView], pending: [PendingSummary], badges: [String: Int] = [:]) {
+    /// Whether more entries follow this page: ask again with `offset: nextOffset`.
+    public var more: Bool
+    /// The `offset` of the next page; present only when `more` is true.
+    public var nextOffset: Int?
+    /// How many notifications the whole listing has in the center, and how many pending.
+    public var deliveredCount: Int
+    public var pendingCount: Int
+    public init(notifications: [NotificationView], pending: [PendingSummary], badges: [String: Int] = [:],
+                more: Bool = false, nextOffset: Int? = nil, deliveredCount: Int? = nil, pendingCount: Int? = nil) {
         self.notifications = notifications; self.pending = pending; self.badges = badges
+        self.more = more; self.nextOffset = nextOffset
+        self.deliveredCount = deliveredCount ?? notifications.count; self.pendingCount = pendingCount ?? pending.count
+    }
+    enum CodingKeys: String, CodingKey { case notifications, pending, badges, more, nextOffset, deliveredCount, pendingCount }
+    /// Decodes; `more`, `nextOffset` and the counts may be missing (a daemon before paging: one page).
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        notifications = try c.decode([NotificationView].self, forKey: .notifications)
+        pending = try c.decode([PendingSummary].self, forKey: .pending)
+        badges = try c.decodeIfPresent([String: Int].self, forKey: .badges) ?? [:]
+        more = try c.decodeIfPresent(Bool.self, forKey: .more) ?? false
+        nextOffset = try c.decodeIfPresent(Int.self, forKey: .nextOffset)
+        deliveredCount = try c.decodeIfPresent(Int.self, forKey: .deliveredCount) ?? notifications.count
+        pendingCount = try c.decodeIfPresent(Int.self, forKey: .pendingCount) ?? pending.count
     }
 }
 public struct PendingSummary: Codable, Sendable, Equatable {

@@ -295,8 +295,7 @@ enum NotificationCommands {
         case nil: break
         default: throw usage
         }
-        let list = try await c.call(NotificationMethod.delivered, ListNotificationsParams(app: app, all: app == nil ? true : nil),
-                                    as: NotificationListResult.self)
+        let list = try await wholeListing(c, app: app)
         if a.has("json") { CommandOutput.printJSONLine(list); return 0 }
         if list.notifications.isEmpty && list.pending.isEmpty { print("the notification center is empty") }
         for (who, n) in list.badges.sorted(by: { $0.key < $1.key }) where n != 0 { print("badge  \(who)  \(n)") }
@@ -310,6 +309,25 @@ enum NotificationCommands {
         return 0
     }
 
+    /// Every page of the center's listing (`notification.delivered` pages by count and size, so
+    /// that a center of large bodies never exceeds the daemon's output limit, issue 7), merged.
+    static func wholeListing(_ c: InterludeClient, app: String?) async throws -> NotificationListResult {
+        var all = NotificationListResult(notifications: [], pending: [])
+        var offset = 0
+        while true {
+            let page = try await c.call(NotificationMethod.delivered,
+                                        ListNotificationsParams(app: app, all: app == nil ? true : nil, offset: offset),
+                                        as: NotificationListResult.self)
+            all.notifications += page.notifications
+            all.pending += page.pending
+            all.badges = page.badges
+            all.deliveredCount = page.deliveredCount
+            all.pendingCount = page.pendingCount
+            guard page.more, let next = page.nextOffset, next > offset else { return all }
+            offset = next
+        }
+    }
+
     static func badge(socket: String?, _ argv: [String]) async throws -> Int32 {
         guard (1...2).contains(argv.count), !argv[0].hasPrefix("--") else { throw Arguments.UsageError(description: "badge APP [N]") }
         let count = try argv.dropFirst().first.map { s -> Int in
@@ -320,9 +338,9 @@ enum NotificationCommands {
         if let count {
             _ = try await c.call(NotificationMethod.setBadge, SetBadgeParams(app: argv[0], count: count), as: JSONValue.self)
         }
-        let list = try await c.call(NotificationMethod.delivered, ListNotificationsParams(app: argv[0]), as: NotificationListResult.self)
+        let list = try await c.call(NotificationMethod.delivered, ListNotificationsParams(app: argv[0], limit: 1), as: NotificationListResult.self)
         let badge = list.badges[argv[0]] ?? 0
-        print("\(argv[0]): badge \(badge), \(list.notifications.count) in the center")
+        print("\(argv[0]): badge \(badge), \(list.deliveredCount) in the center")
         if argv.count == 2, badge != Int(argv[1]) {
             // Accepted, but the app's badges are off (its badge setting or the badge option, N12).
             FileHandle.standardError.write(Data("interlude: \(argv[0])'s badges are off: the badge stays \(badge)\n".utf8))

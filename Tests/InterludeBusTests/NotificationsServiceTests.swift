@@ -142,7 +142,7 @@ import Testing
     func N3_criticalFromAnEntitledAppPlaysThroughFocusAndRingerSilent() async throws {
         let rig = try await Rig("n3-through", config: #"{ entitledCriticalApps: ["org.example.Clock"] }"#)
         defer { rig.stop() }
-        try await rig.engine.setRinger(silent: true)
+        try await rig.engine.setRinger(client: rig.cli, silent: true)
         _ = try await rig.engine.setFocus(client: rig.cli, FocusSetParams(name: "sleep"))
         _ = try await rig.notifySend(["-a", "org.example.Chat", "-h", "string:sound-name:bell", "ordinary"])
         _ = try await rig.notifySend(["-a", "org.example.Clock", "-u", "critical", "-h", "string:sound-name:alarm-clock-elapsed", "wake"])

@@ -263,6 +263,38 @@ import InterludeWire
         #expect(daemon.isRunning)
     }
 
+    /// Issue 7 hole 7: a center of 20 notifications with 60 KB bodies (1.2 MB) was one listing
+    /// over the daemon's output limit (`server.maxOutputBytes`, 1 MiB), and `center` failed with
+    /// the connection closed. It pages through the listing now.
+    @Test(.enabled(if: AudioServer.required()))
+    func centerListsACenterLargerThanTheOutputLimit() async throws {
+        let w = try WorkFolder("cli-center")
+        defer { w.remove() }
+        try w.config(#"{ authorization: { default: "grant" } }"#)
+        let daemon = try DaemonProcess(socket: w.socket, work: w.path, environment: w.environment)
+        defer { daemon.stop() }
+        let chat = try await InterludeClient.connect(socket: w.socket, app: "org.example.Chat")
+        _ = try await chat.call(NotificationMethod.requestAuthorization, RequestAuthorizationParams(options: [.alert, .badge]),
+                                as: AuthorizationResult.self)
+        let body = String(repeating: "b", count: 60_000)
+        for i in 0..<20 {
+            _ = try await chat.call(NotificationMethod.add, AddNotificationParams(identifier: "big\(i)", title: "t\(i)", body: body),
+                                    as: AddNotificationResult.self)
+        }
+        for args in [["center"], ["center", "--app", "org.example.Chat"]] {
+            let r = try interlude(["--socket", w.socket] + args, timeout: 30)
+            #expect(r.status == 0, "\(args): \(r.err)")
+            let lines = r.out.split(separator: "\n").filter { $0.contains("org.example.Chat  big") }
+            #expect(lines.count == 20, "\(args): \(lines.count) notifications listed; stderr: \(r.err)")
+        }
+        let json = try interlude(["--socket", w.socket, "center", "--json"], timeout: 30)
+        #expect(json.status == 0, "\(json.err)")
+        let list = try JSONDecoder().decode(NotificationListResult.self, from: Data(json.out.utf8))
+        #expect(list.notifications.map(\.identifier) == (0..<20).map { "big\($0)" })
+        let badge = try interlude(["--socket", w.socket, "badge", "org.example.Chat"])
+        #expect(badge.out.contains("20 in the center"), "\(badge.out)")
+    }
+
     /// A reference app whose daemon dies says so and exits 1 (it used to wait for ever, then
     /// report a clean deactivation that reached no daemon).
     @Test(.enabled(if: AudioServer.required()))

@@ -170,7 +170,8 @@ import InterludeWire
         store.failing = true
         let e = await #expect(throws: WireError.self) { _ = try await add(chat, AddNotificationParams(identifier: "lost", title: "t")) }
         #expect(e?.code == .storageFailed)
-        let r = await #expect(throws: WireError.self) { try await chat.setRinger(silent: true) }
+        let cli = try await InterludeClient.connect(socket: d.socket, app: Engine.userToolApp)
+        let r = await #expect(throws: WireError.self) { try await cli.setRinger(silent: true) }
         #expect(r?.code == .storageFailed)
         #expect(try await chat.status().ringer == "ring")
         store.failing = false

@@ -232,9 +232,11 @@ final class RawPeer {
         #expect(ended?.data["shouldResume"] == .bool(true))
     }
 
-    @Test func subscriberSeesOtherClientsEvents() async throws {
+    /// The user's tool (`interlude watch`) sees every session's events; another app's
+    /// subscription does not (PrivacyTests, issue 7).
+    @Test func theUsersSubscribedToolSeesOtherClientsEvents() async throws {
         let d = try TestDaemon()
-        let watcher = try await InterludeClient.connect(socket: d.socket, app: "org.example.Watch")
+        let watcher = try await InterludeClient.connect(socket: d.socket, app: Engine.userToolApp)
         try await watcher.subscribe()
         let music = try await InterludeClient.connect(socket: d.socket, app: "org.example.Music")
         let radio = try await InterludeClient.connect(socket: d.socket, app: "org.example.Radio")

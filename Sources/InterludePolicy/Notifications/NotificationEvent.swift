@@ -10,8 +10,9 @@ public enum NotificationEvent: Codable, Sendable, Equatable {
     /// The user changes an app's settings (N2), e.g. from the CLI. Replies `.done`.
     case setSettings(app: String, NotificationSettingsChange)
     /// An app adds a notification request; `peerExecutablePath` is the peer process's executable
-    /// (for N3). Replies `.accepted` with the decision, or `.failed`.
-    case add(NotificationRequest, app: String, peerExecutablePath: String?)
+    /// (for N3), nil when it is unknown or cannot be trusted, and then `peerProblem` says why (the
+    /// decision's N3 note). Replies `.accepted` with the decision, or `.failed`.
+    case add(NotificationRequest, app: String, peerExecutablePath: String?, peerProblem: String? = nil)
     /// Remove pending (and held) requests of the app; nil = all. Replies `.done`.
     case removePending(app: String, identifiers: [String]?)
     /// Remove delivered (and held) notifications of the app, by the app or the user; nil = all.
@@ -32,7 +33,7 @@ public enum NotificationEvent: Codable, Sendable, Equatable {
     /// A call began or ended (from the audio side, A4). No reply.
     case setCallActive(Bool)
     /// A standalone sound from an app (N17). Replies `.played` with the decision, or `.failed`.
-    case play(NotificationPlayRequest, app: String, peerExecutablePath: String?)
+    case play(NotificationPlayRequest, app: String, peerExecutablePath: String?, peerProblem: String? = nil)
     /// The app connected: queued action responses are sent (N14). No reply.
     case appConnected(app: String)
     /// The app disconnected. No reply.

@@ -22,8 +22,10 @@ extension NotificationReducer {
     /// - Parameter fallback: what a critical request becomes without the entitlement (N3):
     ///   `active`, or `timeSensitive` for a request that asks for it (a bus notification's
     ///   critical urgency), itself subject to the app's time-sensitive setting (N4).
+    /// `peerProblem` says why the peer's executable is not known (the engine could not trust it).
     func effectiveLevel(_ requested: InterruptionLevel, app: String, record: NotificationAppRecord,
-                        peerPath: String?, fallback: InterruptionLevel = .active) -> (level: InterruptionLevel, rules: [String], notes: [String]) {
+                        peerPath: String?, fallback: InterruptionLevel = .active,
+                        peerProblem: String? = nil) -> (level: InterruptionLevel, rules: [String], notes: [String]) {
         switch requested {
         case .critical:
             let entitled = config.entitledCriticalApps.contains {
@@ -31,7 +33,8 @@ extension NotificationReducer {
             }
             if entitled, record.settings.criticalAlerts { return (.critical, ["N3"], ["entitled critical alert"]) }
             let why = entitled ? "critical alerts are off in the app's settings"
-                : "the app (or its executable) is not entitled to critical alerts"
+                : peerProblem.map { "the peer is not entitled to critical alerts: \($0)" }
+                ?? "the app (or its executable) is not entitled to critical alerts"
             let to: InterruptionLevel = fallback == .timeSensitive && record.settings.timeSensitive ? .timeSensitive : .active
             return (to, ["N3"], [why + ": downgraded to \(to.rawValue)"])
         case .timeSensitive:
@@ -93,8 +96,8 @@ extension NotificationReducer {
     /// decision and the center entry it made, if any. Emits `deliver`, watcher events, badge and
     /// sound effects, and logs the decision (N16).
     @discardableResult
-    mutating func deliver(_ request: NotificationRequest, app: String, peerPath: String?, at t: NotificationTime,
-                          origin: Origin) -> (NotificationDecision, DeliveredNotification?) {
+    mutating func deliver(_ request: NotificationRequest, app: String, peerPath: String?, peerProblem: String? = nil,
+                          at t: NotificationTime, origin: Origin) -> (NotificationDecision, DeliveredNotification?) {
         let content = request.content
         let id = request.identifier
         let record = state.apps[app] ?? NotificationAppRecord()
@@ -114,7 +117,8 @@ extension NotificationReducer {
 
         // N3, N4: the level it is treated as.
         let (level, levelRules, levelNotes) = effectiveLevel(content.interruptionLevel, app: app, record: record, peerPath: peerPath,
-                                                             fallback: content.criticalFallbackLevel ?? .active)
+                                                             fallback: content.criticalFallbackLevel ?? .active,
+                                                             peerProblem: peerProblem)
         rules += levelRules
         notes += levelNotes
 
@@ -243,6 +247,7 @@ extension NotificationReducer {
                 let dropped = Set(mine.prefix(excess).map(\.request.identifier))
                 removeDelivered(app: app, where: { dropped.contains($0.request.identifier) }, reason: "N11")
             }
+            dropOldestOverTotal()
         }
         if let sound {
             effects.append(.playSound(NotificationSoundPlayback(
@@ -250,5 +255,21 @@ extension NotificationReducer {
                 bypassRingerAndFocus: sound.bypassRingerAndFocus, unmuteOutput: sound.unmuteOutput, duckOthers: true)))
         }
         return (decision, entry)
+    }
+
+    /// N11, N15: the whole center keeps at most `maxDeliveredTotal` notifications over all apps;
+    /// the oldest go first, each app told which of its notifications left (reason `N11`).
+    mutating func dropOldestOverTotal() {
+        let excess = state.delivered.count - max(1, config.bursts.maxDeliveredTotal)
+        guard excess > 0 else { return }
+        let dropped = state.delivered.prefix(excess)
+        state.delivered.removeFirst(excess)
+        var byApp: [String: [String]] = [:]
+        var order: [String] = []
+        for n in dropped {
+            if byApp[n.app] == nil { order.append(n.app) }
+            byApp[n.app, default: []].append(n.request.identifier)
+        }
+        for app in order { effects.append(.emit(.removed(app: app, identifiers: byApp[app]!, reason: "N11"))) }
     }
 }

@@ -10,7 +10,7 @@ extension NotificationReducer {
             state.apps[app, default: .init()].settings = settings
             effects.append(.emit(.settingsChanged(app: app, settings)))
             effects.append(.reply(.done))
-        case .add(let request, let app, let path): add(request, app: app, peerPath: path, at: now)
+        case .add(let request, let app, let path, let problem): add(request, app: app, peerPath: path, peerProblem: problem, at: now)
         case .removePending(let app, let ids):
             removeWaiting(app: app, identifiers: ids, pending: true, held: true)
             effects.append(.reply(.done))
@@ -30,7 +30,7 @@ extension NotificationReducer {
             state.ringerSilent = silent
             effects.append(.reply(.done))
         case .setCallActive(let active): state.callActive = active
-        case .play(let request, let app, let path): play(request, app: app, peerPath: path, at: now)
+        case .play(let request, let app, let path, let problem): play(request, app: app, peerPath: path, peerProblem: problem, at: now)
         case .appConnected(let app):
             state.apps[app, default: .init()].connected = true
             for response in state.apps[app]!.queuedResponses { effects.append(.sendToApp(app: app, response)) }
@@ -73,7 +73,7 @@ extension NotificationReducer {
 
     /// Adds a request: validation before any change (badRequest, N1, N6), then N10 replacement of
     /// a waiting one, then pending with its trigger (N8), coalesced (N11) or delivered now.
-    mutating func add(_ request: NotificationRequest, app: String, peerPath: String?, at now: NotificationTime) {
+    mutating func add(_ request: NotificationRequest, app: String, peerPath: String?, peerProblem: String? = nil, at now: NotificationTime) {
         let c = request.content
         let id = request.identifier
         func refuse(_ code: NotificationErrorCode, _ rule: String?, _ message: String) {
@@ -148,7 +148,7 @@ extension NotificationReducer {
             recent.append(now)
             state.history.updates[app] = recent
         }
-        let (decision, _) = deliver(request, app: app, peerPath: peerPath, at: now, origin: .request)
+        let (decision, _) = deliver(request, app: app, peerPath: peerPath, peerProblem: peerProblem, at: now, origin: .request)
         effects.append(.reply(.accepted(identifier: id, decision: decision)))
     }
 
@@ -215,7 +215,7 @@ extension NotificationReducer {
     /// N17: a standalone sound obeys the same authorization, level, focus, ringer, call and rate
     /// rules as a notification's sound. Within the per-app audible interval it is refused with
     /// `rateLimited`; otherwise the reply carries the decision (`delivered` = it plays).
-    mutating func play(_ request: NotificationPlayRequest, app: String, peerPath: String?, at now: NotificationTime) {
+    mutating func play(_ request: NotificationPlayRequest, app: String, peerPath: String?, peerProblem: String? = nil, at now: NotificationTime) {
         let requested = request.interruptionLevel
         guard !request.sound.isEmpty, (0...1).contains(request.volume) else {
             return fail(.badRequest, "a play request needs a sound name and a volume 0…1")
@@ -226,7 +226,7 @@ extension NotificationReducer {
                    "the app is not authorized to make notification sounds", at: now)
             return
         }
-        let (level, levelRules, levelNotes) = effectiveLevel(requested, app: app, record: record, peerPath: peerPath)
+        let (level, levelRules, levelNotes) = effectiveLevel(requested, app: app, record: record, peerPath: peerPath, peerProblem: peerProblem)
         var rules = ["N17"] + levelRules
         var notes = levelNotes
         let quiet = quietVerdict(record: record, app: app, sender: request.sender, level: level, repeatedCall: false)

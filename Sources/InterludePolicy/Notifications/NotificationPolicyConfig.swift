@@ -108,6 +108,7 @@ public struct NotificationPolicyConfig: Codable, Sendable, Equatable {
         if bursts.audibleAlertInterval < 0 { out.append("bursts.audibleAlertInterval: must be ≥ 0") }
         if bursts.coalesceAbovePerSecond < 1 { out.append("bursts.coalesceAbovePerSecond: must be ≥ 1") }
         if bursts.maxDeliveredPerApp < 1 { out.append("bursts.maxDeliveredPerApp: must be ≥ 1") }
+        if bursts.maxDeliveredTotal < 1 { out.append("bursts.maxDeliveredTotal: must be ≥ 1") }
         for (i, step) in bursts.cooldown.enumerated() where !(0...1).contains(step.volume) || step.within < 0 {
             out.append("bursts.cooldown[\(i)]: within must be ≥ 0 and volume 0…1")
         }
@@ -240,6 +241,10 @@ public struct NotificationBurstConfig: Codable, Sendable, Equatable {
     public var coalesceAbovePerSecond: Int
     /// At most this many delivered notifications per app; the oldest is dropped; default 50.
     public var maxDeliveredPerApp: Int
+    /// At most this many delivered notifications in the whole center, over all apps; the oldest
+    /// are dropped first (N11's per-app cap has no bound on the number of apps; N15 keeps the
+    /// center, so it must stay bounded); default 1000.
+    public var maxDeliveredTotal: Int
     /// Cooldown steps per app and thread: an alert less than `within` seconds after the previous
     /// one plays at `volume`; the first step that applies wins, sorted by `within`. Default
     /// `[{within: 10, volume: 0}, {within: 60, volume: 0.3}]`: quieter than 60 s restores full volume.
@@ -247,7 +252,9 @@ public struct NotificationBurstConfig: Codable, Sendable, Equatable {
 
     /// Makes the config with POLICY.md's defaults.
     public init(audibleAlertInterval: Double = 1, coalesceAbovePerSecond: Int = 5, maxDeliveredPerApp: Int = 50,
-                cooldown: [NotificationCooldownStep] = [.init(within: 10, volume: 0), .init(within: 60, volume: 0.3)]) {
+                cooldown: [NotificationCooldownStep] = [.init(within: 10, volume: 0), .init(within: 60, volume: 0.3)],
+                maxDeliveredTotal: Int = 1000) {
+        self.maxDeliveredTotal = maxDeliveredTotal
         self.audibleAlertInterval = audibleAlertInterval
         self.coalesceAbovePerSecond = coalesceAbovePerSecond
         self.maxDeliveredPerApp = maxDeliveredPerApp
@@ -255,7 +262,7 @@ public struct NotificationBurstConfig: Codable, Sendable, Equatable {
     }
 
     private enum CodingKeys: String, CodingKey {
-        case audibleAlertInterval, coalesceAbovePerSecond, maxDeliveredPerApp, cooldown
+        case audibleAlertInterval, coalesceAbovePerSecond, maxDeliveredPerApp, cooldown, maxDeliveredTotal
     }
 
     /// Decodes; every missing key takes its default.
@@ -265,6 +272,7 @@ public struct NotificationBurstConfig: Codable, Sendable, Equatable {
         audibleAlertInterval = try c.notificationValue(.audibleAlertInterval, d.audibleAlertInterval)
         coalesceAbovePerSecond = try c.notificationValue(.coalesceAbovePerSecond, d.coalesceAbovePerSecond)
         maxDeliveredPerApp = try c.notificationValue(.maxDeliveredPerApp, d.maxDeliveredPerApp)
+        maxDeliveredTotal = try c.notificationValue(.maxDeliveredTotal, d.maxDeliveredTotal)
         cooldown = try c.notificationValue(.cooldown, d.cooldown)
     }
 

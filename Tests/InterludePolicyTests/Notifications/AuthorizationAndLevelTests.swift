@@ -146,6 +146,25 @@ private let alarm = "org.example.Alarm"
         }
     }
 
+    /// The engine could not trust the peer (issue 7 hole 10: an exec since connect, another holder
+    /// of the socket, LD_PRELOAD…): the decision's N3 note says why, for a request and a sound.
+    @Test func N3_aPeerTheEngineCannotTrustIsDowngradedAndTheNoteSaysWhy() {
+        var h = NotificationHarness(config: .init(authorization: .init(default: .grant),
+                                                  entitledCriticalApps: [.init(app: alarm, executablePath: "/usr/bin/alarm")], timeZone: "UTC"))
+        h.authorize(alarm)
+        let why = "another process (pid 42) holds the peer's end of the connection"
+        h.send(.add(NotificationRequest(identifier: "wake", content: .test(.critical)), app: alarm, peerExecutablePath: nil, peerProblem: why))
+        let d = h.replyDecision
+        #expect(d?.level == .active)
+        #expect(d?.rules == ["N3"])
+        #expect(d?.notes.first == "the peer is not entitled to critical alerts: \(why): downgraded to active")
+        h.send(.play(NotificationPlayRequest(sound: "alarm", interruptionLevel: .critical), app: alarm, peerExecutablePath: nil, peerProblem: why),
+               at: h.now + 120)  // past N11's audible interval and cooldown after the add's sound
+        guard case let .played(p)? = h.reply else { Issue.record("no play decision: \(String(describing: h.reply))"); return }
+        #expect(p.level == .active)
+        #expect(p.notes.contains { $0.contains(why) })
+    }
+
     @Test(arguments: [(false, false, false), (true, false, false), (false, true, false), (true, true, true)])
     func N3_criticalPlaysThroughRingerFocusCallAndMutedOutput(ringer: Bool, focus: Bool, call: Bool) {
         var h = NotificationHarness(config: .init(authorization: .init(default: .grant), entitledCriticalApps: [.init(app: alarm)],

@@ -228,6 +228,23 @@ private func granted(_ config: NotificationPolicyConfig = .init(authorization: .
         h.post("other", from: news)
         #expect(h.center(news) == ["other"])
     }
+
+    /// Issue 7 hole 7: the per-app cap has no bound on apps; the whole center has one
+    /// (`bursts.maxDeliveredTotal`, N11, N15), the oldest over all apps dropped first.
+    @Test func N11_theWholeCenterKeepsAtMostMaxDeliveredTotalOldestFirst() {
+        var h = granted(.init(authorization: .init(default: .grant), bursts: .init(maxDeliveredTotal: 3), timeZone: "UTC"))
+        h.post("c0", from: chat, .test(sound: nil))
+        h.post("n0", from: news, .test(sound: nil))
+        h.post("c1", from: chat, .test(sound: nil))
+        h.post("n1", from: news, .test(sound: nil))
+        #expect(h.state.delivered.map(\.request.identifier) == ["n0", "c1", "n1"])
+        var removed: [(String, [String], String)] = []
+        for case let .removed(app, ids, reason) in h.events() { removed.append((app, ids, reason)) }
+        #expect(removed.count == 1)
+        #expect(removed.first?.0 == chat && removed.first?.1 == ["c0"] && removed.first?.2 == "N11")
+        // A default config bounds it at 1000 over, say, 500 apps of 50 each.
+        #expect(NotificationPolicyConfig().bursts.maxDeliveredTotal == 1000)
+    }
 }
 
 @Suite struct NotificationBadgeTests {
