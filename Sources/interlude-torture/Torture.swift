@@ -71,21 +71,11 @@ enum Torture {
 
         print(TortureRow.table(rows))
         print("")
-        print("\(machine()); load average (1 min) \(load0) at the start, \(loadAverage()) at the end; "
+        let m = MachineFacts.read()
+        print("Machine: \(m.cpus) × \(m.cpu), Linux \(m.kernel), \(m.memory) RAM; PulseAudio \(m.pulse); \(m.date); load average (1 min) \(load0) at the start, \(loadAverage()) at the end; "
               + String(format: "%.0f s in all.", now() - started))
         let failed = rows.filter { !$0.ok }.count
         print(failed == 0 ? "torture: every row held." : "torture: \(failed) of \(rows.count) rows FAILED.")
         return failed == 0 ? 0 : 1
-    }
-
-    static func loadAverage() -> String {
-        ((try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8)) ?? "?").split(separator: " ").first.map(String.init) ?? "?"
-    }
-
-    static func machine() -> String {
-        let cpuinfo = (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8)) ?? ""
-        let model = cpuinfo.split(separator: "\n").first { $0.hasPrefix("model name") }
-            .flatMap { $0.split(separator: ":", maxSplits: 1).last }.map { $0.trimmingCharacters(in: .whitespaces) } ?? "?"
-        return "Machine: \(sysconf(Int32(_SC_NPROCESSORS_ONLN))) × \(model)"
     }
 }
