@@ -59,13 +59,15 @@ struct DaemonKillRow {
                 if cycle > 0 {
                     let t0 = now()
                     var left: [String] = []
+                    var off = 0.0
                     repeat {
                         left = []
+                        off = 0
                         let inputs = (try? pulse.sinkInputs()) ?? []
                         for (s, userDb) in zip(streams, [-6.0, -3.0]) {
                             guard let i = inputs.first(where: { $0.index == s.sinkInputIndex }) else { left.append("stream \(s.sinkInputIndex) gone"); continue }
                             if i.muted || abs(i.volumeDb - userDb) > 0.5 {
-                                if now() - t0 >= 2 { worstOff = max(worstOff, abs(i.volumeDb - userDb)) }
+                                off = max(off, abs(i.volumeDb - userDb))
                                 left.append("stream \(i.index) (\(i.applicationName ?? "?")) at \(db(i.volumeDb))\(i.muted ? " muted" : "") (user \(db(userDb)))")
                             }
                         }
@@ -74,7 +76,7 @@ struct DaemonKillRow {
                     } while now() - t0 < 2
                     streamsChecked += streams.count
                     streamsLeft += left.count
-                    if left.isEmpty { worstRestore = max(worstRestore, now() - t0) }
+                    if left.isEmpty { worstRestore = max(worstRestore, now() - t0) } else { worstOff = max(worstOff, off) }
                     if !left.isEmpty { problems.append("after kill \(cycle): " + left.joined(separator: "; ")) }
                     streams.forEach { $0.close() }
                     streams = []
