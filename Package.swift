@@ -59,9 +59,16 @@ let package = Package(
             "InterludeClient", "InterludeCommandLine", "InterludeScenario", "InterludePulse", "InterludeSound",
         ]),
         .executableTarget(name: "interlude-soundgen", dependencies: ["CSndfile"]),
+        // What Scripts/bench and Scripts/torture measure with: the sink's monitor, child processes,
+        // /proc, order statistics, and the torture suite's books (ledger, exit status, table).
+        .target(name: "InterludeMeasure", dependencies: ["InterludePulse", "InterludeScenario"]),
         // Scripts/bench: onset, duck reaction, arbitration cost and resources of a running daemon.
         .executableTarget(name: "interlude-bench", dependencies: [
-            "InterludeClient", "InterludePulse", "InterludeScenario", "InterludePolicy", "InterludeConfig",
+            "InterludeClient", "InterludePulse", "InterludeScenario", "InterludePolicy", "InterludeConfig", "InterludeMeasure",
+        ]),
+        // Scripts/torture: faults and load against private daemons and audio servers (README "Torture").
+        .executableTarget(name: "interlude-torture", dependencies: [
+            "InterludeClient", "InterludeWire", "InterludePulse", "InterludeScenario", "InterludeMeasure",
         ]),
 
         .testTarget(name: "InterludePolicyTests", dependencies: ["InterludePolicy", "InterludeTestSupport"]),
@@ -75,6 +82,7 @@ let package = Package(
             "InterludeBus", "InterludeEngine", "InterludeTestSupport", "InterludeConfig", "CSystemdBus",
         ]),
         .testTarget(name: "InterludePulseTests", dependencies: ["InterludePulse", "InterludeScenario", "InterludeTestSupport"]),
+        .testTarget(name: "InterludeMeasureTests", dependencies: ["InterludeMeasure"]),
         .testTarget(name: "InterludeSoundTests", dependencies: ["InterludeSound", "CSndfile"]),  // CSndfile: tests write MP3/Opus/float files with libsndfile
         .testTarget(name: "InterludeEndToEndTests", dependencies: [
             "InterludeClient", "InterludeScenario", "InterludePulse", "InterludeServer", "InterludeEngine", "InterludeTestSupport",

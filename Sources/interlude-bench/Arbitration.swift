@@ -1,4 +1,5 @@
 import Foundation
+import InterludeMeasure
 import InterludeClient
 import InterludePolicy
 

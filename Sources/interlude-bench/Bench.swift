@@ -1,4 +1,5 @@
 import Foundation
+import InterludeMeasure
 import InterludeClient
 import InterludeConfig
 import InterludePolicy
@@ -93,7 +94,7 @@ enum Bench {
         let policy = config.audioPolicy
 
         var out: [String] = []
-        let facts = machineFacts()
+        let facts = MachineFacts.read()
         out.append("Machine: \(facts.cpus) × \(facts.cpu), Linux \(facts.kernel), \(facts.memory) RAM; PulseAudio \(facts.pulse) "
                    + "(\(facts.sink)); \(o.build); \(facts.date).")
         let loadStart = loadAverage()
@@ -271,36 +272,5 @@ enum Bench {
             "| context switches (wake-ups) over \(Int(seconds)) s idle, all \(threads) threads | \(total)\(busy.isEmpty ? "" : " (\(busy))") |",
             "| threads started / ended over \(Int(seconds)) s idle | \(wakeups.started) / \(wakeups.ended) |",
         ].joined(separator: "\n")
-    }
-
-    // MARK: Facts
-
-    struct Facts { var cpus: Int; var cpu: String; var kernel: String; var memory: String; var pulse: String; var sink: String; var date: String }
-
-    static func machineFacts() -> Facts {
-        let cpuinfo = (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8)) ?? ""
-        let model = cpuinfo.split(separator: "\n").first { $0.hasPrefix("model name") }
-            .map { $0.split(separator: ":", maxSplits: 1).last.map { $0.trimmingCharacters(in: .whitespaces) } ?? "?" } ?? "?"
-        var u = utsname()
-        uname(&u)
-        let kernel = withUnsafeBytes(of: &u.release) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-        let meminfo = (try? String(contentsOfFile: "/proc/meminfo", encoding: .utf8)) ?? ""
-        let memKB = meminfo.split(separator: "\n").first { $0.hasPrefix("MemTotal:") }
-            .flatMap { $0.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first.flatMap { Int($0) } }
-        let info = Spawn.output(["pactl", "info"])
-        func field(_ name: String) -> String {
-            info.split(separator: "\n").first { $0.hasPrefix(name + ":") }
-                .map { String($0.dropFirst(name.count + 1)).trimmingCharacters(in: .whitespaces) } ?? "?"
-        }
-        let f = DateFormatter()
-        f.dateFormat = "yyyy-MM-dd HH:mm 'UTC'"
-        f.timeZone = TimeZone(identifier: "UTC")
-        return Facts(cpus: Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))), cpu: model, kernel: kernel,
-                     memory: memKB.map { String(format: "%.0f GB", Double($0) / 1_048_576) } ?? "?",
-                     pulse: field("Server Version"), sink: "default sink \(field("Default Sink"))", date: f.string(from: Date()))
-    }
-
-    static func loadAverage() -> String {
-        ((try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8)) ?? "?").split(separator: " ").first.map(String.init) ?? "?"
     }
 }

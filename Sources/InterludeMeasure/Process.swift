@@ -5,17 +5,25 @@ import Glibc
 
 /// Spawns commands with `posix_spawnp` (less work in the parent than Foundation's `Process`, so the
 /// time measured is the command's own), stdin and stdout on /dev/null, stderr inherited.
-enum Spawn {
-    struct Failure: Error, CustomStringConvertible { var description: String }
+public enum Spawn {
+    /// A command that could not start or failed.
+    public struct Failure: Error, CustomStringConvertible {
+        public var description: String
+        public init(description: String) { self.description = description }
+    }
 
     /// Starts `argv` (looked up on PATH) and returns its pid. Signals start unblocked and at their
     /// defaults in the child (a thread of ours may have some blocked).
-    static func start(_ argv: [String]) throws -> pid_t {
+    /// With `stderrPath`, the command's standard error goes to that file (created or truncated).
+    public static func start(_ argv: [String], stderrPath: String? = nil) throws -> pid_t {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        if let stderrPath {
+            posix_spawn_file_actions_addopen(&actions, 2, stderrPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        }
         var attr = posix_spawnattr_t()
         posix_spawnattr_init(&attr)
         defer { posix_spawnattr_destroy(&attr) }
@@ -36,7 +44,7 @@ enum Spawn {
     }
 
     /// Waits for `pid` and returns its exit status (128 + signal if killed).
-    static func wait(_ pid: pid_t) -> Int32 {
+    public static func wait(_ pid: pid_t) -> Int32 {
         var status: Int32 = 0
         while waitpid(pid, &status, 0) < 0 {
             if errno != EINTR { return -1 }
@@ -46,13 +54,13 @@ enum Spawn {
     }
 
     /// Runs `argv` to completion; throws if it fails.
-    static func run(_ argv: [String]) throws {
+    public static func run(_ argv: [String]) throws {
         let status = wait(try start(argv))
         guard status == 0 else { throw Failure(description: "\(argv.joined(separator: " ")) exited with status \(status)") }
     }
 
     /// Runs `argv` and returns its standard output (for facts such as the server version).
-    static func output(_ argv: [String]) -> String {
+    public static func output(_ argv: [String]) -> String {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         p.arguments = argv
@@ -67,9 +75,9 @@ enum Spawn {
 }
 
 /// What `/proc` says about a process (the daemon).
-enum ProcStats {
+public enum ProcStats {
     /// Resident memory (`VmRSS` of /proc/PID/status), bytes.
-    static func residentBytes(_ pid: Int32) -> Int? {
+    public static func residentBytes(_ pid: Int32) -> Int? {
         guard let text = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return nil }
         for line in text.split(separator: "\n") where line.hasPrefix("VmRSS:") {
             let kb = line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first.flatMap { Int($0) }
@@ -79,7 +87,7 @@ enum ProcStats {
     }
 
     /// CPU time used so far, user + system (`utime` + `stime` of /proc/PID/stat), seconds.
-    static func cpuSeconds(_ pid: Int32) -> Double? {
+    public static func cpuSeconds(_ pid: Int32) -> Double? {
         guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
               let close = text.lastIndex(of: ")") else { return nil }
         // Fields after the command name (which may hold spaces): state is field 3; utime 14, stime 15.
@@ -91,7 +99,7 @@ enum ProcStats {
     /// Context switches (voluntary + involuntary) of each of the process's threads, by thread id,
     /// with the thread's name: each is a wake-up or a preemption, so a thread that never wakes keeps
     /// its count.
-    static func contextSwitches(_ pid: Int32) -> [Int: (name: String, count: Int)] {
+    public static func contextSwitches(_ pid: Int32) -> [Int: (name: String, count: Int)] {
         guard let tasks = try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task") else { return [:] }
         var out: [Int: (name: String, count: Int)] = [:]
         for t in tasks {
@@ -109,7 +117,7 @@ enum ProcStats {
 
     /// Wake-ups between two ``contextSwitches(_:)`` readings: per thread name, of the threads alive
     /// at both; and the number of threads that started and ended in between.
-    static func wakeups(_ before: [Int: (name: String, count: Int)], _ after: [Int: (name: String, count: Int)])
+    public static func wakeups(_ before: [Int: (name: String, count: Int)], _ after: [Int: (name: String, count: Int)])
         -> (byThread: [(name: String, switches: Int)], started: Int, ended: Int) {
         let both = Set(before.keys).intersection(after.keys)
         var byName: [String: Int] = [:]
@@ -118,7 +126,7 @@ enum ProcStats {
     }
 
     /// Number of threads.
-    static func threads(_ pid: Int32) -> Int? {
+    public static func threads(_ pid: Int32) -> Int? {
         (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task"))?.count
     }
 }
