@@ -36,7 +36,7 @@ extension NotificationReducer {
                 : peerProblem.map { "the peer is not entitled to critical alerts: \($0)" }
                 ?? "the app (or its executable) is not entitled to critical alerts"
             let to: InterruptionLevel = fallback == .timeSensitive && record.settings.timeSensitive ? .timeSensitive : .active
-            return (to, ["N3"], [why + ": downgraded to \(to.rawValue)"])
+            return (to, ["N3"], [why + ": downgraded to \(to)"])
         case .timeSensitive:
             if record.settings.timeSensitive { return (.timeSensitive, [], []) }
             return (.active, ["N4"], ["time-sensitive is off in the app's settings: treated as active"])
