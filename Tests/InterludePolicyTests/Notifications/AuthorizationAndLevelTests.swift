@@ -195,7 +195,7 @@ private let alarm = "org.example.Alarm"
         #expect(d?.outcome == .downgraded(from: .critical, to: expected))
         #expect(d?.level == expected)
         #expect(d?.rules.first == "N3")
-        #expect(d?.notes.first?.hasSuffix("downgraded to \(expected.rawValue)") == true, "\(String(describing: d?.notes))")
+        #expect(d?.notes.first?.hasSuffix("downgraded to \(expected)") == true, "\(String(describing: d?.notes))")
     }
 
     @Test func N3_criticalWithoutVolumeUsesConfiguredDefaultAndIsNotRateLimited() {
