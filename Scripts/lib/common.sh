@@ -6,9 +6,9 @@ INTERLUDE_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 source "$INTERLUDE_ROOT/Scripts/lib/pulse.sh"
 
 # Debian packages the build, the daemon and the tests need.
-INTERLUDE_PACKAGES=(pulseaudio pulseaudio-utils libpulse-dev libsndfile1-dev libsqlite3-dev sox)
+INTERLUDE_PACKAGES=(pulseaudio pulseaudio-utils libpulse-dev libsndfile1-dev libsqlite3-dev sox libmosquitto-dev)
 # gdb: Scripts/test prints the threads of a test run that hangs (interlude_run_with_deadline).
-INTERLUDE_TEST_PACKAGES=(gdb)
+INTERLUDE_TEST_PACKAGES=(gdb mosquitto mosquitto-clients)
 
 say() { printf '==> %s\n' "$*" >&2; }
 

@@ -61,6 +61,8 @@ public actor Engine {
     /// streams marked with it (`--private`, the scenario runner's daemon).
     var identity: String?
     var onlyOwnStreams = false
+    /// The broker side of remote notifications (Engine+Remote.swift); nil without a broker.
+    var remote: RemoteSettings?
 
     /// - Parameters:
     ///   - store: where the notification state persists (N15); nil keeps it in memory only.

@@ -287,8 +287,9 @@ enum NotificationCommands {
             case "criticalAlerts": p.criticalAlerts = try bool()
             case "scheduledSummary": p.scheduledSummary = try bool()
             case "marketing": p.marketing = try bool()
+            case "remote": p.remote = try bool()
             default:
-                throw Arguments.UsageError(description: "unknown setting \(k) (authorization, sound, badge, showPreviews, timeSensitive, criticalAlerts, scheduledSummary, marketing)")
+                throw Arguments.UsageError(description: "unknown setting \(k) (authorization, sound, badge, showPreviews, timeSensitive, criticalAlerts, scheduledSummary, marketing, remote)")
             }
             changed = true
         }
@@ -296,6 +297,20 @@ enum NotificationCommands {
         let s = changed ? try await c.call(NotificationMethod.setSettings, p, as: NotificationAppSettings.self)
                         : try await c.call(NotificationMethod.getSettings, p, as: NotificationAppSettings.self)
         printSettings(app, s)
+        return 0
+    }
+
+    /// `register-remote --app ID [--off]`: as the app, registers for remote notifications (issue
+    /// 11, N1) and prints where a provider sends them.
+    static func registerRemote(socket: String?, _ argv: [String]) async throws -> Int32 {
+        let a = try Arguments(argv, flags: ["off", "json"], options: ["app"])
+        guard let app = a.value("app"), a.positionals.isEmpty else { throw Arguments.UsageError(description: "register-remote --app ID [--off]") }
+        if let why = AppIdentifier.problem(app) { throw Arguments.UsageError(description: "--app: \(why)") }
+        let c = try await InterludeClient.connect(socket: socket, app: app)
+        let r = try await c.call(RemoteMethod.registerRemote, RegisterRemoteParams(enabled: !a.has("off")), as: RegisterRemoteResult.self)
+        if a.has("json") { CommandOutput.printJSONLine(r); return 0 }
+        if !r.registered { print("\(app): not registered for remote notifications"); return 0 }
+        print("\(app): registered for remote notifications" + (r.topic.map { " on \($0) (device \(r.device ?? "?"))" } ?? " (the daemon names no broker yet: remote.broker)"))
         return 0
     }
 

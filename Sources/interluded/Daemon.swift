@@ -3,6 +3,7 @@ import Foundation
 import InterludeConfig
 import InterludeEngine
 import InterludePulse
+import InterludeRemote
 import InterludeServer
 import InterludeSound
 import InterludeStore
@@ -111,6 +112,15 @@ enum Daemon {
         }
         await engine.setIdentity(path, onlyOwnStreams: options["private"] != nil)
         await engine.start()
+        // Remote notifications (issue 11), when the config names a broker.
+        let remote: RemoteBridge?
+        do {
+            remote = try await RemoteBridge.make(config: config, engine: engine, log: log)
+            try remote?.start()
+        } catch {
+            log("bad config: \(error)")
+            return 78  // EX_CONFIG
+        }
 
         let server = SocketServer(path: path, engine: engine, maxClients: Int(config.number("server.maxClients")),
                                   maxOutputBytes: Int(config.number("server.maxOutputBytes")), log: log)
@@ -121,6 +131,7 @@ enum Daemon {
         log("listening on \(path)")
         await waitForTerminationSignal(orParentExit: options["exit-with-parent"] != nil)
         log("stopping")
+        remote?.stop()
         server.stop()
         await engine.releaseStreams()  // no duck or mute of ours outlives the daemon
         pulse.disconnect()
