@@ -76,12 +76,18 @@ public struct RemoteMessage: Sendable, Equatable {
 
     /// Parses a message.
     /// - Throws: ``RemoteMessageError`` with code `tooLarge` (over `maxBytes`, checked before
-    ///   parsing), `badRequest` (not UTF-8 JSON, not an object, nesting beyond ``JSONDepth``, `v`
+    ///   the fields are; its id and app are still read for the receipt when it is at most 256 KiB of JSON), `badRequest` (not UTF-8 JSON, not an object, nesting beyond ``JSONDepth``, `v`
     ///   missing or not 1, `id` or `app` missing or bad, a field of the wrong type or range) or
     ///   `unknownField`. The error carries `id` and `app` when they could be read, for the receipt.
     public static func parse(_ bytes: [UInt8], maxBytes: Int = defaultMaxBytes) throws(RemoteMessageError) -> RemoteMessage {
         guard bytes.count <= maxBytes else {
-            throw RemoteMessageError(WireError(.tooLarge, "the message has \(bytes.count) bytes; at most \(maxBytes)"))
+            // Its id and app, if it is JSON at all, for the receipt (bounded: at most 256 KiB is read).
+            var id: String?, app: String?
+            if bytes.count <= 262144, (try? JSONDepth.check(bytes)) != nil, let o = (try? JSONValue.parse(Data(bytes)))?.objectValue {
+                id = o["id"]?.stringValue.flatMap { (1...128).contains($0.utf8.count) ? $0 : nil }
+                app = o["app"]?.stringValue.flatMap { AppIdentifier.problem($0) == nil ? $0 : nil }
+            }
+            throw RemoteMessageError(WireError(.tooLarge, "the message has \(bytes.count) bytes; at most \(maxBytes)"), id: id, app: app)
         }
         let request: WireRequest
         do {

@@ -307,6 +307,14 @@ enum NotificationCommands {
         guard let app = a.value("app"), a.positionals.isEmpty else { throw Arguments.UsageError(description: "register-remote --app ID [--off]") }
         if let why = AppIdentifier.problem(app) { throw Arguments.UsageError(description: "--app: \(why)") }
         let c = try await InterludeClient.connect(socket: socket, app: app)
+        if !a.has("off") {
+            // As an app does at launch: ask for authorization (N1), then register.
+            let auth = try await c.call(NotificationMethod.requestAuthorization, RequestAuthorizationParams(options: [.alert, .sound, .badge]),
+                                        as: AuthorizationResult.self)
+            if auth.status == .notDetermined || auth.status == .denied {
+                FileHandle.standardError.write(Data("interlude: \(app) is \(auth.status == .denied ? "denied" : "not yet authorized") (N1); allow it with `interlude auth \(app) grant`\n".utf8))
+            }
+        }
         let r = try await c.call(RemoteMethod.registerRemote, RegisterRemoteParams(enabled: !a.has("off")), as: RegisterRemoteResult.self)
         if a.has("json") { CommandOutput.printJSONLine(r); return 0 }
         if !r.registered { print("\(app): not registered for remote notifications"); return 0 }

@@ -44,8 +44,8 @@ public enum NotificationEvent: Codable, Sendable, Equatable {
     /// A remote notification from a provider through the broker (issue 11), with the provider's
     /// message id. A message id among the last `dedupeWindow` seen replies `.duplicate` and
     /// changes nothing (exactly once: the broker may deliver a message again). Otherwise the id is
-    /// remembered and the request is decided as `.add` (no peer executable, so never entitled to
-    /// critical alerts, N3), after two checks of its own: the app registered for remote
+    /// remembered and the request is decided as `.add` (with no peer executable: an N3 entitlement
+    /// bound to an executable path does not cover it), after two checks of its own: the app registered for remote
     /// notifications (N1) and the user allows them for the app (N2, setting `remote`); either
     /// missing is a rejection (`notAuthorized`) recorded for explain (N16). Replies as `.add`.
     case addRemote(NotificationRequest, app: String, messageID: String, dedupeWindow: Int)

@@ -94,7 +94,8 @@ public struct NotificationSettingsChange: Codable, Sendable, Equatable {
     /// Makes a change; every field defaults to "unchanged".
     public init(authorization: NotificationAuthorizationStatus? = nil, sound: Bool? = nil, badge: Bool? = nil,
                 showPreviews: NotificationPreviewSetting? = nil, timeSensitive: Bool? = nil,
-                criticalAlerts: Bool? = nil, scheduledSummary: Bool? = nil, marketing: Bool? = nil) {
+                criticalAlerts: Bool? = nil, scheduledSummary: Bool? = nil, marketing: Bool? = nil, remote: Bool? = nil) {
+        self.remote = remote
         self.authorization = authorization
         self.sound = sound
         self.badge = badge
