@@ -66,7 +66,7 @@ enum TestBroker {
             self.device = device
             try work.config("""
             { authorization: { default: "grant" }, bursts: { maxDeliveredPerApp: 100000 }, decisionLogLimit: 1000,
-              remote: { broker: "\(TestBroker.url!)", deviceId: "\(device)", passwordFile: "\(TestBroker.passwordFile(device))", dedupeWindow: 20000 }
+              remote: { broker: "\(TestBroker.url!)", deviceId: "\(device)", passwordFile: "\(TestBroker.passwordFile(device))" }
               \(extraConfig) }
             """)
         }
