@@ -64,7 +64,7 @@ let package = Package(
         .executableTarget(name: "interlude-soundgen", dependencies: ["CSndfile"]),
         // Scripts/bench: onset, duck reaction, arbitration cost and resources of a running daemon.
         .executableTarget(name: "interlude-bench", dependencies: [
-            "InterludeClient", "InterludePulse", "InterludeScenario", "InterludePolicy", "InterludeConfig",
+            "InterludeClient", "InterludePulse", "InterludeScenario", "InterludePolicy", "InterludeConfig", "InterludeRemote", "InterludeWire",
         ]),
 
         .testTarget(name: "InterludePolicyTests", dependencies: ["InterludePolicy", "InterludeTestSupport"]),

@@ -10,12 +10,13 @@ enum Spawn {
 
     /// Starts `argv` (looked up on PATH) and returns its pid. Signals start unblocked and at their
     /// defaults in the child (a thread of ours may have some blocked).
-    static func start(_ argv: [String]) throws -> pid_t {
+    static func start(_ argv: [String], stderr: String? = nil) throws -> pid_t {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        if let stderr { posix_spawn_file_actions_addopen(&actions, 2, stderr, O_WRONLY | O_CREAT | O_APPEND, 0o600) }
         var attr = posix_spawnattr_t()
         posix_spawnattr_init(&attr)
         defer { posix_spawnattr_destroy(&attr) }
