@@ -107,8 +107,8 @@ public struct MQTTOptions: Sendable {
         guard let data = FileManager.default.contents(atPath: path), let text = String(data: data, encoding: .utf8) else {
             throw MQTTError(.badCredentials, "cannot read the password file \(path)")
         }
-        let line = text.split(separator: "\n", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? ""
-        let password = line.hasSuffix("\r") ? String(line.dropLast()) : line
+        // "\r\n" is one Character in Swift: split on every kind of line end, not on "\n".
+        let password = text.split(maxSplits: 1, omittingEmptySubsequences: false, whereSeparator: \.isNewline).first.map(String.init) ?? ""
         guard !password.isEmpty else { throw MQTTError(.badCredentials, "the password file \(path) is empty") }
         return password
     }
@@ -161,6 +161,9 @@ public final class MQTTClient: @unchecked Sendable {
         mosq = m
         mosquitto_user_data_set(m, Unmanaged.passUnretained(self).toOpaque())
         _ = mosquitto_int_option(m, MOSQ_OPT_PROTOCOL_VERSION, Int32(MQTT_PROTOCOL_V311))
+        // Small packets go out at once: with Nagle's algorithm a receipt written right after a
+        // PUBACK waited for the broker's delayed ACK (about 40 ms on every push).
+        _ = mosquitto_int_option(m, MOSQ_OPT_TCP_NODELAY, 1)
         if let u = options.username {
             try check(mosquitto_username_pw_set(m, u, options.password), "mosquitto_username_pw_set")
         }

@@ -120,6 +120,18 @@ enum TestBroker {
 
     static func receipt(_ line: Substring) -> RemoteReceipt? { try? JSONDecoder().decode(RemoteReceipt.self, from: Data(line.utf8)) }
 
+    /// `interlude push` runs in `interlude-push` (exec'd by `interlude`); its usage errors exit 2,
+    /// and a password in the broker URL is refused.
+    @Test func pushUsageErrorsExitTwo() throws {
+        for (args, words) in [(["push"], "push needs --broker URL"),
+                              (["push", "--broker", "mqtt://user:pw@127.0.0.1", "--device", "d", "--app", "a.b", "--title", "t"], "no user or password"),
+                              (["push", "--broker", "mqtt://127.0.0.1:1", "--device", "a/b", "--app", "a.b", "--title", "t"], "--device")] {
+            let r = try Self.interlude(args)
+            #expect(r.status == 2, "\(args): \(r.err)")
+            #expect(r.err.contains(words), "\(args): \(r.err)")
+        }
+    }
+
     /// Done-when 1: a push is delivered with its sound heard at the monitor and a receipt naming the
     /// rules; under focus it is silent and the receipt says N7. Prints the push → receipt times.
     @Test(.enabled(if: TestBroker.both()))
