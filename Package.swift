@@ -11,6 +11,7 @@ let package = Package(
         .executable(name: "interluded", targets: ["interluded"]),
         .executable(name: "interlude", targets: ["interlude"]),
         .executable(name: "interlude-audio", targets: ["interlude-audio"]),
+        .executable(name: "interlude-push", targets: ["interlude-push"]),
         .library(name: "InterludeClient", targets: ["InterludeClient"]),
     ],
     targets: [
@@ -19,6 +20,7 @@ let package = Package(
         .systemLibrary(name: "CSndfile", pkgConfig: "sndfile", providers: [.apt(["libsndfile1-dev"])]),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CSystemdBus", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
+        .systemLibrary(name: "CMosquitto", pkgConfig: "libmosquitto", providers: [.apt(["libmosquitto-dev"])]),
         // Tiny C shim for what Glibc does not import into Swift (struct ucred for SO_PEERCRED).
         .target(name: "CInterludeSys"),
 
@@ -31,6 +33,8 @@ let package = Package(
         // Adapters: each wraps one C library.
         .target(name: "InterludePulse", dependencies: ["CPulse"]),
         .target(name: "InterludeSound", dependencies: ["CSndfile"]),
+        // Remote notifications (issue 11): an MQTT client on libmosquitto's own thread.
+        .target(name: "InterludeRemote", dependencies: ["CMosquitto"]),
         // Notification state persistence (N15): SQLite in WAL mode, one transaction per save.
         .target(name: "InterludeStore", dependencies: ["CSQLite", "InterludePolicy"]),
         // Engine: owns state, feeds the policies, carries out effects through ports.
@@ -51,6 +55,7 @@ let package = Package(
         .executableTarget(name: "interluded", dependencies: [
             "InterludeServer", "InterludeEngine", "InterludePulse", "InterludeSound", "InterludeStore", "InterludeConfig", "InterludeWire",
             "InterludeBus",
+            "InterludeRemote",
         ]),
         // The CLI links the client library only (fast start for `interlude play`); the commands that
         // play audio of their own run in `interlude-audio`, which `interlude` execs for them.
@@ -58,13 +63,15 @@ let package = Package(
         .executableTarget(name: "interlude-audio", dependencies: [
             "InterludeClient", "InterludeCommandLine", "InterludeScenario", "InterludePulse", "InterludeSound",
         ]),
+        // `interlude push`: the provider's side of remote notifications, exec'd by `interlude`.
+        .executableTarget(name: "interlude-push", dependencies: ["InterludeRemote", "InterludeWire", "InterludePolicy", "InterludeCommandLine"]),
         .executableTarget(name: "interlude-soundgen", dependencies: ["CSndfile"]),
         // What Scripts/bench and Scripts/torture measure with: the sink's monitor, child processes,
         // /proc, order statistics, and the torture suite's books (ledger, exit status, table).
         .target(name: "InterludeMeasure", dependencies: ["InterludePulse", "InterludeScenario"]),
         // Scripts/bench: onset, duck reaction, arbitration cost and resources of a running daemon.
         .executableTarget(name: "interlude-bench", dependencies: [
-            "InterludeClient", "InterludePulse", "InterludeScenario", "InterludePolicy", "InterludeConfig", "InterludeMeasure",
+            "InterludeClient", "InterludePulse", "InterludeScenario", "InterludePolicy", "InterludeConfig", "InterludeMeasure", "InterludeRemote", "InterludeWire",
         ]),
         // Scripts/torture: faults and load against private daemons and audio servers (README "Torture").
         .executableTarget(name: "interlude-torture", dependencies: [
@@ -83,9 +90,11 @@ let package = Package(
         ]),
         .testTarget(name: "InterludePulseTests", dependencies: ["InterludePulse", "InterludeScenario", "InterludeTestSupport"]),
         .testTarget(name: "InterludeMeasureTests", dependencies: ["InterludeMeasure"]),
+        .testTarget(name: "InterludeRemoteTests", dependencies: ["InterludeRemote"]),
         .testTarget(name: "InterludeSoundTests", dependencies: ["InterludeSound", "CSndfile"]),  // CSndfile: tests write MP3/Opus/float files with libsndfile
         .testTarget(name: "InterludeEndToEndTests", dependencies: [
             "InterludeClient", "InterludeScenario", "InterludePulse", "InterludeServer", "InterludeEngine", "InterludeTestSupport",
+            "InterludeRemote",
         ]),
     ]
 )

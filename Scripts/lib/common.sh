@@ -9,14 +9,14 @@ source "$INTERLUDE_ROOT/Scripts/lib/dbus.sh"
 
 # Debian packages the build, the daemon and the tests need.
 # libsystemd-dev: sd-bus (InterludeBus); dbus: the session bus; sound-theme-freedesktop: the
-# sounds bus apps name (message-new-instant, bell, …; S2).
+# sounds bus apps name (message-new-instant, bell, …; S2); libmosquitto-dev: MQTT (InterludeRemote).
 INTERLUDE_PACKAGES=(pulseaudio pulseaudio-utils libpulse-dev libsndfile1-dev libsqlite3-dev sox
-    libsystemd-dev dbus sound-theme-freedesktop)
+    libsystemd-dev dbus sound-theme-freedesktop libmosquitto-dev)
 # gdb: Scripts/test prints the threads of a test run that hangs (interlude_run_with_deadline);
 # systemd: systemd-analyze checks the user unit that Scripts/install writes.
 # libnotify-bin (notify-send), libglib2.0-bin (gdbus), dunst + xvfb (a display daemon for
-# companion mode): the D-Bus tests' real clients.
-INTERLUDE_TEST_PACKAGES=(gdb systemd libnotify-bin libglib2.0-bin python3-dbus dunst xvfb)
+# companion mode): the D-Bus tests' real clients. mosquitto (+ clients): the private broker.
+INTERLUDE_TEST_PACKAGES=(gdb systemd libnotify-bin libglib2.0-bin python3-dbus dunst xvfb mosquitto mosquitto-clients)
 
 say() { printf '==> %s\n' "$*" >&2; }
 

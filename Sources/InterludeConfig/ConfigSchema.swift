@@ -26,7 +26,7 @@ public struct ConfigKey: Sendable {
 
 public enum ConfigSchema {
     /// All keys. Sections come first so that a walker meets them before their members.
-    public static let keys: [ConfigKey] = audio + sounds + server + bus + notifications
+    public static let keys: [ConfigKey] = audio + sounds + server + bus + notifications + remote
 
     /// Desktop notifications over D-Bus (org.freedesktop.Notifications; README "D-Bus notifications").
     static let bus: [ConfigKey] = [
@@ -115,6 +115,26 @@ public enum ConfigSchema {
         .init("decisionLogLimit", .integer(default: 200, range: 10...1000000, unit: "decisions"), "N16: decisions kept for explain."),
         .init("decisionHistoryPerNotification", .integer(default: 20, range: 0...1000, unit: "decisions"),
               "N16: decisions of replaced entries (N10) kept with each notification in the center."),
+    ]
+
+    /// Remote notifications through an MQTT broker (issue 11, REMOTE.md).
+    static let remote: [ConfigKey] = [
+        .init("remote", .object, "Remote notifications from a provider through an MQTT broker (REMOTE.md)."),
+        .init("remote.broker", .string(default: nil, allowed: nil),
+              "mqtt://HOST[:PORT] (1883) or mqtts://HOST[:PORT] (TLS, 8883); null = no remote notifications."),
+        .init("remote.deviceId", .string(default: nil, allowed: nil),
+              "This device's id (letters, digits, . _ -): the MQTT client id, the username by default and a level of its topics. Needed with a broker."),
+        .init("remote.username", .string(default: nil, allowed: nil), "The broker username; null = the device id."),
+        .init("remote.passwordFile", .string(default: nil, allowed: nil),
+              "A file whose first line is the broker password (never in the config or on a command line); null = no password."),
+        .init("remote.caFile", .string(default: nil, allowed: nil), "PEM file of the CA of the broker's certificate (mqtts://); null = the system's CAs."),
+        .init("remote.topicPrefix", .string(default: "interlude/devices", allowed: nil),
+              "Topics: PREFIX/DEVICE/notifications (read) and PREFIX/DEVICE/receipts (written)."),
+        .init("remote.maxMessageBytes", .integer(default: 16384, range: 256...262144, unit: "bytes"),
+              "A larger message is malformed: acknowledged, never delivered, reported in a receipt and the log."),
+        .init("remote.dedupeWindow", .integer(default: 1000, range: 16...100000, unit: "messages"),
+              "How many recent message ids are kept (with the notification state, N15) to recognize a message the broker delivers again."),
+        .init("remote.keepaliveSeconds", .integer(default: 30, range: 5...3600, unit: "s"), "MQTT keepalive."),
     ]
 
     /// The key spec for a concrete path like `focusModes.sleep.allowedApps`, matching `*` segments.

@@ -188,6 +188,18 @@ extension Engine {
     /// `notification.add`: the decision comes back with the rules that made it (N16).
     public func addNotification(client: Int, _ p: AddNotificationParams) throws(WireError) -> AddNotificationResult {
         let app = try appOf(client)
+        let request = try notificationRequest(p)
+        let peer = entitlementPeer(client: client, app: app, level: request.content.interruptionLevel)
+        guard case let .accepted(id, decision) = try expect(notify(.add(request, app: app, peerExecutablePath: peer.path,
+                                                                        peerProblem: peer.problem))) else {
+            throw WireError(.internalError, "unexpected reply")
+        }
+        return AddNotificationResult(identifier: id, decision: decision)
+    }
+
+    /// The policy's request for `notification.add` params (also a remote message's, issue 11).
+    /// - Throws: `badRequest` for an empty sound or a trigger that is not exactly one of in/at/calendar.
+    func notificationRequest(_ p: AddNotificationParams) throws(WireError) -> NotificationRequest {
         var content = NotificationContent(title: p.title)
         content.subtitle = p.subtitle ?? ""
         content.body = p.body ?? ""
@@ -219,13 +231,7 @@ extension Engine {
         }
         generatedIDs += 1
         let identifier = p.identifier ?? "n\(Int(clock.wallTime * 1000))-\(generatedIDs)"
-        let request = NotificationRequest(identifier: identifier, content: content, trigger: trigger)
-        let peer = entitlementPeer(client: client, app: app, level: content.interruptionLevel)
-        guard case let .accepted(id, decision) = try expect(notify(.add(request, app: app, peerExecutablePath: peer.path,
-                                                                        peerProblem: peer.problem))) else {
-            throw WireError(.internalError, "unexpected reply")
-        }
-        return AddNotificationResult(identifier: id, decision: decision)
+        return NotificationRequest(identifier: identifier, content: content, trigger: trigger)
     }
 
     /// `notification.pending` / `notification.delivered`: one page of the listing, the center

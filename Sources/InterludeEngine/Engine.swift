@@ -70,6 +70,8 @@ public actor Engine {
     var bus = BusBridgeState()
     /// Checks at each entitlement check that a peer is still the process that connected (N3).
     let peerVerifier: PeerVerifying
+    /// The broker side of remote notifications (Engine+Remote.swift); nil without a broker.
+    var remote: RemoteSettings?
 
     /// - Parameters:
     ///   - store: where the notification state persists (N15); nil keeps it in memory only.

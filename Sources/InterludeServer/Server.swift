@@ -207,6 +207,8 @@ struct RequestHandler {
         case NotificationMethod.setBadge:
             try await engine.setBadge(client: client, r.decodeParams(SetBadgeParams.self))
             return empty
+        case RemoteMethod.registerRemote:
+            return try encode(try await engine.registerRemote(client: client, r.decodeParams(RegisterRemoteParams.self)))
         case NotificationMethod.registerCategories:
             try await engine.registerCategories(client: client, r.decodeParams(RegisterCategoriesParams.self))
             return empty

@@ -26,7 +26,7 @@ import InterludePolicy
 /// | `pending` | `seq INTEGER PRIMARY KEY`, `app_id`, `identifier`, `json` | `PendingNotification`s, in `seq` order |
 /// | `delivered` | `seq INTEGER PRIMARY KEY`, `app_id`, `identifier`, `json` | `DeliveredNotification`s (the center), in `seq` order |
 /// | `decision_log` | `seq INTEGER PRIMARY KEY`, `app_id`, `identifier`, `json` | `NotificationDecisionRecord`s (N16), in `seq` order |
-/// | `meta` | `key TEXT PRIMARY KEY`, `json` | one row each: `clock` (absent while nil), `focus`, `ringerSilent`, `callActive`, `history`, `summaryQueue`, `coalesced` |
+/// | `meta` | `key TEXT PRIMARY KEY`, `json` | one row each: `clock` (absent while nil), `focus`, `ringerSilent`, `callActive`, `history`, `summaryQueue`, `coalesced`, `remoteMessages` (the recent remote message ids, issue 11; absent in files written before it = none) |
 ///
 /// `seq` orders a list; numbers may have gaps, so an appended or removed item does not renumber the
 /// others. A save writes only rows whose JSON (or place) changed since the last save or load, and
@@ -191,6 +191,7 @@ public final class NotificationStore {
         if let v = try meta(.history, NotificationAlertHistory.self) { state.history = v }
         if let v = try meta(.summaryQueue, [HeldNotification].self) { state.summaryQueue = v }
         if let v = try meta(.coalesced, [HeldNotification].self) { state.coalesced = v }
+        if let v = try meta(.remoteMessages, [String].self) { state.remoteMessages = v }
         saved = rows
         return state
     }
@@ -266,6 +267,8 @@ public final class NotificationStore {
     /// Keys of the `meta` table, one per part of the state not kept in a table of its own.
     enum MetaKey: String, CaseIterable {
         case clock, focus, ringerSilent, callActive, history, summaryQueue, coalesced
+        /// Issue 11: the remote message ids seen last, saved in the transaction of their decision.
+        case remoteMessages
     }
 
     /// Keyed-table changes: rows to upsert (how many of them new), keys to delete.
@@ -359,6 +362,7 @@ public final class NotificationStore {
         rows.meta[MetaKey.history.rawValue] = try encode(state.history, "history")
         rows.meta[MetaKey.summaryQueue.rawValue] = try encode(state.summaryQueue, "summaryQueue")
         rows.meta[MetaKey.coalesced.rawValue] = try encode(state.coalesced, "coalesced")
+        rows.meta[MetaKey.remoteMessages.rawValue] = try encode(state.remoteMessages, "remoteMessages")
         return rows
     }
 

@@ -244,7 +244,7 @@ public struct ExplainResult: Codable, Sendable, Equatable {
 @dynamicMemberLookup
 public struct SettingsParams: WireParams, Equatable {
     public static let fields: Set<String> = ["app", "authorization", "sound", "badge", "showPreviews", "timeSensitive",
-                                             "criticalAlerts", "scheduledSummary", "marketing"]
+                                             "criticalAlerts", "scheduledSummary", "marketing", "remote"]
     /// Whose settings (default the caller).
     public var app: String?
     /// The change to apply (nil fields unchanged), on the wire as params beside `app`.

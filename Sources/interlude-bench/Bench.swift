@@ -11,7 +11,8 @@ import InterludePulse
 enum Bench {
     static let usage = """
     usage: interlude-bench --daemon-pid PID [--socket PATH] [--cli PATH] [--runs N] [--arbitration-runs N]
-                           [--idle-seconds S] [--only onset,duck,arbitration,throughput,resources] [--build TEXT]
+                           [--idle-seconds S] [--only onset,duck,arbitration,throughput,remote,resources] [--build TEXT]
+                           [--remote-broker URL --remote-dir DIR --remote-daemon PATH [--remote-backlog N]]
 
     Measures a running interluded (socket: --socket, else $INTERLUDE_SOCKET, else the default) on the
     PulseAudio server of $PULSE_SERVER, recording the default sink's monitor, and prints Markdown.
@@ -21,6 +22,9 @@ enum Bench {
       --arbitration-runs N    timed activations per session count (default 50)
       --idle-seconds S        idle time over which the daemon's CPU is measured (default 60)
       --build TEXT            how the binaries were built, for the header
+      --remote-broker URL     a broker from Scripts/mosquitto-private (its folder: --remote-dir) for the
+                              remote-notification rows; the bench runs its own daemon (--remote-daemon)
+      --remote-backlog N      messages pushed while that daemon is stopped (default 10000)
     """
 
     static func log(_ s: String) { FileHandle.standardError.write(Data("interlude-bench: \(s)\n".utf8)) }
@@ -32,10 +36,14 @@ enum Bench {
         var runs = 31
         var arbitrationRuns = 50
         var idleSeconds = 60.0
-        var sections: Set<String> = ["onset", "duck", "arbitration", "throughput", "resources"]
+        var sections: Set<String> = ["onset", "duck", "arbitration", "throughput", "remote", "resources"]
         var build = "?"
         var sound = "Sounds/default.wav"
         var sample = "interlude-bench-default"
+        var remoteBroker: String?
+        var remoteDir: String?
+        var remoteDaemon: String?
+        var remoteBacklog = 10000
     }
 
     static func parse(_ argv: [String]) throws -> Options {
@@ -62,6 +70,10 @@ enum Bench {
             case "--build": o.build = try value()
             case "--sound": o.sound = try value()
             case "--sample": o.sample = try value()
+            case "--remote-broker": o.remoteBroker = try value()
+            case "--remote-dir": o.remoteDir = try value()
+            case "--remote-daemon": o.remoteDaemon = try value()
+            case "--remote-backlog": o.remoteBacklog = max(1, Int(try number(try value())))
             case "--help", "-h": print(usage); exit(0)
             default: throw Spawn.Failure(description: "unknown argument \(argv[i])\n\(usage)")
             }
@@ -152,6 +164,11 @@ enum Bench {
                 rows.append(try await bench.run(clients: clients, requestsPerClient: clients == 1 ? 400 : 100))
             }
             out.append(ThroughputBench.table(rows))
+        }
+
+        if o.sections.contains("remote"), let broker = o.remoteBroker, let dir = o.remoteDir, let daemon = o.remoteDaemon {
+            let bench = RemoteBench(broker: broker, brokerDir: dir, daemon: daemon, log: log)
+            out.append(RemoteBench.table(try await bench.run(rounds: o.runs, backlog: o.remoteBacklog)))
         }
 
         if o.sections.contains("resources"), let pid = o.daemonPID {

@@ -43,7 +43,13 @@ enum CLI {
                                               register a notification category and its actions for app ID (N14)
       badge APP [N]                           set an app's badge (N12)
       auth APP grant|deny|provisional [--critical-alerts on|off] [--time-sensitive on|off] [--sound on|off] [--marketing on|off]
-      settings APP [KEY=VALUE…]               show or change an app's settings (N2)
+      settings APP [KEY=VALUE…]               show or change an app's settings (N2; remote=on lets remote notifications in)
+      register-remote --app ID [--off]        as app ID, register (or not) for remote notifications; prints the device topic
+
+    Remote notifications (REMOTE.md), as a provider; run by interlude-push:
+      push --broker URL --device ID --app APP --title T [--body B] [--level L] [--sound S] [--thread T] [--id MSGID]
+           [--username U] [--password-file F] [--ca-file F] [--wait-receipt] [--timeout S]
+                                              publish one notification (or JSON lines from stdin with --stdin) and print receipts
       scenario run FILE [--record FILE.wav] [--plot FILE.svg] [--connect] [--verbose]
                                               run a scenario (README "Scenario files") on a private daemon and check it
       demo                                    the main job in one go: music, prompt, podcast, call, notification sound
@@ -69,6 +75,8 @@ enum CLI {
 
     /// The commands `interlude-audio` runs.
     static let audioCommands: Set<String> = ["session", "interrupt", "scenario", "demo"]
+    /// The commands `interlude-push` runs (it links libmosquitto).
+    static let pushCommands: Set<String> = ["push"]
 
     static func run(_ argv: [String]) async -> Int32 {
         let line = CommandInvocation(argv)
@@ -77,6 +85,7 @@ enum CLI {
         let (socket, rest) = (line.socket, line.rest)
         if rest.contains("--help") || rest.contains("-h"), let help = help(for: command) { print(help); return 0 }
         if audioCommands.contains(command) { return handOff(argv) }
+        if pushCommands.contains(command) { return handOff(argv, to: "interlude-push") }
         do {
             switch command {
             case "status": return try await status(socket: socket, rest)
@@ -92,6 +101,7 @@ enum CLI {
             case "badge": return try await NotificationCommands.badge(socket: socket, rest)
             case "auth": return try await NotificationCommands.auth(socket: socket, rest)
             case "settings": return try await NotificationCommands.settings(socket: socket, rest)
+            case "register-remote": return try await NotificationCommands.registerRemote(socket: socket, rest)
             case "help", "--help", "-h": print(usage); return 0
             case "--version", "version": print("interlude \(version) (protocol \(interludeProtocolVersion))"); return 0
             default: return CommandOutput.fail("unknown command \(command)\n\(usage)", code: 2)
@@ -103,15 +113,15 @@ enum CLI {
 
     /// Replaces this process with `interlude-audio` and the same arguments: the one installed
     /// beside this executable, else the first on `PATH`. Returns only when neither can run.
-    static func handOff(_ argv: [String]) -> Int32 {
+    static func handOff(_ argv: [String], to executable: String = "interlude-audio") -> Int32 {
         let me = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
-        let beside = URL(fileURLWithPath: me).deletingLastPathComponent().appendingPathComponent("interlude-audio").path
-        let args = ["interlude-audio"] + argv
+        let beside = URL(fileURLWithPath: me).deletingLastPathComponent().appendingPathComponent(executable).path
+        let args = [executable] + argv
         var cargs: [UnsafeMutablePointer<CChar>?] = args.map { strdup($0) } + [nil]
         if FileManager.default.isExecutableFile(atPath: beside) { execv(beside, &cargs) }
-        execvp("interlude-audio", &cargs)
+        execvp(executable, &cargs)
         let why = String(cString: strerror(errno))
-        return CommandOutput.fail("cannot run interlude-audio (beside \(me) or on PATH): \(why)")
+        return CommandOutput.fail("cannot run \(executable) (beside \(me) or on PATH): \(why)")
     }
 
     // MARK: status

@@ -402,8 +402,9 @@ enum NotificationCommands {
             case "criticalAlerts": p.criticalAlerts = try bool()
             case "scheduledSummary": p.scheduledSummary = try bool()
             case "marketing": p.marketing = try bool()
+            case "remote": p.remote = try bool()
             default:
-                throw Arguments.UsageError(description: "unknown setting \(k) (authorization, sound, badge, showPreviews, timeSensitive, criticalAlerts, scheduledSummary, marketing)")
+                throw Arguments.UsageError(description: "unknown setting \(k) (authorization, sound, badge, showPreviews, timeSensitive, criticalAlerts, scheduledSummary, marketing, remote)")
             }
             changed = true
         }
@@ -411,6 +412,28 @@ enum NotificationCommands {
         let s = changed ? try await c.call(NotificationMethod.setSettings, p, as: NotificationAppSettings.self)
                         : try await c.call(NotificationMethod.getSettings, p, as: NotificationAppSettings.self)
         printSettings(app, s)
+        return 0
+    }
+
+    /// `register-remote --app ID [--off]`: as the app, registers for remote notifications (issue
+    /// 11, N1) and prints where a provider sends them.
+    static func registerRemote(socket: String?, _ argv: [String]) async throws -> Int32 {
+        let a = try Arguments(argv, flags: ["off", "json"], options: ["app"])
+        guard let app = a.value("app"), a.positionals.isEmpty else { throw Arguments.UsageError(description: "register-remote --app ID [--off]") }
+        if let why = AppIdentifier.problem(app) { throw Arguments.UsageError(description: "--app: \(why)") }
+        let c = try await InterludeClient.connect(socket: socket, app: app)
+        if !a.has("off") {
+            // As an app does at launch: ask for authorization (N1), then register.
+            let auth = try await c.call(NotificationMethod.requestAuthorization, RequestAuthorizationParams(options: [.alert, .sound, .badge]),
+                                        as: AuthorizationResult.self)
+            if auth.status == .notDetermined || auth.status == .denied {
+                FileHandle.standardError.write(Data("interlude: \(app) is \(auth.status == .denied ? "denied" : "not yet authorized") (N1); allow it with `interlude auth \(app) grant`\n".utf8))
+            }
+        }
+        let r = try await c.call(RemoteMethod.registerRemote, RegisterRemoteParams(enabled: !a.has("off")), as: RegisterRemoteResult.self)
+        if a.has("json") { CommandOutput.printJSONLine(r); return 0 }
+        if !r.registered { print("\(app): not registered for remote notifications"); return 0 }
+        print("\(app): registered for remote notifications" + (r.topic.map { " on \($0) (device \(r.device ?? "?"))" } ?? " (the daemon names no broker yet: remote.broker)"))
         return 0
     }
 

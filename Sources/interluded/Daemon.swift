@@ -4,6 +4,7 @@ import InterludeBus
 import InterludeConfig
 import InterludeEngine
 import InterludePulse
+import InterludeRemote
 import InterludeServer
 import InterludeSound
 import InterludeStore
@@ -157,6 +158,15 @@ enum Daemon {
         await engine.setReloader(reloader)
         ReloadSignal.install { Task { _ = await reloader() } }
         await engine.start()
+        // Remote notifications (issue 11), when the config names a broker.
+        let remote: RemoteBridge?
+        do {
+            remote = try await RemoteBridge.make(config: config, engine: engine, log: log)
+            try remote?.start()
+        } catch {
+            log("bad config: \(error)")
+            return 78  // EX_CONFIG
+        }
 
         let server = SocketServer(path: path, engine: engine, maxClients: Int(config.number("server.maxClients")),
                                   maxOutputBytes: Int(config.number("server.maxOutputBytes")), log: log)
@@ -175,6 +185,7 @@ enum Daemon {
         let status = await waitForTerminationSignal(orParentExit: options["exit-with-parent"] != nil, or: exitRequest)
         log("stopping")
         bus.stop()
+        remote?.stop()
         server.stop()
         await engine.releaseStreams()  // no duck or mute of ours outlives the daemon
         pulse.disconnect()

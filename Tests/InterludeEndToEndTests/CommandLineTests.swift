@@ -59,6 +59,10 @@ import InterludeWire
         #expect(!cli.contains("libpulse"), "interlude maps libpulse:\n\(cli)")
         #expect(!cli.contains("libsndfile"), "interlude maps libsndfile:\n\(cli)")
         #expect(try needed(audio).contains("libpulse"))
+        // `push` runs in interlude-push (issue 11): libmosquitto stays out of `interlude`.
+        #expect(!cli.contains("libmosquitto"), "interlude maps libmosquitto:\n\(cli)")
+        if let push = ScenarioRunner.siblingExecutable("interlude-push") { #expect(try needed(push).contains("libmosquitto")) }
+        else { Issue.record("no interlude-push beside interlude") }
     }
 
     @Test func usageErrorsExitTwoFromBothExecutables() throws {

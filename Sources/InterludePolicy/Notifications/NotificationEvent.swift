@@ -40,6 +40,16 @@ public enum NotificationEvent: Codable, Sendable, Equatable {
     case appDisconnected(app: String)
     /// Time passed (see `NotificationPolicy.nextDeadline`). No reply.
     case tick
+    /// The app registers (or unregisters) for remote notifications (issue 11; N1). Replies `.done`.
+    case registerRemote(app: String, enabled: Bool)
+    /// A remote notification from a provider through the broker (issue 11), with the provider's
+    /// message id. A message id among the last `dedupeWindow` seen replies `.duplicate` and
+    /// changes nothing (exactly once: the broker may deliver a message again). Otherwise the id is
+    /// remembered and the request is decided as `.add` (with no peer executable: an N3 entitlement
+    /// bound to an executable path does not cover it), after two checks of its own: the app registered for remote
+    /// notifications (N1) and the user allows them for the app (N2, setting `remote`); either
+    /// missing is a rejection (`notAuthorized`) recorded for explain (N16). Replies as `.add`.
+    case addRemote(NotificationRequest, app: String, messageID: String, dedupeWindow: Int)
 }
 
 /// What the engine must do after a `reduce` call, in order.
@@ -69,6 +79,9 @@ public enum NotificationReply: Codable, Sendable, Equatable {
     case played(NotificationDecision)
     /// Done, nothing to report.
     case done
+    /// A remote message id seen before (issue 11): nothing changed; the decision made the first
+    /// time, if it is still in the decision log.
+    case duplicate(identifier: String, decision: NotificationDecision?)
     /// Refused: stable code, message, and the decision if there was one (N16).
     case failed(code: NotificationErrorCode, message: String, decision: NotificationDecision?)
 }

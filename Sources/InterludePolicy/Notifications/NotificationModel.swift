@@ -50,6 +50,9 @@ public struct NotificationAppSettings: Codable, Sendable, Equatable {
     public var scheduledSummary: Bool
     /// The separate opt-in for promotional notifications (N6).
     public var marketing: Bool
+    /// Whether remote notifications (from a provider through the broker, issue 11) reach the app
+    /// (N2); nil = never set, which is off: the user opts each app in.
+    public var remote: Bool?
 
     /// Settings of an app nobody configured: undetermined, sound/badge/previews/time-sensitive/
     /// critical on, no summary, no marketing.
@@ -85,11 +88,14 @@ public struct NotificationSettingsChange: Codable, Sendable, Equatable {
     public var scheduledSummary: Bool?
     /// New marketing opt-in.
     public var marketing: Bool?
+    /// New remote-notifications setting (issue 11).
+    public var remote: Bool?
 
     /// Makes a change; every field defaults to "unchanged".
     public init(authorization: NotificationAuthorizationStatus? = nil, sound: Bool? = nil, badge: Bool? = nil,
                 showPreviews: NotificationPreviewSetting? = nil, timeSensitive: Bool? = nil,
-                criticalAlerts: Bool? = nil, scheduledSummary: Bool? = nil, marketing: Bool? = nil) {
+                criticalAlerts: Bool? = nil, scheduledSummary: Bool? = nil, marketing: Bool? = nil, remote: Bool? = nil) {
+        self.remote = remote
         self.authorization = authorization
         self.sound = sound
         self.badge = badge
@@ -111,6 +117,7 @@ public struct NotificationSettingsChange: Codable, Sendable, Equatable {
         if let criticalAlerts { s.criticalAlerts = criticalAlerts }
         if let scheduledSummary { s.scheduledSummary = scheduledSummary }
         if let marketing { s.marketing = marketing }
+        if let remote { s.remote = remote }
         return s
     }
 }

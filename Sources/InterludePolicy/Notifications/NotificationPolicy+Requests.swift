@@ -39,6 +39,11 @@ extension NotificationReducer {
             state.apps[app]?.connected = false
         case .tick:
             break
+        case .registerRemote(let app, let enabled):
+            state.apps[app, default: .init()].remoteRegistered = enabled
+            effects.append(.reply(.done))
+        case .addRemote(let request, let app, let messageID, let window):
+            addRemote(request, app: app, messageID: messageID, dedupeWindow: window, at: now)
         }
     }
 

@@ -24,6 +24,10 @@ public struct NotificationState: Codable, Sendable, Equatable {
     public var history: NotificationAlertHistory
     /// The most recent decisions, oldest first, at most `decisionLogLimit` (N16).
     public var decisionLog: [NotificationDecisionRecord]
+    /// The message ids of the most recent remote notifications, oldest first (issue 11: a message
+    /// the broker delivers again is recognized and not delivered twice). Saved with the rest, in
+    /// the same transaction as the decision it led to.
+    public var remoteMessages: [String]
 
     /// An empty state: no apps, nothing pending or delivered, no focus, ringer on, no call.
     public init() {
@@ -38,6 +42,7 @@ public struct NotificationState: Codable, Sendable, Equatable {
         callActive = false
         history = NotificationAlertHistory()
         decisionLog = []
+        remoteMessages = []
     }
 }
 
@@ -79,6 +84,8 @@ public struct NotificationAppRecord: Codable, Sendable, Equatable {
     public var connected: Bool
     /// Action responses waiting for the app to connect (N14), oldest first.
     public var queuedResponses: [NotificationActionResponse]
+    /// Whether the app registered for remote notifications (issue 11, N1); nil = never asked.
+    public var remoteRegistered: Bool?
 
     /// A record for an app never seen before.
     public init(settings: NotificationAppSettings = .init()) {

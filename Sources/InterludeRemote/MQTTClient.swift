@@ -1,0 +1,365 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import CMosquitto
+import Foundation
+import Synchronization
+
+/// A broker address: `mqtt://HOST[:PORT]` (plain TCP, port 1883) or `mqtts://HOST[:PORT]` (TLS,
+/// port 8883). Credentials are never part of the URL (a password on a command line is visible to
+/// every user in `ps`): they come from a password file.
+public struct MQTTBrokerURL: Sendable, Equatable, CustomStringConvertible {
+    public var host: String
+    public var port: Int
+    public var tls: Bool
+
+    /// Parses a broker URL.
+    /// - Throws: ``MQTTError`` `badURL` for another scheme, user info in the URL, an empty host or
+    ///   a port outside 1…65535.
+    public init(_ text: String) throws(MQTTError) {
+        let scheme: String
+        let rest: Substring
+        if text.hasPrefix("mqtt://") { scheme = "mqtt"; rest = text.dropFirst(7) }
+        else if text.hasPrefix("mqtts://") { scheme = "mqtts"; rest = text.dropFirst(8) }
+        else { throw MQTTError(.badURL, "a broker URL is mqtt://HOST[:PORT] or mqtts://HOST[:PORT], not \(text)") }
+        let hostPort = rest.hasSuffix("/") ? rest.dropLast() : rest
+        guard !hostPort.contains("@") else {
+            throw MQTTError(.badURL, "a broker URL carries no user or password (use a password file): \(text)")
+        }
+        guard !hostPort.contains("/") else { throw MQTTError(.badURL, "a broker URL has no path: \(text)") }
+        tls = scheme == "mqtts"
+        var h = String(hostPort)
+        var p = tls ? 8883 : 1883
+        if let colon = h.lastIndex(of: ":"), !h.hasSuffix("]") {
+            guard let n = Int(h[h.index(after: colon)...]), (1...65535).contains(n) else {
+                throw MQTTError(.badURL, "the port of \(text) must be 1…65535")
+            }
+            p = n
+            h = String(h[..<colon])
+        }
+        if h.hasPrefix("["), h.hasSuffix("]") { h = String(h.dropFirst().dropLast()) }
+        guard !h.isEmpty else { throw MQTTError(.badURL, "the broker URL \(text) has no host") }
+        host = h
+        port = p
+    }
+
+    /// Makes a URL from its parts.
+    public init(host: String, port: Int, tls: Bool) { self.host = host; self.port = port; self.tls = tls }
+
+    public var description: String { "\(tls ? "mqtts" : "mqtt")://\(host.contains(":") ? "[\(host)]" : host):\(port)" }
+}
+
+/// An error of the MQTT adapter, with a stable code.
+public struct MQTTError: Error, Sendable, Equatable, CustomStringConvertible {
+    public enum Code: String, Sendable {
+        /// The broker URL cannot be used.
+        case badURL
+        /// A credentials or CA file cannot be read.
+        case badCredentials
+        /// libmosquitto refused a call (the message has its words).
+        case mosquittoFailed
+        /// No connection (yet, or any more).
+        case notConnected
+        /// The broker refused the connection (CONNACK code in the message).
+        case connectionRefused
+        /// Nothing came in time.
+        case timedOut
+    }
+    public var code: Code
+    public var message: String
+    public init(_ code: Code, _ message: String) { self.code = code; self.message = message }
+    public var description: String { "\(message) [\(code.rawValue)]" }
+}
+
+/// A message as the broker delivered it.
+public struct MQTTMessage: Sendable {
+    public var topic: String
+    public var payload: [UInt8]
+    public var qos: Int32
+    public var retain: Bool
+    /// The MQTT packet id (not stable across redeliveries: dedupe on an id inside the payload).
+    public var mid: Int32
+}
+
+/// How to connect.
+public struct MQTTOptions: Sendable {
+    public var broker: MQTTBrokerURL
+    /// The client id: the device id for a device (one connection per id: two clients with one id
+    /// take the connection from each other).
+    public var clientID: String
+    /// false: a persistent session, so QoS 1 messages wait at the broker while the client is away.
+    public var cleanSession: Bool
+    public var username: String?
+    public var password: String?
+    /// PEM file of the CA that signed the broker's certificate (for `mqtts://`); nil = the system's CAs.
+    public var caFile: String?
+    /// Keepalive interval (s).
+    public var keepaliveSeconds: Int32
+    public init(broker: MQTTBrokerURL, clientID: String, cleanSession: Bool, username: String? = nil, password: String? = nil,
+                caFile: String? = nil, keepaliveSeconds: Int32 = 30) {
+        self.broker = broker; self.clientID = clientID; self.cleanSession = cleanSession
+        self.username = username; self.password = password; self.caFile = caFile; self.keepaliveSeconds = keepaliveSeconds
+    }
+
+    /// Reads a password file: its first line, without the line end.
+    /// - Throws: ``MQTTError`` `badCredentials` when it cannot be read or is empty.
+    public static func readPasswordFile(_ path: String) throws(MQTTError) -> String {
+        guard let data = FileManager.default.contents(atPath: path), let text = String(data: data, encoding: .utf8) else {
+            throw MQTTError(.badCredentials, "cannot read the password file \(path)")
+        }
+        // "\r\n" is one Character in Swift: split on every kind of line end, not on "\n".
+        let password = text.split(maxSplits: 1, omittingEmptySubsequences: false, whereSeparator: \.isNewline).first.map(String.init) ?? ""
+        guard !password.isEmpty else { throw MQTTError(.badCredentials, "the password file \(path) is empty") }
+        return password
+    }
+}
+
+/// One libmosquitto client on its own network thread (`mosquitto_loop_start`), reconnecting with
+/// backoff by itself.
+///
+/// Delivery contract for QoS 1 (the reason this adapter exists): libmosquitto has no manual
+/// acknowledgement, but in threaded mode the PUBACK it queues for a message is written only after
+/// the message handler returns. So ``start(onMessage:)``'s handler runs on the network thread,
+/// synchronously: whatever it persists before returning is persisted before the broker hears the
+/// acknowledgement; if the process dies inside the handler, the broker delivers the message again
+/// (with `cleanSession` false). The handler must therefore be idempotent (dedupe by an id in the
+/// payload). It must not call ``stop()``.
+///
+/// The C callbacks are file-scope functions of this library, never closures in main-actor code
+/// (DESIGN.md: the Swift 6 callback trap, SIGILL).
+public final class MQTTClient: @unchecked Sendable {
+    public let options: MQTTOptions
+    let mosq: OpaquePointer
+    let state = Mutex(ClientState())
+    let changed = NSCondition()
+    var onMessage: (@Sendable (MQTTMessage) -> Void)?
+    var onConnect: (@Sendable () -> Void)?
+    /// Log lines (connection changes), for the daemon's stderr.
+    let log: @Sendable (String) -> Void
+    var started = false
+
+    struct ClientState {
+        var connected = false
+        var lastConnack: Int32?
+        var connects = 0
+        var published: Set<Int32> = []
+        var subscribed: [Int32: [Int32]] = [:]
+    }
+
+    private static let libraryInit: Void = { mosquitto_lib_init() }()
+
+    /// Makes a client; nothing is sent until ``start(onMessage:onConnect:)``.
+    /// - Throws: ``MQTTError`` `mosquittoFailed` (out of memory, bad id), `badCredentials` (a CA
+    ///   file that cannot be read).
+    public init(_ options: MQTTOptions, log: @escaping @Sendable (String) -> Void = { _ in }) throws(MQTTError) {
+        _ = Self.libraryInit
+        self.options = options
+        self.log = log
+        guard let m = mosquitto_new(options.clientID, options.cleanSession, nil) else {
+            throw MQTTError(.mosquittoFailed, "mosquitto_new failed for client id \(options.clientID): \(String(cString: strerror(errno)))")
+        }
+        mosq = m
+        mosquitto_user_data_set(m, Unmanaged.passUnretained(self).toOpaque())
+        _ = mosquitto_int_option(m, MOSQ_OPT_PROTOCOL_VERSION, Int32(MQTT_PROTOCOL_V311))
+        // Small packets go out at once: with Nagle's algorithm a receipt written right after a
+        // PUBACK waited for the broker's delayed ACK (about 40 ms on every push).
+        _ = mosquitto_int_option(m, MOSQ_OPT_TCP_NODELAY, 1)
+        if let u = options.username {
+            try check(mosquitto_username_pw_set(m, u, options.password), "mosquitto_username_pw_set")
+        }
+        if options.broker.tls {
+            if let ca = options.caFile, !FileManager.default.isReadableFile(atPath: ca) {
+                throw MQTTError(.badCredentials, "cannot read the CA file \(ca)")
+            }
+            if let ca = options.caFile {
+                try check(mosquitto_tls_set(m, ca, nil, nil, nil, nil), "mosquitto_tls_set")
+            } else {
+                try check(mosquitto_tls_set(m, nil, "/etc/ssl/certs", nil, nil, nil), "mosquitto_tls_set")
+            }
+        }
+        mosquitto_connect_callback_set(m, mqttOnConnect)
+        mosquitto_disconnect_callback_set(m, mqttOnDisconnect)
+        mosquitto_message_callback_set(m, mqttOnMessage)
+        mosquitto_publish_callback_set(m, mqttOnPublish)
+        mosquitto_subscribe_callback_set(m, mqttOnSubscribe)
+        _ = mosquitto_reconnect_delay_set(m, 1, 30, true)
+    }
+
+    deinit {
+        if started { mosquitto_loop_stop(mosq, true) }
+        mosquitto_destroy(mosq)
+    }
+
+    func check(_ rc: Int32, _ what: String) throws(MQTTError) {
+        guard rc == MOSQ_ERR_SUCCESS.rawValue else { throw MQTTError(.mosquittoFailed, "\(what): \(String(cString: mosquitto_strerror(rc)))") }
+    }
+
+    /// Connects (asynchronously: a broker that is not up yet is retried with backoff, 1…30 s) and
+    /// starts the network thread.
+    /// - Parameters:
+    ///   - onMessage: called on the network thread for each message, in order; the message is
+    ///     acknowledged (QoS 1) after it returns (see the type's doc).
+    ///   - onConnect: called on the network thread after each accepted connection (subscribe here).
+    /// - Throws: ``MQTTError`` `mosquittoFailed` when the thread cannot start.
+    public func start(onMessage: (@Sendable (MQTTMessage) -> Void)? = nil, onConnect: (@Sendable () -> Void)? = nil) throws(MQTTError) {
+        self.onMessage = onMessage
+        self.onConnect = onConnect
+        let rc = mosquitto_connect_async(mosq, options.broker.host, Int32(options.broker.port), options.keepaliveSeconds)
+        if rc != MOSQ_ERR_SUCCESS.rawValue {
+            log("broker \(options.broker) not reachable yet (\(String(cString: mosquitto_strerror(rc)))); retrying")
+        }
+        try check(mosquitto_loop_start(mosq), "mosquitto_loop_start")
+        started = true
+    }
+
+    /// Waits until connected (CONNACK accepted).
+    /// - Throws: ``MQTTError`` `connectionRefused` with the broker's reason, or `timedOut`.
+    public func waitUntilConnected(timeout: Double) throws(MQTTError) {
+        let deadline = Date(timeIntervalSinceNow: timeout)
+        changed.lock()
+        defer { changed.unlock() }
+        while true {
+            let s = state.withLock { ($0.connected, $0.lastConnack) }
+            if s.0 { return }
+            if let code = s.1, code != 0 {
+                throw MQTTError(.connectionRefused, "the broker \(options.broker) refused the connection: \(String(cString: mosquitto_connack_string(code)))")
+            }
+            if !changed.wait(until: deadline) {
+                throw MQTTError(.timedOut, "no connection to \(options.broker) within \(timeout) s")
+            }
+        }
+    }
+
+    /// Whether a connection is up now.
+    public var isConnected: Bool { state.withLock { $0.connected } }
+
+    /// Subscribes; returns the packet id (see ``waitForSubscription(_:timeout:)``).
+    /// - Throws: ``MQTTError`` `notConnected` or `mosquittoFailed`.
+    @discardableResult
+    public func subscribe(_ topic: String, qos: Int32 = 1) throws(MQTTError) -> Int32 {
+        var mid: Int32 = 0
+        let rc = mosquitto_subscribe(mosq, &mid, topic, qos)
+        if rc == MOSQ_ERR_NO_CONN.rawValue { throw MQTTError(.notConnected, "not connected to \(options.broker)") }
+        try check(rc, "mosquitto_subscribe \(topic)")
+        return mid
+    }
+
+    /// Waits for the SUBACK of `mid` and returns the granted QoS of each topic (128 = refused).
+    /// A broker that forbids a subscription by its ACL may still grant it and send nothing.
+    public func waitForSubscription(_ mid: Int32, timeout: Double) throws(MQTTError) -> [Int32] {
+        let deadline = Date(timeIntervalSinceNow: timeout)
+        changed.lock()
+        defer { changed.unlock() }
+        while true {
+            if let g = state.withLock({ $0.subscribed.removeValue(forKey: mid) }) { return g }
+            if !changed.wait(until: deadline) { throw MQTTError(.timedOut, "no SUBACK within \(timeout) s") }
+        }
+    }
+
+    /// Publishes; returns the packet id. QoS 1 messages are kept by libmosquitto (in memory) and
+    /// sent again after a reconnect until the broker acknowledges them (``waitForPublished(_:timeout:)``).
+    /// - Throws: ``MQTTError`` `mosquittoFailed` (payload too large, bad topic, out of memory).
+    @discardableResult
+    public func publish(_ topic: String, _ payload: [UInt8], qos: Int32 = 1, retain: Bool = false) throws(MQTTError) -> Int32 {
+        var mid: Int32 = 0
+        let rc = payload.withUnsafeBytes { raw in
+            mosquitto_publish(mosq, &mid, topic, Int32(raw.count), raw.baseAddress, qos, retain)
+        }
+        // NO_CONN: libmosquitto queued it anyway and sends it after the reconnect.
+        if rc != MOSQ_ERR_NO_CONN.rawValue { try check(rc, "mosquitto_publish \(topic)") }
+        return mid
+    }
+
+    /// Waits until the broker acknowledged every one of `mids` (PUBACK for QoS 1). Returns those
+    /// that were acknowledged in time.
+    public func waitForPublished(_ mids: Set<Int32>, timeout: Double) -> Set<Int32> {
+        let deadline = Date(timeIntervalSinceNow: timeout)
+        changed.lock()
+        defer { changed.unlock() }
+        while true {
+            let done = state.withLock { $0.published.intersection(mids) }
+            if done.count == mids.count || !changed.wait(until: deadline) {
+                state.withLock { $0.published.subtract(done) }
+                return done
+            }
+        }
+    }
+
+    /// Takes the set of packet ids acknowledged since the last call (for streaming publishers).
+    public func takePublished() -> Set<Int32> {
+        state.withLock { s in defer { s.published = [] }; return s.published }
+    }
+
+    /// Disconnects cleanly and stops the network thread (waits for it). Not from the handlers.
+    public func stop() {
+        guard started else { return }
+        mosquitto_disconnect(mosq)
+        mosquitto_loop_stop(mosq, false)
+        started = false
+        state.withLock { $0.connected = false }
+    }
+
+    // Called from the C callbacks below, on the network thread.
+    func connected(_ rc: Int32) {
+        let first = state.withLock { s -> Bool in
+            s.lastConnack = rc
+            s.connected = rc == 0
+            if rc == 0 { s.connects += 1 }
+            return s.connects == 1
+        }
+        if rc == 0 {
+            log("connected to \(options.broker) as \(options.clientID)\(first ? "" : " (again)")")
+            onConnect?()
+        } else {
+            log("the broker \(options.broker) refused \(options.clientID): \(String(cString: mosquitto_connack_string(rc)))")
+        }
+        signal()
+    }
+    func disconnected(_ rc: Int32) {
+        let was = state.withLock { s -> Bool in defer { s.connected = false }; return s.connected }
+        if was, rc != 0 { log("connection to \(options.broker) lost (\(String(cString: mosquitto_strerror(rc)))); reconnecting") }
+        signal()
+    }
+    func published(_ mid: Int32) {
+        state.withLock { _ = $0.published.insert(mid) }
+        signal()
+    }
+    func subscribed(_ mid: Int32, _ granted: [Int32]) {
+        state.withLock { $0.subscribed[mid] = granted }
+        signal()
+    }
+    func signal() {
+        changed.lock()
+        changed.broadcast()
+        changed.unlock()
+    }
+}
+
+// MARK: C callbacks (file scope: nonisolated, see DESIGN.md's callback trap)
+
+private func client(_ obj: UnsafeMutableRawPointer?) -> MQTTClient? {
+    obj.map { Unmanaged<MQTTClient>.fromOpaque($0).takeUnretainedValue() }
+}
+
+private let mqttOnConnect: @convention(c) (OpaquePointer?, UnsafeMutableRawPointer?, Int32) -> Void = { _, obj, rc in
+    client(obj)?.connected(rc)
+}
+private let mqttOnDisconnect: @convention(c) (OpaquePointer?, UnsafeMutableRawPointer?, Int32) -> Void = { _, obj, rc in
+    client(obj)?.disconnected(rc)
+}
+private let mqttOnPublish: @convention(c) (OpaquePointer?, UnsafeMutableRawPointer?, Int32) -> Void = { _, obj, mid in
+    client(obj)?.published(mid)
+}
+private let mqttOnSubscribe: @convention(c) (OpaquePointer?, UnsafeMutableRawPointer?, Int32, Int32, UnsafePointer<Int32>?) -> Void = { _, obj, mid, count, granted in
+    let g = granted.map { Array(UnsafeBufferPointer(start: $0, count: Int(count))) } ?? []
+    client(obj)?.subscribed(mid, g)
+}
+private let mqttOnMessage: @convention(c) (OpaquePointer?, UnsafeMutableRawPointer?, UnsafePointer<mosquitto_message>?) -> Void = { _, obj, msg in
+    guard let c = client(obj), let m = msg?.pointee, let handler = c.onMessage else { return }
+    let topic = m.topic.map { String(cString: $0) } ?? ""
+    var payload: [UInt8] = []
+    if let p = m.payload, m.payloadlen > 0 {
+        payload = Array(UnsafeRawBufferPointer(start: p, count: Int(m.payloadlen)))
+    }
+    handler(MQTTMessage(topic: topic, payload: payload, qos: m.qos, retain: m.retain, mid: m.mid))
+}

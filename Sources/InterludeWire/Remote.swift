@@ -1,0 +1,201 @@
+import Foundation
+import InterludePolicy
+
+/// Remote notifications (issue 11, REMOTE.md): the message a provider publishes to a device's
+/// topic, the receipt the device publishes back, and the app's registration method.
+public enum RemoteMethod {
+    /// `notification.registerRemote`: the calling app registers (or unregisters) for remote
+    /// notifications; the reply names the device and the topic a provider publishes to.
+    public static let registerRemote = "notification.registerRemote"
+}
+
+/// `notification.registerRemote` params: `enabled` (default true).
+public struct RegisterRemoteParams: WireParams, Equatable {
+    public static let fields: Set<String> = ["enabled"]
+    public var enabled: Bool?
+    public init(enabled: Bool? = nil) { self.enabled = enabled }
+}
+
+/// The reply to `notification.registerRemote`: where a provider sends this device's
+/// notifications (nil while the daemon's config names no broker).
+public struct RegisterRemoteResult: Codable, Sendable, Equatable {
+    public var registered: Bool
+    public var device: String?
+    public var topic: String?
+    public init(registered: Bool, device: String?, topic: String?) { self.registered = registered; self.device = device; self.topic = topic }
+}
+
+/// The topics of one device under a prefix (`interlude/devices` by default):
+/// `PREFIX/DEVICE/notifications` (the provider writes, the device reads) and
+/// `PREFIX/DEVICE/receipts` (the device writes, the provider reads).
+public struct RemoteTopics: Sendable, Equatable {
+    public var prefix: String
+    public var device: String
+    public init(prefix: String, device: String) { self.prefix = prefix; self.device = device }
+    public var notifications: String { "\(prefix)/\(device)/notifications" }
+    public var receipts: String { "\(prefix)/\(device)/receipts" }
+
+    /// A device id is 1…128 characters of letters, digits, `.`, `_` and `-` (a topic level and a
+    /// broker username; MQTT wildcards `+`/`#` and `/` would change the topic).
+    public static func deviceProblem(_ id: String) -> String? {
+        guard (1...128).contains(id.utf8.count) else { return "a device id is 1…128 characters" }
+        let ok = id.unicodeScalars.allSatisfy { ("a"..."z").contains($0) || ("A"..."Z").contains($0) || ("0"..."9").contains($0) || "._-".unicodeScalars.contains($0) }
+        return ok ? nil : "a device id has only letters, digits, '.', '_' and '-'"
+    }
+}
+
+/// A remote notification message, version 1 (REMOTE.md): one JSON object,
+/// `{"v": 1, "id": "MESSAGE-ID", "app": "APP", "title": …}` with every field of
+/// `notification.add` beside `v`, `id` and `app`. `id` (1…128 bytes) is the provider's message id:
+/// the device delivers each id once. `identifier` defaults to `id`.
+public struct RemoteMessage: Sendable, Equatable {
+    /// The format version this build reads and writes.
+    public static let version = 1
+    /// The largest message by default (bytes); `remote.maxMessageBytes` in the config.
+    public static let defaultMaxBytes = 16384
+    /// The keys a version 1 message may have.
+    public static let fields: Set<String> = AddNotificationParams.fields.union(["v", "id", "app"])
+
+    public var id: String
+    public var app: String
+    /// The notification, exactly as `notification.add` params.
+    public var notification: AddNotificationParams
+
+    public init(id: String, app: String, notification: AddNotificationParams) {
+        self.id = id; self.app = app; self.notification = notification
+    }
+
+    /// The message as JSON text (what `interlude push` publishes).
+    public func encoded() throws -> [UInt8] {
+        guard case var .object(o) = try JSONValue(encoding: notification) else { throw WireError(.internalError, "params do not encode as an object") }
+        o["v"] = .number(Double(Self.version))
+        o["id"] = .string(id)
+        o["app"] = .string(app)
+        return Array(try WireCoding.encoder.encode(JSONValue.object(o)))
+    }
+
+    /// Parses a message.
+    /// - Throws: ``RemoteMessageError`` with code `tooLarge` (over `maxBytes`, checked before
+    ///   the fields are; its id and app are still read for the receipt when it is at most 256 KiB of JSON), `badRequest` (not UTF-8 JSON, not an object, nesting beyond ``JSONDepth``, `v`
+    ///   missing or not 1, `id` or `app` missing or bad, a field of the wrong type or range) or
+    ///   `unknownField`. The error carries `id` and `app` when they could be read, for the receipt.
+    public static func parse(_ bytes: [UInt8], maxBytes: Int = defaultMaxBytes) throws(RemoteMessageError) -> RemoteMessage {
+        guard bytes.count <= maxBytes else {
+            // Its id and app, if it is JSON at all, for the receipt (bounded: at most 256 KiB is read).
+            var id: String?, app: String?
+            if bytes.count <= 262144, (try? JSONDepth.check(bytes)) != nil, let o = (try? JSONValue.parse(Data(bytes)))?.objectValue {
+                id = o["id"]?.stringValue.flatMap { (1...128).contains($0.utf8.count) ? $0 : nil }
+                app = o["app"]?.stringValue.flatMap { AppIdentifier.problem($0) == nil ? $0 : nil }
+            }
+            throw RemoteMessageError(WireError(.tooLarge, "the message has \(bytes.count) bytes; at most \(maxBytes)"), id: id, app: app)
+        }
+        let request: WireRequest
+        do {
+            request = try WireRequest.parse(Array(#"{"id":0,"method":"remote","params":"#.utf8) + bytes + Array("}".utf8))
+        } catch {
+            var e = error.error
+            e.message = e.message.replacingOccurrences(of: "\"params\" must be an object", with: "a message must be a JSON object")
+            throw RemoteMessageError(e)
+        }
+        var params = request.params
+        let id = params.removeValue(forKey: "id")
+        let app = params.removeValue(forKey: "app")
+        let v = params.removeValue(forKey: "v")
+        let idText = id?.stringValue
+        let appText = app?.stringValue
+        func fail(_ code: WireErrorCode, _ message: String) -> RemoteMessageError {
+            RemoteMessageError(WireError(code, message), id: idText, app: appText)
+        }
+        guard case let .number(n)? = v else { throw fail(.badRequest, "\"v\" (the format version, 1) is missing or not a number") }
+        guard n == Double(version) else { throw fail(.badRequest, "format version \(n) is not supported (this device reads version \(version))") }
+        guard let idText, (1...128).contains(idText.utf8.count) else {
+            throw fail(.badRequest, "\"id\" must be a string of 1…128 bytes (the provider's message id)")
+        }
+        guard let appText, AppIdentifier.problem(appText) == nil else {
+            throw fail(.badRequest, "\"app\" must be an app id (1…255 characters without spaces or control characters)")
+        }
+        var inner = WireRequest(id: .number(0), method: "remote message", params: params)
+        if inner.params["identifier"] == nil { inner.params["identifier"] = .string(idText) }
+        do {
+            return RemoteMessage(id: idText, app: appText, notification: try inner.decodeParams(AddNotificationParams.self))
+        } catch {
+            var e = error
+            if e.code == .unknownField, let extra = Set(params.keys).subtracting(fields).sorted().first {
+                e.message = "a version \(version) message has no field \"\(extra)\""
+            }
+            throw RemoteMessageError(e, id: idText, app: appText)
+        }
+    }
+}
+
+/// Why a message cannot be delivered, with what could be read of it.
+public struct RemoteMessageError: Error, Sendable, Equatable {
+    public var error: WireError
+    public var id: String?
+    public var app: String?
+    public init(_ error: WireError, id: String? = nil, app: String? = nil) { self.error = error; self.id = id; self.app = app }
+}
+
+/// A receipt (REMOTE.md), published by the device to `PREFIX/DEVICE/receipts` for each message:
+/// what happened and the rules that decided it (N16).
+public struct RemoteReceipt: Codable, Sendable, Equatable {
+    /// What happened to a message.
+    public enum Status: String, Codable, Sendable {
+        /// In the center with its sound and banner (also `downgraded`: at a lower level, N3/N4).
+        case delivered, downgraded
+        /// In the center, no sound and no banner (focus N7, passive N5, provisional N1).
+        case silenced
+        /// Waiting: for the scheduled summary (N9), a trigger (N8) or a coalescing window (N11).
+        case held
+        /// Refused by the rules (N1, N2, N6, …): nothing delivered.
+        case rejected
+        /// Not a valid message (bad JSON, fields, version, or too large): acknowledged, never delivered.
+        case malformed
+        /// A message id this device has already decided (the broker delivered it again): nothing
+        /// delivered again; `decision` is the first one's, if still known.
+        case duplicate
+        /// The device could not save the decision (N15): the message is not acknowledged and comes again.
+        case failed
+    }
+    public var v: Int
+    /// The message id (nil if the message had none that could be read).
+    public var id: String?
+    public var device: String
+    public var app: String?
+    /// The notification identifier (default: the message id).
+    public var identifier: String?
+    public var status: Status
+    /// The rule ids of the decision (empty when malformed).
+    public var rules: [String]
+    /// The decision, as `notification.add` returns it.
+    public var decision: NotificationDecision?
+    /// For `malformed` and `rejected`: the stable code and the reason.
+    public var error: WireError?
+    /// When the device decided (seconds since 1970).
+    public var time: Double
+
+    public init(id: String?, device: String, app: String?, identifier: String?, status: Status, rules: [String],
+                decision: NotificationDecision?, error: WireError?, time: Double) {
+        v = RemoteMessage.version
+        self.id = id; self.device = device; self.app = app; self.identifier = identifier; self.status = status
+        self.rules = rules; self.decision = decision; self.error = error; self.time = time
+    }
+
+    /// The status a decision's outcome reads as.
+    public static func status(of outcome: NotificationDecision.Outcome) -> Status {
+        switch outcome {
+        case .delivered: .delivered
+        case .downgraded: .downgraded
+        case .silenced: .silenced
+        case .held: .held
+        case .rejected: .rejected
+        }
+    }
+
+    /// One line of JSON (sorted keys).
+    public func encoded() -> [UInt8] {
+        let e = JSONEncoder()
+        e.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return Array((try? e.encode(self)) ?? Data("{}".utf8))
+    }
+}

@@ -1,0 +1,152 @@
+import Foundation
+import InterludeCommandLine
+import InterludePolicy
+import InterludeRemote
+import InterludeWire
+import Synchronization
+
+/// `interlude push`: the provider's side of remote notifications (issue 11, REMOTE.md). Publishes
+/// messages (QoS 1) to `PREFIX/DEVICE/notifications` and prints, per message, that the broker
+/// acknowledged it, or with `--wait-receipt` the device's receipt. `interlude` execs this program
+/// (it links libmosquitto; `interlude` links only the client library).
+enum PushCLI {
+    static let usage = """
+    usage: interlude push --broker URL --device ID (--app APP --title T [--body B] [--subtitle S] [--level L]
+                          [--sound NAME] [--thread T] [--sender S] [--identifier ID] [--id MSGID] | --stdin [--raw])
+                          [--username U] [--password-file F] [--ca-file F] [--topic-prefix P] [--wait-receipt] [--timeout S]
+
+    Publishes a remote notification (REMOTE.md) to device ID through the broker (QoS 1) and prints one
+    JSON line per message: {"id", "acknowledged"} once the broker has it, or with --wait-receipt the
+    device's receipt (decision and rules). --stdin reads one message per line (JSON objects; v, id and
+    app are filled in when missing; --raw publishes the lines exactly as they are). The password comes
+    from --password-file (or $INTERLUDE_PUSH_PASSWORD_FILE), never the command line. Exit 0 when every
+    message was acknowledged (and every receipt came); 1 otherwise; 2 for a usage error.
+    """
+
+    static func run(_ argv: [String]) -> Int32 {
+        var args = CommandInvocation(argv).rest
+        if args.first == "push" { args.removeFirst() }
+        do { return try push(args) } catch let e as Arguments.UsageError {
+            return CommandOutput.fail("\(e.description)\n\(usage)", code: 2)
+        } catch let e as MQTTError where e.code == .badURL || e.code == .badCredentials {
+            return CommandOutput.fail(e.description, code: 2)
+        } catch { return CommandOutput.fail(error) }
+    }
+
+    static func push(_ argv: [String]) throws -> Int32 {
+        let a = try Arguments(argv, flags: ["wait-receipt", "stdin", "raw", "help"],
+                              options: ["broker", "device", "app", "title", "subtitle", "body", "level", "sound", "thread", "sender",
+                                        "identifier", "id", "username", "password-file", "ca-file", "topic-prefix", "timeout"])
+        if a.has("help") { print(usage); return 0 }
+        guard a.positionals.isEmpty else { throw Arguments.UsageError(description: "push takes no positional arguments: \(a.positionals[0])") }
+        guard let brokerText = a.value("broker") else { throw Arguments.UsageError(description: "push needs --broker URL") }
+        let broker = try MQTTBrokerURL(brokerText)
+        guard let device = a.value("device") else { throw Arguments.UsageError(description: "push needs --device ID") }
+        if let why = RemoteTopics.deviceProblem(device) { throw Arguments.UsageError(description: "--device: \(why)") }
+        let timeout = try a.double("timeout", in: 0.1...86400) ?? 10
+        let topics = RemoteTopics(prefix: a.value("topic-prefix") ?? "interlude/devices", device: device)
+
+        // The messages, checked before anything is sent.
+        var messages: [(id: String, bytes: [UInt8])] = []
+        if a.has("stdin") {
+            var n = 0
+            while let line = readLine(strippingNewline: true) {
+                n += 1
+                if line.trimmingCharacters(in: .whitespaces).isEmpty { continue }
+                if a.has("raw") {
+                    let id = (try? JSONValue.parse(Data(line.utf8)))?["id"]?.stringValue ?? "line-\(n)"
+                    messages.append((id, Array(line.utf8)))
+                    continue
+                }
+                guard case var .object(o)? = try? JSONValue.parse(Data(line.utf8)) else {
+                    throw Arguments.UsageError(description: "stdin line \(n) is not a JSON object")
+                }
+                if o["v"] == nil { o["v"] = .number(Double(RemoteMessage.version)) }
+                if o["id"] == nil { o["id"] = .string(newID()) }
+                if o["app"] == nil, let app = a.value("app") { o["app"] = .string(app) }
+                let bytes = Array(try WireCoding.encoder.encode(JSONValue.object(o)))
+                do { _ = try RemoteMessage.parse(bytes, maxBytes: 262144) } catch {
+                    throw Arguments.UsageError(description: "stdin line \(n): \(error.error.message)")
+                }
+                messages.append((o["id"]?.stringValue ?? "", bytes))
+            }
+        } else {
+            guard let app = a.value("app") else { throw Arguments.UsageError(description: "push needs --app APP (or --stdin)") }
+            guard let title = a.value("title") else { throw Arguments.UsageError(description: "push needs --title T") }
+            var level: InterruptionLevel?
+            if let l = a.value("level") {
+                guard let v = InterruptionLevel(name: l) else { throw Arguments.UsageError(description: "--level: passive, active, timeSensitive or critical") }
+                level = v
+            }
+            let id = a.value("id") ?? newID()
+            let m = RemoteMessage(id: id, app: app, notification: AddNotificationParams(
+                identifier: a.value("identifier"), title: title, subtitle: a.value("subtitle"), body: a.value("body"), sound: a.value("sound"),
+                thread: a.value("thread"), level: level, sender: a.value("sender")))
+            let bytes = try m.encoded()
+            do { _ = try RemoteMessage.parse(bytes, maxBytes: 262144) } catch { throw Arguments.UsageError(description: error.error.message) }
+            messages.append((id, bytes))
+        }
+
+        var password: String?
+        if let file = a.value("password-file") ?? ProcessInfo.processInfo.environment["INTERLUDE_PUSH_PASSWORD_FILE"] {
+            password = try MQTTOptions.readPasswordFile(file)
+        }
+        let receipts = Mutex<[String: [UInt8]]>([:])
+        let client = try MQTTClient(MQTTOptions(broker: broker, clientID: "interlude-push-\(getpid())-\(newID().prefix(8))", cleanSession: true,
+                                                username: a.value("username"), password: password, caFile: a.value("ca-file")))
+        let wait = a.has("wait-receipt")
+        try client.start(onMessage: { m in
+            guard let r = try? JSONDecoder().decode(RemoteReceipt.self, from: Data(m.payload)), let id = r.id else { return }
+            receipts.withLock { $0[id] = m.payload }
+        })
+        defer { client.stop() }
+        try client.waitUntilConnected(timeout: timeout)
+        if wait {
+            let mid = try client.subscribe(topics.receipts, qos: 1)
+            let granted = try client.waitForSubscription(mid, timeout: timeout)
+            if granted.first == 128 { return CommandOutput.fail("the broker refused a subscription to \(topics.receipts)") }
+        }
+        var midOf: [Int32: String] = [:]
+        for m in messages { midOf[try client.publish(topics.notifications, m.bytes, qos: 1)] = m.id }
+        let acked = client.waitForPublished(Set(midOf.keys), timeout: timeout + Double(messages.count) / 1000)
+        let ackedIDs = Set(acked.compactMap { midOf[$0] })
+        var ok = ackedIDs.count == messages.count
+        if wait {
+            let deadline = Date(timeIntervalSinceNow: timeout)
+            while Date() < deadline, receipts.withLock({ r in !ackedIDs.allSatisfy { r[$0] != nil } }) { Thread.sleep(forTimeInterval: 0.005) }
+        }
+        let got = receipts.withLock { $0 }
+        for m in messages {
+            if wait, let r = got[m.id] {
+                FileHandle.standardOutput.write(Data(r + [0x0A]))
+            } else {
+                CommandOutput.printJSONLine(PushLine(id: m.id, acknowledged: ackedIDs.contains(m.id), receipt: wait ? false : nil))
+                if wait { ok = false }
+            }
+        }
+        if messages.count > 1 {
+            FileHandle.standardError.write(Data("interlude push: \(messages.count) published, \(ackedIDs.count) acknowledged by the broker\(wait ? ", \(got.count) receipts" : "")\n".utf8))
+        }
+        return ok ? 0 : 1
+    }
+
+    struct PushLine: Encodable {
+        var id: String
+        var acknowledged: Bool
+        var receipt: Bool?
+    }
+
+    static func newID() -> String { UUID().uuidString.lowercased() }
+}
+
+extension InterruptionLevel {
+    init?(name: String) {
+        switch name {
+        case "passive": self = .passive
+        case "active": self = .active
+        case "timeSensitive": self = .timeSensitive
+        case "critical": self = .critical
+        default: return nil
+        }
+    }
+}

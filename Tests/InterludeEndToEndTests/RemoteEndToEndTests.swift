@@ -1,0 +1,354 @@
+import Foundation
+import Synchronization
+import Testing
+import InterludeClient
+import InterludePulse
+import InterludeRemote
+import InterludeScenario
+import InterludeWire
+import InterludePolicy
+
+/// The private mosquitto of Scripts/test (`Scripts/mosquitto-private`: the README's ACL, a password
+/// file per user). Under CI=true a missing broker fails.
+enum TestBroker {
+    static var url: String? { ProcessInfo.processInfo.environment["INTERLUDE_TEST_MQTT_URL"] }
+    static var dir: String? { ProcessInfo.processInfo.environment["INTERLUDE_TEST_MQTT_DIR"] }
+    static func passwordFile(_ user: String) -> String { (dir ?? "/nonexistent") + "/\(user).password" }
+    static func required() -> Bool {
+        if url != nil, dir != nil { return true }
+        if ProcessInfo.processInfo.environment["CI"] == "true" {
+            Issue.record("no test broker (INTERLUDE_TEST_MQTT_URL unset): run under Scripts/test or eval \"$(Scripts/mosquitto-private start DIR)\"")
+        }
+        return false
+    }
+    static func both() -> Bool { required() && AudioServer.required() }
+}
+
+/// Remote notifications end to end (issue 11): `interlude push` → the private mosquitto → the real
+/// `interluded` → the same rules → the sound at the null sink's monitor, and a receipt back.
+@Suite(.serialized) struct RemoteEndToEndTests {
+    struct Run { var status: Int32; var out: String; var err: String }
+
+    /// Runs the built `interlude` (which execs `interlude-push` for `push`).
+    static func interlude(_ args: [String], stdin: String? = nil, timeout: Double = 60) throws -> Run {
+        guard let path = ScenarioRunner.siblingExecutable("interlude") else { throw CocoaError(.fileNoSuchFile) }
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: path)
+        p.arguments = args
+        let out = Pipe(), err = Pipe(), input = Pipe()
+        p.standardOutput = out
+        p.standardError = err
+        p.standardInput = input
+        try p.run()
+        let outData = CommandLineEndToEndTests.ReadAll(out.fileHandleForReading), errData = CommandLineEndToEndTests.ReadAll(err.fileHandleForReading)
+        if let stdin { input.fileHandleForWriting.write(Data(stdin.utf8)) }
+        try? input.fileHandleForWriting.close()
+        let deadline = Date().addingTimeInterval(timeout)
+        while p.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
+        if p.isRunning { kill(p.processIdentifier, SIGKILL) }
+        p.waitUntilExit()
+        return Run(status: p.terminationStatus, out: outData.text(), err: errData.text())
+    }
+
+    /// `interlude push` as the provider (the README's provider user, its password from a file).
+    static func push(_ device: String, _ args: [String], stdin: String? = nil, timeout: Double = 60) throws -> Run {
+        try interlude(["push", "--broker", TestBroker.url!, "--device", device, "--username", "provider",
+                       "--password-file", TestBroker.passwordFile("provider")] + args, stdin: stdin, timeout: timeout)
+    }
+
+    /// A daemon for `device` whose log is appended to across restarts (`work/log`).
+    final class Device {
+        let work: WorkFolder
+        let device: String
+        var process: Process?
+        init(_ name: String, device: String, extraConfig: String = "") throws {
+            work = try WorkFolder(name)
+            self.device = device
+            try work.config("""
+            { authorization: { default: "grant" }, bursts: { maxDeliveredPerApp: 100000 },
+              remote: { broker: "\(TestBroker.url!)", deviceId: "\(device)", passwordFile: "\(TestBroker.passwordFile(device))" }
+              \(extraConfig) }
+            """)
+        }
+        var log: String { (try? String(contentsOfFile: work.path + "/log", encoding: .utf8)) ?? "" }
+        func start() throws {
+            guard let path = ScenarioRunner.siblingExecutable("interluded") else { throw CocoaError(.fileNoSuchFile) }
+            let p = Process()
+            p.executableURL = URL(fileURLWithPath: path)
+            p.arguments = ["--socket", work.socket, "--private", "--state", work.path + "/state", "--config", work.path]
+            let fd = open(work.path + "/log", O_WRONLY | O_CREAT | O_APPEND, 0o600)
+            p.standardError = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
+            try p.run()
+            process = p
+            for _ in 0..<200 where !UnixSocket.isLive(work.socket) { Thread.sleep(forTimeInterval: 0.02) }
+        }
+        /// Waits until the daemon's broker connection is up (its log says so), `count` times in all.
+        func waitConnected(count: Int = 1, timeout: Double = 10) {
+            let deadline = Date().addingTimeInterval(timeout)
+            while Date() < deadline, log.components(separatedBy: "connected to mqtt").count - 1 < count { Thread.sleep(forTimeInterval: 0.02) }
+        }
+        func kill9() { if let p = process { kill(p.processIdentifier, SIGKILL); p.waitUntilExit() }; process = nil }
+        func stop() { if let p = process { ScenarioRunner.stop(p) }; process = nil }
+        /// As the app and the user: register for remote notifications (and ask for authorization), opt in.
+        func optIn(_ app: String) throws {
+            let r = try RemoteEndToEndTests.interlude(["--socket", work.socket, "register-remote", "--app", app])
+            #expect(r.status == 0, "\(r.err)")
+            #expect(r.out.contains("/\(device)/notifications"), "\(r.out)")
+            let s = try RemoteEndToEndTests.interlude(["--socket", work.socket, "settings", app, "remote=on"])
+            #expect(s.status == 0, "\(s.err)")
+        }
+        /// The identifiers in the app's center, oldest first.
+        func center(_ app: String) async throws -> [NotificationView] {
+            let c = try await InterludeClient.connect(socket: work.socket, app: "org.interlude.CLI")
+            defer { c.close() }
+            return try await c.call(NotificationMethod.delivered, ListNotificationsParams(app: app), as: NotificationListResult.self).notifications
+        }
+        /// How many times the daemon delivered each identifier of `app` (its log, across restarts).
+        func deliveries(_ app: String) -> [String: Int] {
+            var n: [String: Int] = [:]
+            for line in log.split(separator: "\n") where line.hasPrefix("interluded: notification \(app)/") {
+                let id = line.dropFirst("interluded: notification \(app)/".count).prefix { $0 != " " }
+                n[String(id), default: 0] += 1
+            }
+            return n
+        }
+        deinit { stop(); work.remove() }
+    }
+
+    /// Blocks this thread (the tests wait for other processes, not for Swift tasks).
+    static func pause(_ seconds: Double) { Thread.sleep(forTimeInterval: seconds) }
+
+    static func receipt(_ line: Substring) -> RemoteReceipt? { try? JSONDecoder().decode(RemoteReceipt.self, from: Data(line.utf8)) }
+
+    /// `interlude push` runs in `interlude-push` (exec'd by `interlude`); its usage errors exit 2,
+    /// and a password in the broker URL is refused.
+    @Test func pushUsageErrorsExitTwo() throws {
+        for (args, words) in [(["push"], "push needs --broker URL"),
+                              (["push", "--broker", "mqtt://user:pw@127.0.0.1", "--device", "d", "--app", "a.b", "--title", "t"], "no user or password"),
+                              (["push", "--broker", "mqtt://127.0.0.1:1", "--device", "a/b", "--app", "a.b", "--title", "t"], "--device")] {
+            let r = try Self.interlude(args)
+            #expect(r.status == 2, "\(args): \(r.err)")
+            #expect(r.err.contains(words), "\(args): \(r.err)")
+        }
+    }
+
+    /// Done-when 1: a push is delivered with its sound heard at the monitor and a receipt naming the
+    /// rules; under focus it is silent and the receipt says N7. Prints the push → receipt times.
+    @Test(.enabled(if: TestBroker.both()))
+    func pushIsDeliveredAndHeardThenSilencedUnderFocus() async throws {
+        let app = "org.example.Game\(getpid())"
+        let d = try Device("remote-push", device: "device-1")
+        try d.start()
+        d.waitConnected()
+        try d.optIn(app)
+        let pulse = PulseConnection(clientName: "remote e2e")
+        try pulse.connect(timeout: 5)
+        defer { pulse.disconnect() }
+        let recorder = try PulseRecorder(connection: pulse, source: try pulse.defaultSinkName() + ".monitor")
+        defer { recorder.stop() }
+        Self.pause(0.3)
+        /// The peak (dBFS) recorded in [t, t + 1.2 s] (monotonic seconds).
+        func peak(from t: Double) -> Double {
+            let s = recorder.samples()
+            let start = max(0, Int((t - recorder.startTime) * 48000)), end = min(s.count, start + Int(1.2 * 48000))
+            guard start < end else { return -200 }
+            let p = s[start..<end].reduce(Float(0)) { max($0, abs($1)) }
+            return 20 * log10(Double(max(p, 1e-10)))
+        }
+
+        var times: [Double] = []
+        for i in 0..<5 {
+            let t0 = PulseClock.monotonicSeconds()
+            let r = try Self.push(d.device, ["--app", app, "--title", "Your turn \(i)", "--sound", "default", "--thread", "t\(i)", "--wait-receipt"])
+            times.append(PulseClock.monotonicSeconds() - t0)
+            #expect(r.status == 0, "\(r.out) \(r.err)")
+            let receipt = r.out.split(separator: "\n").first.flatMap(Self.receipt)
+            #expect(receipt?.status == .delivered, "\(r.out)")
+            #expect(receipt?.rules.isEmpty == false && receipt?.decision?.sound?.name == "default", "\(r.out)")
+            if i == 0 {
+                Self.pause(1.3)
+                #expect(peak(from: t0) > -40, "the pushed notification's sound at the monitor: \(peak(from: t0)) dBFS")
+            }
+            Self.pause(1.5)  // N11: one audible alert per app per second; the 1.2 s sound ends
+        }
+        print("remote push → receipt (interlude push process, debug build): \(times.map { String(format: "%.1f ms", $0 * 1000) })")
+
+        Self.pause(1)  // the last sound (1.2 s) has ended
+        let focus = try Self.interlude(["--socket", d.work.socket, "focus", "on", "sleep"])
+        #expect(focus.status == 0, "\(focus.err)")
+        let t1 = PulseClock.monotonicSeconds()
+        let r = try Self.push(d.device, ["--app", app, "--title", "Quiet", "--sound", "default", "--thread", "other", "--wait-receipt"])
+        let receipt = r.out.split(separator: "\n").first.flatMap(Self.receipt)
+        #expect(receipt?.status == .silenced, "\(r.out)")
+        #expect(receipt?.rules.contains("N7") == true, "\(r.out)")
+        Self.pause(1.3)
+        #expect(peak(from: t1) < -50, "silent under focus: \(peak(from: t1)) dBFS")
+
+        // Not opted in: nothing delivered, and the receipt says why (N2; N1 when not registered).
+        let other = try Self.push(d.device, ["--app", "org.example.NotOptedIn", "--title", "x", "--wait-receipt"])
+        let rejected = other.out.split(separator: "\n").first.flatMap(Self.receipt)
+        #expect(rejected?.status == .rejected && rejected?.rules == ["N1"] && rejected?.error?.code == .notAuthorized, "\(other.out)")
+
+        // Malformed and oversized: acknowledged, reported in a receipt and the log, never delivered.
+        let bad = "{\"v\":1,\"id\":\"bad-\(getpid())\",\"app\":\"\(app)\",\"title\":\"t\",\"colour\":\"red\"}\n"
+            + "{\"v\":1,\"id\":\"big-\(getpid())\",\"app\":\"\(app)\",\"title\":\"\(String(repeating: "x", count: 20000))\"}\n"
+        let m = try Self.push(d.device, ["--stdin", "--raw", "--wait-receipt"], stdin: bad)
+        let receipts = m.out.split(separator: "\n").compactMap(Self.receipt)
+        #expect(receipts.map(\.status) == [.malformed, .malformed], "\(m.out)")
+        #expect(receipts.map { $0.error?.code } == [.unknownField, .tooLarge], "\(m.out)")
+        #expect(d.log.contains("remote message bad-\(getpid()) malformed"), "\(d.log)")
+        let center = try await d.center(app).map(\.identifier)
+        #expect(!center.contains("bad-\(getpid())") && !center.contains("big-\(getpid())"))
+    }
+
+    /// Done-when 5: with the documented ACL a device cannot read another device's notifications or
+    /// receipts, nor publish into another device's topic.
+    @Test(.enabled(if: TestBroker.required()))
+    func aDeviceCannotReadAnotherDevicesTopic() throws {
+        let url = try MQTTBrokerURL(TestBroker.url!)
+        final class Inbox: Sendable { let got = Mutex<[String]>([]) }
+        func client(_ user: String) throws -> (MQTTClient, Inbox) {
+            let inbox = Inbox()
+            let got = inbox
+            let c = try MQTTClient(MQTTOptions(broker: url, clientID: "acl-\(user)-\(getpid())", cleanSession: true, username: user,
+                                               password: try MQTTOptions.readPasswordFile(TestBroker.passwordFile(user))))
+            try c.start(onMessage: { m in got.got.withLock { $0.append(m.topic + " " + String(decoding: m.payload, as: UTF8.self)) } })
+            try c.waitUntilConnected(timeout: 5)
+            return (c, inbox)
+        }
+        let topics5 = RemoteTopics(prefix: "interlude/devices", device: "device-5")
+        let (own, ownGot) = try client("device-5")
+        let (thief, thiefGot) = try client("device-6")
+        let (provider, providerGot) = try client("provider")
+        defer { own.stop(); thief.stop(); provider.stop() }
+        _ = try own.waitForSubscription(own.subscribe(topics5.notifications), timeout: 5)
+        // The broker grants the forbidden subscriptions and then sends nothing (mosquitto 2.0).
+        _ = try thief.waitForSubscription(thief.subscribe(topics5.notifications), timeout: 5)
+        _ = try thief.waitForSubscription(thief.subscribe(topics5.receipts), timeout: 5)
+        _ = try thief.waitForSubscription(thief.subscribe("interlude/devices/#"), timeout: 5)
+        _ = try provider.waitForSubscription(provider.subscribe(topics5.receipts), timeout: 5)
+
+        let sent = try provider.publish(topics5.notifications, Array("for device-5".utf8))
+        #expect(provider.waitForPublished([sent], timeout: 5) == [sent])
+        _ = try own.publish(topics5.receipts, Array("receipt of device-5".utf8))
+        _ = try thief.publish(topics5.notifications, Array("forged by device-6".utf8))   // forbidden: dropped
+        _ = try thief.publish(topics5.receipts, Array("forged receipt".utf8))            // forbidden: dropped
+        Self.pause(1.0)
+        let own5 = ownGot.got.withLock { $0 }, prov = providerGot.got.withLock { $0 }, stolen = thiefGot.got.withLock { $0 }
+        #expect(own5 == ["\(topics5.notifications) for device-5"])
+        #expect(prov == ["\(topics5.receipts) receipt of device-5"])
+        #expect(stolen.isEmpty, "device-6 read: \(stolen)")
+        print("ACL: device-5 got \(own5.count) notification(s), the provider got \(prov.count) receipt(s), device-6 got \(stolen.count) of 4 forbidden reads/writes")
+    }
+
+    /// Done-when 2: 10,000 messages pushed while the daemon is stopped are all delivered after it
+    /// starts, each once, in order per thread, with sounds only as N11 allows.
+    @Test(.enabled(if: TestBroker.both()))
+    func tenThousandPushedWhileStoppedAreDeliveredOnceInOrder() async throws {
+        let app = "org.example.Fleet\(getpid())"
+        let count = Int(ProcessInfo.processInfo.environment["INTERLUDE_TEST_BACKLOG"] ?? "10000")!
+        let d = try Device("remote-backlog", device: "device-3", extraConfig: ", bursts: { maxDeliveredPerApp: 50 }")
+        try d.start()
+        d.waitConnected()
+        try d.optIn(app)
+        d.stop()
+
+        let threads = ["a", "b", "c"]
+        let lines = (0..<count).map { i in
+            "{\"id\":\"bk-\(getpid())-\(i)\",\"app\":\"\(app)\",\"title\":\"n\(i)\",\"thread\":\"\(threads[i % 3])\",\"sound\":\"default\"}"
+        }
+        let t0 = Date()
+        let pushed = try Self.push(d.device, ["--stdin", "--timeout", "60"], stdin: lines.joined(separator: "\n") + "\n", timeout: 300)
+        #expect(pushed.status == 0, "\(pushed.err)")
+        let acked = pushed.out.split(separator: "\n").filter { $0.contains("\"acknowledged\":true") }.count
+        print("backlog: \(acked) of \(count) acknowledged by the broker in \(String(format: "%.1f", Date().timeIntervalSince(t0))) s")
+        #expect(acked == count)
+
+        let t1 = Date()
+        try d.start()
+        var delivered: [String: Int] = [:]
+        let deadline = Date().addingTimeInterval(1200)
+        while Date() < deadline {
+            delivered = d.deliveries(app)
+            if delivered.count >= count { break }
+            try await Task.sleep(nanoseconds: 200_000_000)
+        }
+        let drain = Date().timeIntervalSince(t1)
+        let ids = (0..<count).map { "bk-\(getpid())-\($0)" }
+        let missing = ids.filter { delivered[$0] == nil }.count
+        let twice = ids.filter { (delivered[$0] ?? 0) > 1 }.count
+        print("backlog drain: \(delivered.count) of \(count) delivered in \(String(format: "%.1f", drain)) s (\(String(format: "%.0f", Double(delivered.count) / drain))/s), missing \(missing), twice \(twice)")
+        #expect(missing == 0 && twice == 0)
+        // Order per thread: the order of the daemon's delivery lines.
+        var order: [String: [Int]] = [:]
+        var audible = 0
+        for line in d.log.split(separator: "\n") where line.hasPrefix("interluded: notification \(app)/bk-") {
+            let id = line.dropFirst("interluded: notification \(app)/".count).prefix { $0 != " " }
+            guard let n = Int(id.split(separator: "-").last!) else { continue }
+            order[threads[n % 3], default: []].append(n)
+            if line.contains("sound=default@"), !line.contains("sound=default@0.0") { audible += 1 }
+        }
+        for t in threads { #expect(order[t] == order[t]?.sorted(), "thread \(t) out of order") }
+        // N11: at most one audible alert per app per second (the drain took `drain` seconds).
+        print("backlog: \(audible) audible alerts for \(count) notifications over \(String(format: "%.1f", drain)) s [N11]")
+        #expect(audible >= 1 && Double(audible) <= drain + 1)
+    }
+
+    /// Done-when 3: the daemon is SIGKILLed at random moments during a stream of pushes, 20 times;
+    /// every message the broker acknowledged to the provider is delivered exactly once.
+    @Test(.enabled(if: TestBroker.both()))
+    func sigkillDuringAStreamOfPushesLosesAndDuplicatesNothing() async throws {
+        let app = "org.example.Kiosk\(getpid())"
+        let kills = Int(ProcessInfo.processInfo.environment["INTERLUDE_TEST_KILLS"] ?? "20")!
+        let d = try Device("remote-kill", device: "device-4")
+        try d.start()
+        d.waitConnected()
+        try d.optIn(app)
+
+        let acked = Mutex<[String]>([])
+        let unacked = Mutex<Int>(0)
+        let stopPushing = Mutex(false)
+        let pusher = Thread {
+            var batch = 0
+            while !stopPushing.withLock({ $0 }) {
+                let lines = (0..<10).map { "{\"id\":\"k-\(getpid())-\(batch)-\($0)\",\"app\":\"\(app)\",\"title\":\"k\",\"thread\":\"t\($0 % 2)\"}" }
+                batch += 1
+                guard let r = try? RemoteEndToEndTests.push("device-4", ["--stdin"], stdin: lines.joined(separator: "\n") + "\n") else { continue }
+                for line in r.out.split(separator: "\n") {
+                    guard let o = try? JSONValue.parse(Data(line.utf8)), let id = o["id"]?.stringValue else { continue }
+                    if o["acknowledged"]?.boolValue == true { acked.withLock { $0.append(id) } } else { unacked.withLock { $0 += 1 } }
+                }
+                Self.pause(0.2)
+            }
+        }
+        pusher.start()
+        for k in 0..<kills {
+            Self.pause(Double.random(in: 0.05...0.8))
+            d.kill9()
+            Self.pause(Double.random(in: 0...0.3))
+            try d.start()
+            d.waitConnected(count: k + 2)
+        }
+        stopPushing.withLock { $0 = true }
+        while pusher.isExecuting || !pusher.isFinished { Self.pause(0.05) }
+
+        let ids = acked.withLock { $0 }
+        var centerIDs: [String: Int] = [:]
+        let deadline = Date().addingTimeInterval(300)
+        while Date() < deadline {
+            centerIDs = [:]
+            for v in try await d.center(app) { centerIDs[v.identifier, default: 0] += 1 }
+            if ids.allSatisfy({ centerIDs[$0] != nil }) { break }
+            try await Task.sleep(nanoseconds: 250_000_000)
+        }
+        let logged = d.deliveries(app)
+        let lost = ids.filter { centerIDs[$0] == nil }
+        let duplicated = ids.filter { (logged[$0] ?? 0) > 1 }
+        let duplicates = d.log.components(separatedBy: ": duplicate [").count - 1
+        print("SIGKILL runs: \(kills) kills; \(ids.count) messages acknowledged by the broker (\(unacked.withLock { $0 }) not acknowledged); delivered \(ids.count - lost.count), lost \(lost.count), delivered twice \(duplicated.count); redeliveries recognized as duplicates: \(duplicates)")
+        #expect(!ids.isEmpty)
+        #expect(lost.isEmpty, "lost: \(lost.prefix(10))")
+        #expect(duplicated.isEmpty, "twice: \(duplicated.prefix(10))")
+        d.stop()
+    }
+}

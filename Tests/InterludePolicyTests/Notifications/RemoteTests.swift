@@ -1,0 +1,129 @@
+import Foundation
+import InterludePolicy
+import Testing
+
+// Issue 11: remote notifications through the same core (N1, N2, N7, N11, N15 exactly once).
+
+private let chat = "org.example.Chat"
+
+@Suite struct NotificationRemoteTests {
+    /// A harness where `chat` is authorized; `registered` and `allowed` set the two remote gates.
+    static func harness(registered: Bool = true, allowed: Bool = true) -> NotificationHarness {
+        var h = NotificationHarness(config: .init(authorization: .init(default: .grant), focusModes: ["sleep": .init()], timeZone: "UTC"))
+        h.authorize(chat)
+        if registered { h.send(.registerRemote(app: chat, enabled: true)) }
+        if allowed { h.send(.setSettings(app: chat, .init(remote: true))) }
+        return h
+    }
+
+    static func push(_ h: inout NotificationHarness, _ messageID: String, identifier: String? = nil, window: Int = 1000,
+                     thread: String? = nil) -> NotificationReply? {
+        var content = NotificationContent(title: "Your turn", body: "b", sound: "default")
+        content.threadIdentifier = thread
+        h.send(.addRemote(NotificationRequest(identifier: identifier ?? messageID, content: content, trigger: nil),
+                          app: chat, messageID: messageID, dedupeWindow: window))
+        return h.reply
+    }
+
+    @Test(arguments: [
+        // registered, the user's setting, authorized → outcome and rule
+        (false, true, true, "rejected", "N1"),
+        (true, false, true, "rejected", "N2"),
+        (false, false, true, "rejected", "N1"),
+        (true, true, false, "rejected", "N1"),
+        (true, true, true, "delivered", "N1"),
+    ])
+    func N1_N2_remoteNeedsRegistrationTheUsersSettingAndAuthorization(registered: Bool, allowed: Bool, authorized: Bool,
+                                                                      outcome: String, rule: String) {
+        var h = Self.harness(registered: registered, allowed: allowed)
+        if !authorized { h.send(.setSettings(app: chat, .init(authorization: .denied))) }
+        _ = Self.push(&h, "m1")
+        let decision = h.replyDecision
+        #expect(decision?.rules == [rule])
+        switch decision?.outcome {
+        case .rejected(let code)?: #expect(outcome == "rejected" && code == .notAuthorized)
+        case .delivered?: #expect(outcome == "delivered"); #expect(h.sounds().map(\.name) == ["default"])
+        default: Issue.record("unexpected \(String(describing: decision))")
+        }
+        if outcome == "rejected" {
+            #expect(h.state.delivered.isEmpty && h.sounds().isEmpty)
+            #expect(NotificationPolicy.explain(app: chat, identifier: "m1", in: h.state)?.rules == [rule])  // N16
+        }
+    }
+
+    @Test func N2_theRemoteSettingIsOffUntilTheUserTurnsItOn() {
+        #expect(NotificationAppSettings().remote == nil)
+        var h = Self.harness(registered: true, allowed: false)
+        _ = Self.push(&h, "m1")
+        #expect(h.errorCode == .notAuthorized)
+        h.send(.setSettings(app: chat, .init(remote: true)))
+        _ = Self.push(&h, "m2")
+        #expect(h.replyDecision?.outcome == .delivered)
+        h.send(.registerRemote(app: chat, enabled: false))  // the app unregisters
+        _ = Self.push(&h, "m3")
+        #expect(h.replyDecision?.rules == ["N1"])
+    }
+
+    @Test func N15_aMessageIDSeenBeforeIsADuplicateAndChangesNothing() {
+        var h = Self.harness()
+        _ = Self.push(&h, "m1")
+        let first = h.replyDecision
+        let before = h.state
+        let reply = Self.push(&h, "m1")
+        #expect(reply == .duplicate(identifier: "m1", decision: first))
+        #expect(h.state == before)
+        #expect(h.deliveries().isEmpty && h.sounds().isEmpty)
+        // A rejected message is remembered too: it is not decided again.
+        h.send(.setSettings(app: chat, .init(remote: false)))
+        _ = Self.push(&h, "m2")
+        h.send(.setSettings(app: chat, .init(remote: true)))
+        if case .duplicate(_, let d)? = Self.push(&h, "m2") { #expect(d?.rules == ["N2"]) } else { Issue.record("not a duplicate") }
+    }
+
+    @Test func N15_theDedupeWindowKeepsTheLastIDs() {
+        var h = Self.harness()
+        for i in 0..<5 { _ = Self.push(&h, "m\(i)", window: 3) }
+        #expect(h.state.remoteMessages == ["m2", "m3", "m4"])
+        _ = Self.push(&h, "m4", window: 3)
+        if case .duplicate? = h.reply {} else { Issue.record("m4 should be a duplicate") }
+    }
+
+    @Test func N7_aRemoteNotificationUnderFocusIsSilenced() {
+        var h = Self.harness()
+        h.send(.setFocus(name: "sleep", until: nil))
+        _ = Self.push(&h, "m1")
+        #expect(h.replyDecision?.outcome == .silenced)
+        #expect(h.replyDecision?.rules == ["N7"])
+        #expect(h.sounds().isEmpty)
+        #expect(h.state.delivered.map(\.request.identifier) == ["m1"])
+    }
+
+    @Test func N11_aBurstOfRemoteNotificationsMakesOneSoundPerInterval() {
+        var h = Self.harness()
+        var sounds = 0
+        for i in 0..<10 {
+            _ = Self.push(&h, "m\(i)", thread: "t\(i % 2)")
+            sounds += h.sounds().filter { $0.volume > 0 }.count
+        }
+        #expect(sounds == 1)  // all within the same second
+        h.advance(2)
+        _ = Self.push(&h, "m10", thread: "t9")
+        #expect(h.sounds().filter { $0.volume > 0 }.count == 1)
+    }
+
+    @Test func N3_aRemoteCriticalNotificationIsDecidedAsALocalOne() {
+        var h = NotificationHarness(config: .init(authorization: .init(default: .grant), entitledCriticalApps: [.init(app: chat)], timeZone: "UTC"))
+        h.authorize(chat, [.alert, .sound, .badge, .criticalAlert])
+        h.send(.registerRemote(app: chat, enabled: true))
+        h.send(.setSettings(app: chat, .init(remote: true)))
+        var content = NotificationContent(title: "t", body: "b", sound: "default")
+        content.interruptionLevel = .critical
+        h.send(.addRemote(NotificationRequest(identifier: "c", content: content, trigger: nil), app: chat, messageID: "c", dedupeWindow: 10))
+        // Entitled by app id alone, as a local request would be: the same core decides.
+        let local = h.replyDecision
+        var l = NotificationHarness(config: h.config)
+        l.authorize(chat, [.alert, .sound, .badge, .criticalAlert])
+        _ = l.post("c", from: chat, content)
+        #expect(local?.outcome == l.replyDecision?.outcome)
+    }
+}

@@ -1,0 +1,68 @@
+import Foundation
+import InterludePolicy
+import Testing
+@testable import InterludeWire
+
+/// Issue 11 / REMOTE.md: the version 1 message format and what makes a message malformed.
+@Suite struct RemoteMessageTests {
+    func parse(_ text: String, max: Int = RemoteMessage.defaultMaxBytes) throws(RemoteMessageError) -> RemoteMessage {
+        try RemoteMessage.parse(Array(text.utf8), maxBytes: max)
+    }
+
+    @Test func aMessageHasTheFieldsOfNotificationAdd() throws {
+        let m = try parse(#"{"v":1,"id":"m-1","app":"org.example.Chat","title":"Your turn","body":"b","level":"timeSensitive","sound":"default","thread":"game-7"}"#)
+        #expect(m.id == "m-1" && m.app == "org.example.Chat")
+        #expect(m.notification.title == "Your turn" && m.notification.level == .timeSensitive && m.notification.thread == "game-7")
+        #expect(m.notification.identifier == "m-1")  // default: the message id
+        let n = try parse(#"{"v":1,"id":"m-2","app":"a.b","title":"t","identifier":"score"}"#)
+        #expect(n.notification.identifier == "score")
+    }
+
+    @Test func encodedMessagesParseBack() throws {
+        let m = RemoteMessage(id: "x", app: "org.example.Chat", notification: AddNotificationParams(title: "t", body: "b", level: .passive))
+        #expect(try RemoteMessage.parse(m.encoded()) == RemoteMessage(id: "x", app: "org.example.Chat",
+                                                                       notification: AddNotificationParams(identifier: "x", title: "t", body: "b", level: .passive)))
+    }
+
+    @Test(arguments: [
+        ("not json", WireErrorCode.badRequest, nil as String?),
+        (#"[1]"#, .badRequest, nil),
+        (#"{"id":"m","app":"a.b","title":"t"}"#, .badRequest, "m"),                 // no v
+        (#"{"v":2,"id":"m","app":"a.b","title":"t"}"#, .badRequest, "m"),           // a later version
+        (#"{"v":1,"app":"a.b","title":"t"}"#, .badRequest, nil),                    // no id
+        (#"{"v":1,"id":"","app":"a.b","title":"t"}"#, .badRequest, ""),
+        (#"{"v":1,"id":"m","app":"has space","title":"t"}"#, .badRequest, "m"),
+        (#"{"v":1,"id":"m","app":"a.b"}"#, .badRequest, "m"),                       // no title
+        (#"{"v":1,"id":"m","app":"a.b","title":"t","level":"loud"}"#, .badRequest, "m"),
+        (#"{"v":1,"id":"m","app":"a.b","title":"t","colour":"red"}"#, .unknownField, "m"),
+        (#"{"v":1,"id":"m","app":"a.b","title":"t","trigger":{"soon":1}}"#, .unknownField, "m"),
+    ])
+    func malformedMessagesAreRefusedWithWhatCouldBeRead(text: String, code: WireErrorCode, id: String?) {
+        #expect {
+            _ = try parse(text)
+        } throws: { e in
+            guard let e = e as? RemoteMessageError else { return false }
+            return e.error.code == code && e.id == id
+        }
+    }
+
+    @Test func anOversizedMessageIsRefusedBeforeItIsParsed() {
+        let big = #"{"v":1,"id":"m","app":"a.b","title":""# + String(repeating: "x", count: 20000) + #""}"#
+        #expect(throws: RemoteMessageError(WireError(.tooLarge, "the message has \(big.utf8.count) bytes; at most 16384"), id: "m", app: "a.b")) { try parse(big) }
+        #expect(throws: Never.self) { try parse(big, max: 32768) }
+    }
+
+    @Test func deepNestingIsRefused() {
+        let deep = #"{"v":1,"id":"m","app":"a.b","title":"t","userInfo":"# + String(repeating: "[", count: 40) + String(repeating: "]", count: 40) + "}"
+        #expect(throws: RemoteMessageError.self) { try parse(deep) }
+    }
+
+    @Test func receiptsEncodeTheirStatusAndRules() throws {
+        let r = RemoteReceipt(id: "m", device: "d", app: "a.b", identifier: "m", status: .silenced, rules: ["N7"], decision: nil, error: nil, time: 1)
+        let o = try JSONSerialization.jsonObject(with: Data(r.encoded())) as! [String: Any]
+        #expect(o["status"] as? String == "silenced" && o["rules"] as? [String] == ["N7"] && o["v"] as? Int == 1)
+        #expect(RemoteTopics(prefix: "interlude/devices", device: "d").receipts == "interlude/devices/d/receipts")
+        #expect(RemoteTopics.deviceProblem("kiosk-7.floor_2") == nil)
+        #expect(RemoteTopics.deviceProblem("a/b") != nil && RemoteTopics.deviceProblem("+") != nil && RemoteTopics.deviceProblem("") != nil)
+    }
+}
