@@ -30,8 +30,8 @@ let package = Package(
         // Adapters: each wraps one C library.
         .target(name: "InterludePulse", dependencies: ["CPulse"]),
         .target(name: "InterludeSound", dependencies: ["CSndfile"]),
-        // Notification state persistence (N15): SQLite in WAL mode, one transaction per save.
-        .target(name: "InterludeStore", dependencies: ["CSQLite", "InterludePolicy"]),
+        // Notification state persistence (N15): SQLite in WAL mode, group commit; the engine's store port.
+        .target(name: "InterludeStore", dependencies: ["CSQLite", "InterludePolicy", "InterludeEngine"]),
         // Engine: owns state, feeds the policies, carries out effects through ports.
         .target(name: "InterludeEngine", dependencies: ["InterludePolicy", "InterludeConfig", "InterludeWire"]),
         // Socket server: connections -> engine calls.
@@ -63,7 +63,7 @@ let package = Package(
         .testTarget(name: "InterludePolicyTests", dependencies: ["InterludePolicy", "InterludeTestSupport"]),
         .testTarget(name: "InterludeWireTests", dependencies: ["InterludeWire"]),
         .testTarget(name: "InterludeConfigTests", dependencies: ["InterludeConfig"]),
-        .testTarget(name: "InterludeStoreTests", dependencies: ["InterludeStore", "InterludePolicy"]),
+        .testTarget(name: "InterludeStoreTests", dependencies: ["InterludeStore", "InterludePolicy", "InterludeEngine"]),
         .testTarget(name: "InterludeServerTests", dependencies: [
             "InterludeServer", "InterludeClient", "InterludeEngine", "InterludeTestSupport", "InterludeConfig",
         ]),

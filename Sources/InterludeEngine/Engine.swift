@@ -56,6 +56,9 @@ public actor Engine {
     let userTools: Set<String>
     /// Wakes the notification policy at its next deadline (triggers, schedules, summary).
     var notificationTimer = DeadlineTimer()
+    /// Notification events whose state is being committed, oldest first: their effects and
+    /// replies wait for the commit (N15), in order (see `notifyDurably`).
+    var awaitingCommit = CommitQueue()
     var generatedIDs = 0
     /// This daemon's identity on the audio server (its socket path), and whether it manages only
     /// streams marked with it (`--private`, the scenario runner's daemon).
@@ -222,8 +225,8 @@ public actor Engine {
 
     /// A12: the ringer switch (also silences notification sounds but critical ones, N3).
     /// - Throws: `storageFailed` when the switch cannot be saved (N15); nothing changes then.
-    public func setRinger(silent: Bool) throws(WireError) {
-        try notify(.setRinger(silent: silent))
+    public func setRinger(silent: Bool) async throws(WireError) {
+        try await notifyDurably(.setRinger(silent: silent))
         log("ringer \(silent ? "silent" : "ring") [A12]")
         reduce(.ringer(silent: silent))
         broadcast(WireEventName.ringerChanged, .object(["mode": .string(silent ? "silent" : "ring")]))
@@ -238,7 +241,7 @@ public actor Engine {
         if !actsForUser(app) {
             // N17: an app's standalone sound obeys the same focus, ringer and rate rules, at the
             // volume they decide (cooldown, N11).
-            let reply = try expect(notify(.play(NotificationPlayRequest(sound: p.sound, volume: volume), app: app,
+            let reply = try expect(await notifyDurably(.play(NotificationPlayRequest(sound: p.sound, volume: volume), app: app,
                                                 peerExecutablePath: clients[client]?.executable)))
             guard case let .played(decision) = reply else { throw WireError(.internalError, "unexpected reply") }
             guard let sound = decision.sound, sound.volume > 0 else {
