@@ -56,7 +56,7 @@ let package = Package(
         ]),
         .executableTarget(name: "interlude-soundgen", dependencies: ["CSndfile"]),
         // Scripts/bench: onset, duck reaction, arbitration cost and resources of a running daemon.
-        .executableTarget(name: "interlude-bench", dependencies: [
+        .executableTarget(name: "interlude-bench", dependencies: ["CSQLite",
             "InterludeClient", "InterludePulse", "InterludeScenario", "InterludePolicy", "InterludeConfig",
         ]),
 

@@ -20,6 +20,8 @@ enum Bench {
       --arbitration-runs N    timed activations per session count (default 50)
       --idle-seconds S        idle time over which the daemon's CPU is measured (default 60)
       --build TEXT            how the binaries were built, for the header
+      --commit-dir DIR        where to measure one-row SQLite commits (the daemon's state file system;
+                              default the temporary folder)
     """
 
     static func log(_ s: String) { FileHandle.standardError.write(Data("interlude-bench: \(s)\n".utf8)) }
@@ -35,6 +37,8 @@ enum Bench {
         var build = "?"
         var sound = "Sounds/default.wav"
         var sample = "interlude-bench-default"
+        /// Where the one-row SQLite commit rate is measured: the file system of the daemon's state.
+        var commitDirectory = NSTemporaryDirectory()
     }
 
     static func parse(_ argv: [String]) throws -> Options {
@@ -61,6 +65,7 @@ enum Bench {
             case "--build": o.build = try value()
             case "--sound": o.sound = try value()
             case "--sample": o.sample = try value()
+            case "--commit-dir": o.commitDirectory = try value()
             case "--help", "-h": print(usage); exit(0)
             default: throw Spawn.Failure(description: "unknown argument \(argv[i])\n\(usage)")
             }
@@ -141,16 +146,23 @@ enum Bench {
                 rows.append((n, d, bench.pure(sessions: n, runs: max(200, o.arbitrationRuns))))
             }
             out.append(arbitrationTable(rows, runs: o.arbitrationRuns, pureRuns: max(200, o.arbitrationRuns)))
+            log("arbitration: the pure policy at 10…10,000 sessions")
+            let pure = [10, 100, 1000, 10000].map { ($0, bench.pure(sessions: $0, runs: max(200, o.arbitrationRuns))) }
+            out.append(pureArbitrationTable(pure, runs: max(200, o.arbitrationRuns)))
         }
 
         if o.sections.contains("throughput") {
             let bench = ThroughputBench(socket: o.socket, log: log)
             var rows: [ThroughputBench.Result] = []
-            for clients in [1, 8] {
-                log("throughput: \(clients) client(s)")
-                rows.append(try await bench.run(clients: clients, requestsPerClient: clients == 1 ? 400 : 100))
+            for (clients, inFlight, each) in [(1, 16, 2000), (8, 16, 1000), (64, 16, 150), (1, 1, 1000)] {
+                log("throughput: \(clients) client(s), \(inFlight) in flight each")
+                rows.append(try await bench.run(clients: clients, inFlight: inFlight, requestsPerClient: each))
             }
-            out.append(ThroughputBench.table(rows))
+            log("throughput: one-row SQLite commits in \(o.commitDirectory)")
+            let commitRate = try? ThroughputBench.sqliteCommitRate(directory: o.commitDirectory)
+            log("throughput: session.activate idle and during an 8-client burst")
+            let activation = try await bench.activation(runs: o.arbitrationRuns)
+            out.append(ThroughputBench.table(rows, commitRate: commitRate, activation: activation))
         }
 
         if o.sections.contains("resources"), let pid = o.daemonPID {
@@ -248,6 +260,21 @@ enum Bench {
         for (n, d, p) in rows {
             lines.append("| \(n) | \(us(d.activate.median)) | \(us(d.activate.quantile(0.1)))–\(us(d.activate.quantile(0.9))) | "
                          + "\(us(p.reduce.median)) | \(us(p.reduceAndDeadline.median)) | \(us(d.register)) |")
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    static func pureArbitrationTable(_ rows: [(Int, ArbitrationBench.PureResult)], runs: Int) -> String {
+        var lines = [
+            "**Arbitration on the pure policy** (in-process, no socket): the same events as above; `reduce` of the "
+            + "activation (median of \(runs)), with `nextDeadline` (what the engine runs per event), and registering "
+            + "all N sessions (N `reduce(.register)` events). Targets: ≤ 50 µs at 1,000; registering 1,000 < 50 ms.",
+            "",
+            "| sessions | `AudioPolicy.reduce` | reduce + `nextDeadline` | registering all N |",
+            "|---:|---:|---:|---:|",
+        ]
+        for (n, p) in rows {
+            lines.append("| \(n) | \(us(p.reduce.median)) | \(us(p.reduceAndDeadline.median)) | \(us(p.register)) |")
         }
         return lines.joined(separator: "\n")
     }
