@@ -165,95 +165,115 @@ struct NotificationRowDiffer: Sendable {
     }
 
     /// Appends to `rows` what turns `old` (numbered `seqs`) into `new`, and returns `new`'s numbers.
+    ///
+    /// Walks both lists together, keeping items that are the same (compared in place, by their
+    /// bytes first); where they differ it looks up to `lookahead` items ahead for the removal of a
+    /// few old items or the insertion of a few new ones (what the policy does: append, trim the
+    /// oldest, remove or replace one). Only what is left when that fails is matched by key.
     static func diff<T: Equatable>(_ table: ListTableName, old: [T], seqs: [Int64], new: [T], key: (T) -> ListKey,
                                    value: (T) -> ListValue, into rows: inout [RowChange]) -> [Int64] {
         let n0 = old.count, n1 = new.count
-        func prefix(from d: Int) -> Int {
-            var p = 0
-            while d + p < n0, p < n1, same(old[d + p], new[p]) { p += 1 }
-            return p
-        }
-        // Head: the items kept in front, after `dropped` items removed from the front.
-        var dropped = 0
-        var p = prefix(from: 0)
-        if p == 0, n1 > 0 {
-            for d in stride(from: 1, through: min(8, n0 - 1), by: 1) where same(old[d], new[0]) {
-                dropped = d
-                p = prefix(from: d)
-                break
+        let lookahead = 8
+        // For each new item: the old index it keeps (nil = new row); and the old indices dropped.
+        var keptFrom: [Int?] = []
+        keptFrom.reserveCapacity(n1)
+        var dropped: [Int] = []
+        var i = 0, j = 0
+        old.withUnsafeBufferPointer { ob in
+            new.withUnsafeBufferPointer { nb in
+                func eq(_ a: Int, _ b: Int) -> Bool { sameInPlace(ob.baseAddress! + a, nb.baseAddress! + b) }
+                walk: while i < n0, j < n1 {
+                    if eq(i, j) {
+                        keptFrom.append(i)
+                        i += 1
+                        j += 1
+                        continue
+                    }
+                    for k in 1...lookahead {
+                        if i + k < n0, eq(i + k, j) {  // old[i..<i+k] removed
+                            dropped += i..<(i + k)
+                            i += k
+                            continue walk
+                        }
+                        if j + k < n1, eq(i, j + k) {  // new[j..<j+k] inserted
+                            keptFrom += repeatElement(nil, count: k)
+                            j += k
+                            continue walk
+                        }
+                    }
+                    break
+                }
             }
         }
-        // Tail: the items kept at the end.
-        var s = 0
-        while s < n0 - dropped - p, s < n1 - p, same(old[n0 - 1 - s], new[n1 - 1 - s]) { s += 1 }
-        if dropped == 0, p == n0, n0 == n1 { return seqs }  // unchanged
+        // What is left: the common tail, then the middle matched by key (the n-th occurrence of a
+        // key with the n-th), kept where the numbers still ascend.
+        var tail = 0
+        var byKey: [Int] = []  // new indices kept by key: their value may have changed
+        old.withUnsafeBufferPointer { ob in
+            new.withUnsafeBufferPointer { nb in
+                while tail < n0 - i, tail < n1 - j, sameInPlace(ob.baseAddress! + (n0 - 1 - tail), nb.baseAddress! + (n1 - 1 - tail)) {
+                    tail += 1
+                }
+            }
+        }
+        if i < n0 - tail || j < n1 - tail {
+            var oldByKey: [Occurrence: Int] = [:]
+            var counts: [ListKey: Int] = [:]
+            for x in i..<(n0 - tail) {
+                let k = key(old[x])
+                let n = counts[k, default: 0]
+                counts[k] = n + 1
+                oldByKey[Occurrence(key: k, n: n)] = x
+            }
+            counts.removeAll(keepingCapacity: true)
+            var last = keptFrom.last(where: { $0 != nil }).flatMap { $0.map { seqs[$0] } } ?? Int64.min
+            var used = Set<Int>()
+            for y in j..<(n1 - tail) {
+                let k = key(new[y])
+                let n = counts[k, default: 0]
+                counts[k] = n + 1
+                if let x = oldByKey[Occurrence(key: k, n: n)], seqs[x] > last {
+                    keptFrom.append(x)
+                    used.insert(x)
+                    byKey.append(y)
+                    last = seqs[x]
+                } else {
+                    keptFrom.append(nil)
+                }
+            }
+            for x in i..<(n0 - tail) where !used.contains(x) { dropped.append(x) }
+        }
+        keptFrom += ((n0 - tail)..<n0).map { Optional($0) }
 
-        let oldWindow = (dropped + p)..<(n0 - s)
-        let newWindow = p..<(n1 - s)
-        var deletes: [Int64] = Array(seqs[0..<dropped])
+        var numbers: [Int64?] = keptFrom.map { $0.map { seqs[$0] } }
+        var deletes: [RowChange] = []
         var updates: [RowChange] = []
         var inserts: [RowChange] = []
-
-        // The window: match by key (the n-th occurrence of a key with the n-th), keep matches
-        // whose numbers still ascend.
-        var oldByKey: [Occurrence: Int] = [:]
-        var counts: [ListKey: Int] = [:]
-        for i in oldWindow {
-            let k = key(old[i])
-            let n = counts[k, default: 0]
-            counts[k] = n + 1
-            oldByKey[Occurrence(key: k, n: n)] = i
-        }
-        counts.removeAll(keepingCapacity: true)
-        var matched: [Int?] = []
-        matched.reserveCapacity(newWindow.count)
-        var last = p > 0 ? seqs[dropped + p - 1] : Int64.min
-        var kept = Set<Int>()
-        for j in newWindow {
-            let k = key(new[j])
-            let n = counts[k, default: 0]
-            counts[k] = n + 1
-            if let i = oldByKey[Occurrence(key: k, n: n)], seqs[i] > last {
-                matched.append(i)
-                kept.insert(i)
-                last = seqs[i]
-            } else {
-                matched.append(nil)
+        if fillGaps(&numbers, below: nil, above: nil) {
+            deletes = dropped.map { .delete(table, seq: seqs[$0]) }
+            for y in byKey where !same(old[keptFrom[y]!], new[y]) {
+                let k = key(new[y])
+                updates.append(.update(table, seq: seqs[keptFrom[y]!], app: k.app, identifier: k.identifier, value(new[y])))
             }
-        }
-        var out = Array(seqs[dropped..<(dropped + p)])
-        var windowSeqs: [Int64?] = matched.map { $0.map { seqs[$0] } }
-        let below: Int64? = p > 0 ? seqs[dropped + p - 1] : nil
-        let above: Int64? = s > 0 ? seqs[n0 - s] : nil
-        if fillGaps(&windowSeqs, below: below, above: above) {
-            for i in oldWindow where !kept.contains(i) { deletes.append(seqs[i]) }
-            for (w, j) in newWindow.enumerated() {
-                let seq = windowSeqs[w]!
-                let k = key(new[j])
-                if let i = matched[w] {
-                    if !same(old[i], new[j]) { updates.append(.update(table, seq: seq, app: k.app, identifier: k.identifier, value(new[j]))) }
-                } else {
-                    inserts.append(.insert(table, seq: seq, app: k.app, identifier: k.identifier, value(new[j])))
-                }
-                out.append(seq)
+            for (y, from) in keptFrom.enumerated() where from == nil {
+                let k = key(new[y])
+                inserts.append(.insert(table, seq: numbers[y]!, app: k.app, identifier: k.identifier, value(new[y])))
             }
-            out += seqs[(n0 - s)..<n0]
+            if deletes.isEmpty, updates.isEmpty, inserts.isEmpty { return seqs }  // unchanged
         } else {
             // No room between two kept numbers: renumber the whole list 1…n.
-            deletes = seqs
-            updates = []
-            inserts = []
-            out = []
-            for (j, item) in new.enumerated() {
+            deletes = seqs.map { .delete(table, seq: $0) }
+            numbers = []
+            for (y, item) in new.enumerated() {
                 let k = key(item)
-                inserts.append(.insert(table, seq: Int64(j + 1), app: k.app, identifier: k.identifier, value(item)))
-                out.append(Int64(j + 1))
+                inserts.append(.insert(table, seq: Int64(y + 1), app: k.app, identifier: k.identifier, value(item)))
+                numbers.append(Int64(y + 1))
             }
         }
-        rows += deletes.map { .delete(table, seq: $0) }
+        rows += deletes
         rows += updates
         rows += inserts
-        return out
+        return numbers.map { $0! }
     }
 
     /// Gives each nil entry a number strictly between its neighbours (`below` before the first,
@@ -292,4 +312,11 @@ func same<T: Equatable>(_ a: T, _ b: T) -> Bool {
         withUnsafeBytes(of: b) { y in x.count == 0 || memcmp(x.baseAddress!, y.baseAddress!, x.count) == 0 }
     }
     return bitwise || a == b
+}
+
+/// `same` for two list elements in place (no copy, no retain).
+@inline(__always)
+func sameInPlace<T: Equatable>(_ a: UnsafePointer<T>, _ b: UnsafePointer<T>) -> Bool {
+    let size = MemoryLayout<T>.size
+    return size == 0 || memcmp(UnsafeRawPointer(a), UnsafeRawPointer(b), size) == 0 || a.pointee == b.pointee
 }

@@ -228,6 +228,53 @@ import Testing
         #expect(diff(["a", "b"], [1, 2], ["a", "x", "b"]) == (["-1", "-2", "+1:a", "+2:x", "+3:b"], [1, 2, 3]))
     }
 
+    @Test func rowDiffOfRandomEditsRebuildsTheListInOrder() {
+        // Random appends, removals, moves, in-place changes and duplicates: applying the rows to a
+        // table (seq → item) must give the new list in seq order, and the numbers returned.
+        var rng = SystemRandomNumberGenerator()
+        let records = richPolicyState().state.decisionLog
+        for _ in 0..<300 {
+            var old = (0..<Int.random(in: 0...30, using: &rng)).map { "k\($0 % 20)v0" }
+            var seqs = Array(1...Int64(max(1, old.count))).prefix(old.count).map { $0 * Int64.random(in: 1...3, using: &rng) }
+            seqs = seqs.reduce(into: [Int64]()) { $0.append(($0.last ?? 0) + $1) }
+            var table = Dictionary(uniqueKeysWithValues: zip(seqs, old))
+            for _ in 0..<3 {
+                var new = old
+                for _ in 0..<Int.random(in: 0...4, using: &rng) {
+                    switch Int.random(in: 0..<5, using: &rng) {
+                    case 0: new.append("k\(Int.random(in: 0..<40, using: &rng))v0")
+                    case 1 where !new.isEmpty: new.remove(at: Int.random(in: 0..<new.count, using: &rng))
+                    case 2 where !new.isEmpty: new.append(new.remove(at: Int.random(in: 0..<new.count, using: &rng)))
+                    case 3 where !new.isEmpty:
+                        let i = Int.random(in: 0..<new.count, using: &rng)
+                        new[i] = String(new[i].prefix { $0 != "v" }) + "v\(Int.random(in: 1...9, using: &rng))"
+                    case 4: new.insert("k\(Int.random(in: 0..<40, using: &rng))v0", at: Int.random(in: 0...new.count, using: &rng))
+                    default: break
+                    }
+                }
+                var rows: [RowChange] = []
+                var values: [Int64: String] = [:]  // what each row of `rows` carries, by seq
+                let out = NotificationRowDiffer.diff(.decisionLog, old: old, seqs: seqs, new: new,
+                                                     key: { .init(app: "a", identifier: String($0.prefix { $0 != "v" }), time: 0) },
+                                                     value: { _ in .decision(records[0]) }, into: &rows)
+                // The value closure cannot carry the string: recover it from the new list by seq.
+                for (seq, item) in zip(out, new) { values[seq] = item }
+                for row in rows {
+                    switch row {
+                    case let .delete(_, seq): #expect(table.removeValue(forKey: seq) != nil, "deleted a row that is not there")
+                    case let .update(_, seq, _, _, _): #expect(table[seq] != nil); table[seq] = values[seq]
+                    case let .insert(_, seq, _, _, _): #expect(table[seq] == nil, "inserted over a row"); table[seq] = values[seq]
+                    default: Issue.record("unexpected row \(row)")
+                    }
+                }
+                #expect(out.count == new.count && zip(out, out.dropFirst()).allSatisfy { $0 < $1 }, "numbers ascend")
+                #expect(table.sorted { $0.key < $1.key }.map(\.value) == new, "old \(old) new \(new)")
+                old = new
+                seqs = out
+            }
+        }
+    }
+
     // MARK: Files that are not ours
 
     @Test(arguments: [
