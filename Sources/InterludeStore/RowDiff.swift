@@ -10,9 +10,7 @@ import InterludePolicy
 public struct NotificationRowChanges: Sendable {
     /// The row operations, in the order they must run (per table: deletes, updates, inserts).
     var rows: [RowChange] = []
-    /// The state these changes lead to, and the list `seq`s it has then (for the committer: the
-    /// state on disk once they are durable).
-    var after: NotificationState
+    /// Where the state's parts are on disk once these changes are.
     var layoutAfter: RowLayout
 
     /// No row to write.
@@ -147,7 +145,7 @@ struct NotificationRowDiffer: Sendable {
                                       value: ListValue.decision, into: &rows)
         shadow = new
         seqs = after
-        return NotificationRowChanges(rows: rows, after: new, layoutAfter: after)
+        return NotificationRowChanges(rows: rows, layoutAfter: after)
     }
 
     /// How a list item is recognized across changes: a notification by app and identifier (its
@@ -170,6 +168,10 @@ struct NotificationRowDiffer: Sendable {
     /// bytes first); where they differ it looks up to `lookahead` items ahead for the removal of a
     /// few old items or the insertion of a few new ones (what the policy does: append, trim the
     /// oldest, remove or replace one). Only what is left when that fails is matched by key.
+    /// Specialized for the three element types: generic code would copy every element it looks at.
+    @_specialize(where T == PendingNotification)
+    @_specialize(where T == DeliveredNotification)
+    @_specialize(where T == NotificationDecisionRecord)
     static func diff<T: Equatable>(_ table: ListTableName, old: [T], seqs: [Int64], new: [T], key: (T) -> ListKey,
                                    value: (T) -> ListValue, into rows: inout [RowChange]) -> [Int64] {
         let n0 = old.count, n1 = new.count

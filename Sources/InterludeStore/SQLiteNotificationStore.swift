@@ -5,13 +5,13 @@ import Synchronization
 
 /// The engine's store port (`NotificationStoring`) on SQLite, with a group commit (N15, issue 9).
 ///
-/// `submit` compares the engine's new state with the previous one it was handed
-/// (`NotificationRowDiffer`: the rows that changed, as typed values) and queues the changes; it
-/// does no I/O and returns at once. One committer (a serial dispatch queue) writes what is queued:
-/// everything that arrived while the previous commit was in flight goes into the next transaction
-/// together, in order, and each submit's `NotificationCommit` reports durable only once its
-/// transaction's `COMMIT` returned (WAL, `synchronous=FULL`: the commit is on disk). So a SIGKILL
-/// loses nothing acknowledged, and n requests arriving together cost one fsync, not n.
+/// `submit` queues the engine's new state and returns at once (no I/O, no diff on the engine's
+/// actor). One committer (a serial dispatch queue) takes everything queued, compares each state
+/// with the one before (`NotificationRowDiffer`: the rows that changed, as typed values) and writes
+/// all of their rows in one transaction: what arrived while the previous commit was in flight goes
+/// into the next one together, in order. Each submit's `NotificationCommit` reports durable only
+/// once its transaction's `COMMIT` returned (WAL, `synchronous=FULL`: the commit is on disk). So a
+/// SIGKILL loses nothing acknowledged, and n requests arriving together cost one fsync, not n.
 ///
 /// If a commit fails, it and every change queued after it fail (they were diffed against it);
 /// later submits fail at once until the engine takes the durable state back
@@ -21,14 +21,17 @@ public final class SQLiteNotificationStore: NotificationStoring, Sendable {
     /// daemon calls before the first submit, and which wait for the committer).
     private final class Confined: @unchecked Sendable {
         let store: NotificationStore
+        /// What the next queued state is diffed against: the state queued before it (nil until
+        /// the first load).
+        var differ: NotificationRowDiffer?
         init(_ store: NotificationStore) { self.store = store }
     }
 
     private struct Shared: ~Copyable {
-        /// What `submit` diffs against: the state last submitted (nil until the first load).
-        var differ: NotificationRowDiffer?
-        /// Changes waiting for the next commit, with their tickets.
-        var queue: [(ticket: UInt64, changes: NotificationRowChanges)] = []
+        /// Whether `load` ran (submits before it fail).
+        var loaded = false
+        /// States waiting for the next commit, with their tickets.
+        var queue: [(ticket: UInt64, state: NotificationState)] = []
         var nextTicket: UInt64 = 1
         /// Every ticket up to this one is durable, unless it is in `failed`.
         var durableThrough: UInt64 = 0
@@ -60,8 +63,9 @@ public final class SQLiteNotificationStore: NotificationStoring, Sendable {
     public func load() throws -> NotificationState {
         try committer.sync {
             let (state, seqs) = try confined.store.loadWithSeqs()
+            confined.differ = NotificationRowDiffer(state: state, seqs: seqs)
             shared.withLock {
-                $0.differ = NotificationRowDiffer(state: state, seqs: seqs)
+                $0.loaded = true
                 $0.durable = state
                 $0.durableLayout = seqs
             }
@@ -76,8 +80,7 @@ public final class SQLiteNotificationStore: NotificationStoring, Sendable {
         if let error = shared.withLock({ Self.failure(of: ticket, in: $0.failed) }) { throw error }
     }
 
-    /// Queues the rows that turn the previously submitted state into `state` (see the type's
-    /// documentation); returns at once.
+    /// Queues `state` for the next commit (see the type's documentation); returns at once.
     public func submit(_ state: NotificationState) -> NotificationCommit {
         switch enqueue(state) {
         case let .failure(error): return .failed(error)
@@ -86,22 +89,16 @@ public final class SQLiteNotificationStore: NotificationStoring, Sendable {
         }
     }
 
-    /// Diffs and queues; the ticket to wait for, nil if durable already.
+    /// Queues; the ticket to wait for.
     private func enqueue(_ state: NotificationState) -> Result<UInt64?, StoreError> {
         shared.withLock { s in
             if let broken = s.broken { return .failure(broken) }
-            if s.differ == nil {
+            if !s.loaded {
                 return .failure(StoreError(.storeFailed, "the notification store was not loaded before the first save"))
-            }
-            let changes = s.differ!.changes(to: state)
-            if changes.isEmpty {
-                // Nothing to write: durable when what was queued before is.
-                let last = s.nextTicket - 1
-                return .success(last > s.durableThrough ? last : nil)
             }
             let ticket = s.nextTicket
             s.nextTicket += 1
-            s.queue.append((ticket, changes))
+            s.queue.append((ticket, state))
             if !s.committing {
                 s.committing = true
                 committer.async { self.commitQueued() }
@@ -114,8 +111,7 @@ public final class SQLiteNotificationStore: NotificationStoring, Sendable {
     public func recoverAfterFailedCommit() -> NotificationState? {
         shared.withLock { s in
             guard s.broken != nil else { return nil }
-            s.broken = nil
-            s.differ = NotificationRowDiffer(state: s.durable, seqs: s.durableLayout)
+            s.broken = nil  // the committer diffs the next state against `durable` again
             return s.durable
         }
     }
@@ -128,7 +124,7 @@ public final class SQLiteNotificationStore: NotificationStoring, Sendable {
     /// Runs on `committer`: writes everything queued, one transaction per round, until the queue is empty.
     private func commitQueued() {
         while true {
-            let batch: [(ticket: UInt64, changes: NotificationRowChanges)]? = shared.withLock { s in
+            let batch: [(ticket: UInt64, state: NotificationState)]? = shared.withLock { s in
                 if s.queue.isEmpty {
                     s.committing = false
                     return nil
@@ -138,8 +134,12 @@ public final class SQLiteNotificationStore: NotificationStoring, Sendable {
             }
             guard let batch, let first = batch.first, let last = batch.last else { return }
             var error: StoreError?
+            var changes: [NotificationRowChanges] = []
             do {
-                try confined.store.write(batch.map(\.changes))
+                guard var differ = confined.differ else { throw StoreError(.storeFailed, "the notification store was not loaded") }
+                changes = batch.map { differ.changes(to: $0.state) }
+                try confined.store.write(changes)
+                confined.differ = differ
             } catch let e as StoreError {
                 error = e
             } catch let other {
@@ -152,11 +152,11 @@ public final class SQLiteNotificationStore: NotificationStoring, Sendable {
                     s.failed.append((first.ticket...through, error))
                     s.queue.removeAll()
                     s.broken = error
-                    s.differ = nil
                     s.durableThrough = through
+                    confined.differ = NotificationRowDiffer(state: s.durable, seqs: s.durableLayout)
                 } else {
-                    s.durable = last.changes.after
-                    s.durableLayout = last.changes.layoutAfter
+                    s.durable = last.state
+                    s.durableLayout = changes.last!.layoutAfter
                     s.durableThrough = last.ticket
                     s.commits += 1
                     s.changesWritten += batch.count
