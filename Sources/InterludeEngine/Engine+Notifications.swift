@@ -111,7 +111,9 @@ extension Engine {
     func drainCommits() {
         guard !awaitingCommit.draining else { return }
         awaitingCommit.draining = true
-        Task {
+        // Below the requests' priority: the actor runs an audio request (session.activate) before
+        // the effects of notifications that are already durable.
+        Task(priority: .low) {
             while let step = awaitingCommit.first {
                 let error = await step.commit.outcome()
                 guard let item = awaitingCommit.popFirst() else { break }

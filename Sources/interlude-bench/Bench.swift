@@ -23,7 +23,8 @@ enum Bench {
       --commit-dir DIR        where to measure one-row SQLite commits (the daemon's state file system;
                               default the temporary folder)
       --throughput-rows LIST  only these throughput rows, e.g. 8x16x1000 (clients x in flight x requests
-                              each), without the activation-during-burst rows
+                              each)
+      --no-activation-burst   without the session.activate rows (idle and during a burst)
     """
 
     static func log(_ s: String) { FileHandle.standardError.write(Data("interlude-bench: \(s)\n".utf8)) }
@@ -78,7 +79,7 @@ enum Bench {
                     guard n.count == 3, n.allSatisfy({ $0 > 0 }) else { throw Spawn.Failure(description: "--throughput-rows: CLIENTSxINFLIGHTxREQUESTS,…") }
                     return (n[0], n[1], n[2])
                 }
-                o.activationDuringBurst = false
+            case "--no-activation-burst": o.activationDuringBurst = false
             case "--help", "-h": print(usage); exit(0)
             default: throw Spawn.Failure(description: "unknown argument \(argv[i])\n\(usage)")
             }
