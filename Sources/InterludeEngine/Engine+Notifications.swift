@@ -78,6 +78,9 @@ extension Engine {
             if head == items.count {
                 items.removeAll(keepingCapacity: true)
                 head = 0
+            } else if head >= 256, head * 2 >= items.count {
+                items.removeFirst(head)  // a queue that never empties under load must not keep what it did
+                head = 0
             }
             return item
         }

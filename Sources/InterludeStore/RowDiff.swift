@@ -10,8 +10,6 @@ import InterludePolicy
 public struct NotificationRowChanges: Sendable {
     /// The row operations, in the order they must run (per table: deletes, updates, inserts).
     var rows: [RowChange] = []
-    /// Where the state's parts are on disk once these changes are.
-    var layoutAfter: RowLayout
 
     /// No row to write.
     public var isEmpty: Bool { rows.isEmpty }
@@ -145,7 +143,7 @@ struct NotificationRowDiffer: Sendable {
                                       value: ListValue.decision, into: &rows)
         shadow = new
         seqs = after
-        return NotificationRowChanges(rows: rows, layoutAfter: after)
+        return NotificationRowChanges(rows: rows)
     }
 
     /// How a list item is recognized across changes: a notification by app and identifier (its

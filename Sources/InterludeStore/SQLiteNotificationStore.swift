@@ -5,33 +5,32 @@ import Synchronization
 
 /// The engine's store port (`NotificationStoring`) on SQLite, with a group commit (N15, issue 9).
 ///
-/// `submit` queues the engine's new state and returns at once (no I/O, no diff on the engine's
-/// actor). One committer (a serial dispatch queue) takes everything queued, compares each state
-/// with the one before (`NotificationRowDiffer`: the rows that changed, as typed values) and writes
-/// all of their rows in one transaction: what arrived while the previous commit was in flight goes
-/// into the next one together, in order. Each submit's `NotificationCommit` reports durable only
+/// `submit` compares the engine's new state with the one it was handed before
+/// (`NotificationRowDiffer`: the rows that changed, as typed values; no encoding, no I/O), queues
+/// those rows and returns at once. Only the rows are queued, never the state: a queue of many
+/// requests holds a few values each, not a copy of the center each. One committer (a serial
+/// dispatch queue) encodes and writes everything queued in one transaction: what arrived while the
+/// previous commit was in flight goes into the next one together, in order. Each submit's `NotificationCommit` reports durable only
 /// once its transaction's `COMMIT` returned (WAL, `synchronous=FULL`: the commit is on disk). So a
 /// SIGKILL loses nothing acknowledged, and n requests arriving together cost one fsync, not n.
 ///
 /// If a commit fails, it and every change queued after it fail (they were diffed against it);
 /// later submits fail at once until the engine takes the durable state back
-/// (`recoverAfterFailedCommit`), from which it carries on.
+/// (`recoverAfterFailedCommit`, which reads it from the file), from which it carries on.
 public final class SQLiteNotificationStore: NotificationStoring, Sendable {
     /// The store's connection: used by the committer queue only (and by `load`/`save`, which the
     /// daemon calls before the first submit, and which wait for the committer).
     private final class Confined: @unchecked Sendable {
         let store: NotificationStore
-        /// What the next queued state is diffed against: the state queued before it (nil until
-        /// the first load).
-        var differ: NotificationRowDiffer?
         init(_ store: NotificationStore) { self.store = store }
     }
 
     private struct Shared: ~Copyable {
-        /// Whether `load` ran (submits before it fail).
-        var loaded = false
-        /// States waiting for the next commit, with their tickets.
-        var queue: [(ticket: UInt64, state: NotificationState)] = []
+        /// What the next submit is diffed against: the state submitted before (nil until `load`,
+        /// and after a failed commit).
+        var differ: NotificationRowDiffer?
+        /// Rows waiting for the next commit, with their tickets.
+        var queue: [(ticket: UInt64, changes: NotificationRowChanges)] = []
         var nextTicket: UInt64 = 1
         /// Every ticket up to this one is durable, unless it is in `failed`.
         var durableThrough: UInt64 = 0
@@ -43,9 +42,6 @@ public final class SQLiteNotificationStore: NotificationStoring, Sendable {
         var committing = false
         /// After a failed commit, until the engine takes `durable`: submits fail at once.
         var broken: StoreError?
-        /// The state on disk as of the last successful commit, and its list numbers.
-        var durable = NotificationState()
-        var durableLayout = RowLayout()
         /// Commits and changes written, for the bench and tests.
         var commits = 0
         var changesWritten = 0
@@ -62,12 +58,10 @@ public final class SQLiteNotificationStore: NotificationStoring, Sendable {
     /// Reads the saved state (waiting for commits in flight) and starts diffing from it.
     public func load() throws -> NotificationState {
         try committer.sync {
-            let (state, seqs) = try confined.store.loadWithSeqs()
-            confined.differ = NotificationRowDiffer(state: state, seqs: seqs)
+            let (state, layout) = try confined.store.loadWithSeqs()
             shared.withLock {
-                $0.loaded = true
-                $0.durable = state
-                $0.durableLayout = seqs
+                $0.differ = NotificationRowDiffer(state: state, seqs: layout)
+                $0.broken = nil
             }
             return state
         }
@@ -89,16 +83,22 @@ public final class SQLiteNotificationStore: NotificationStoring, Sendable {
         }
     }
 
-    /// Queues; the ticket to wait for.
+    /// Diffs and queues; the ticket to wait for, nil if durable already.
     private func enqueue(_ state: NotificationState) -> Result<UInt64?, StoreError> {
         shared.withLock { s in
             if let broken = s.broken { return .failure(broken) }
-            if !s.loaded {
+            guard s.differ != nil else {
                 return .failure(StoreError(.storeFailed, "the notification store was not loaded before the first save"))
+            }
+            let changes = s.differ!.changes(to: state)
+            if changes.isEmpty {
+                // Nothing to write: durable when what was queued before is.
+                let last = s.nextTicket - 1
+                return .success(last > s.durableThrough ? last : nil)
             }
             let ticket = s.nextTicket
             s.nextTicket += 1
-            s.queue.append((ticket, state))
+            s.queue.append((ticket, changes))
             if !s.committing {
                 s.committing = true
                 committer.async { self.commitQueued() }
@@ -107,12 +107,18 @@ public final class SQLiteNotificationStore: NotificationStoring, Sendable {
         }
     }
 
-    /// Takes the durable state back after a failed commit (once per failure).
+    /// Takes the durable state back after a failed commit (once per failure): reads it from the
+    /// file, after the commits in flight. Nil if it was taken already, or cannot be read (then
+    /// submits keep failing, and the next call tries again).
     public func recoverAfterFailedCommit() -> NotificationState? {
-        shared.withLock { s in
-            guard s.broken != nil else { return nil }
-            s.broken = nil  // the committer diffs the next state against `durable` again
-            return s.durable
+        guard shared.withLock({ $0.broken != nil }) else { return nil }
+        return committer.sync { () -> NotificationState? in
+            guard shared.withLock({ $0.broken != nil }), let (state, layout) = try? confined.store.loadWithSeqs() else { return nil }
+            shared.withLock {
+                $0.differ = NotificationRowDiffer(state: state, seqs: layout)
+                $0.broken = nil
+            }
+            return state
         }
     }
 
@@ -124,7 +130,7 @@ public final class SQLiteNotificationStore: NotificationStoring, Sendable {
     /// Runs on `committer`: writes everything queued, one transaction per round, until the queue is empty.
     private func commitQueued() {
         while true {
-            let batch: [(ticket: UInt64, state: NotificationState)]? = shared.withLock { s in
+            let batch: [(ticket: UInt64, changes: NotificationRowChanges)]? = shared.withLock { s in
                 if s.queue.isEmpty {
                     s.committing = false
                     return nil
@@ -134,12 +140,8 @@ public final class SQLiteNotificationStore: NotificationStoring, Sendable {
             }
             guard let batch, let first = batch.first, let last = batch.last else { return }
             var error: StoreError?
-            var changes: [NotificationRowChanges] = []
             do {
-                guard var differ = confined.differ else { throw StoreError(.storeFailed, "the notification store was not loaded") }
-                changes = batch.map { differ.changes(to: $0.state) }
-                try confined.store.write(changes)
-                confined.differ = differ
+                try confined.store.write(batch.map(\.changes))
             } catch let e as StoreError {
                 error = e
             } catch let other {
@@ -152,11 +154,9 @@ public final class SQLiteNotificationStore: NotificationStoring, Sendable {
                     s.failed.append((first.ticket...through, error))
                     s.queue.removeAll()
                     s.broken = error
+                    s.differ = nil
                     s.durableThrough = through
-                    confined.differ = NotificationRowDiffer(state: s.durable, seqs: s.durableLayout)
                 } else {
-                    s.durable = last.state
-                    s.durableLayout = changes.last!.layoutAfter
                     s.durableThrough = last.ticket
                     s.commits += 1
                     s.changesWritten += batch.count
