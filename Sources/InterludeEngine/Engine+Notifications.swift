@@ -21,23 +21,38 @@ extension Engine {
     /// run while this one waits for the disk. Effects and replies follow the order of the events.
     /// - Throws: `storageFailed` when the new state cannot be saved: none of the event's effects
     ///   happen, and the state is the one the store holds.
+    ///
+    /// The event is reduced in a task below request priority: the actor runs a `session.activate`
+    /// (or any audio request) that arrives during a notification burst before the queued
+    /// notification work, so audio decisions do not wait behind it (issue 9).
     @discardableResult
     func notifyDurably(_ event: NotificationEvent) async throws(WireError) -> NotificationReply? {
-        let step = try submitNotification(event)
-        if awaitingCommit.isEmpty, case .some(nil) = step.commit.known {
-            carryOut(step.effects)
-            return step.reply
-        }
         do {
             return try await withCheckedThrowingContinuation { (c: CheckedContinuation<NotificationReply?, any Error>) in
-                awaitingCommit.append(step, waiter: c)
-                drainCommits()
+                Task(priority: .low) { await self.submitAndAwaitCommit(event, waiter: c) }
             }
         } catch let e as WireError {
             throw e
         } catch {
             throw WireError(.storageFailed, "\(error)")
         }
+    }
+
+    /// Reduces and submits `event`, then answers `waiter` when the state is durable (at once if
+    /// nothing waits before it and nothing had to be written).
+    func submitAndAwaitCommit(_ event: NotificationEvent, waiter: CheckedContinuation<NotificationReply?, any Error>) {
+        let step: NotificationStep
+        do { step = try submitNotification(event) } catch {
+            waiter.resume(throwing: error)
+            return
+        }
+        if awaitingCommit.isEmpty, case .some(nil) = step.commit.known {
+            carryOut(step.effects)
+            waiter.resume(returning: step.reply)
+            return
+        }
+        awaitingCommit.append(step, waiter: waiter)
+        drainCommits()
     }
 
     /// `notifyDurably` for the daemon's own events (ticks, presence, the call state): nobody
