@@ -35,8 +35,8 @@ let package = Package(
         .target(name: "InterludeSound", dependencies: ["CSndfile"]),
         // Remote notifications (issue 11): an MQTT client on libmosquitto's own thread.
         .target(name: "InterludeRemote", dependencies: ["CMosquitto"]),
-        // Notification state persistence (N15): SQLite in WAL mode, one transaction per save.
-        .target(name: "InterludeStore", dependencies: ["CSQLite", "InterludePolicy"]),
+        // Notification state persistence (N15): SQLite in WAL mode, group commit; the engine's store port.
+        .target(name: "InterludeStore", dependencies: ["CSQLite", "InterludePolicy", "InterludeEngine"]),
         // Engine: owns state, feeds the policies, carries out effects through ports.
         .target(name: "InterludeEngine", dependencies: ["InterludePolicy", "InterludeConfig", "InterludeWire"]),
         // Socket server: connections -> engine calls.
@@ -70,7 +70,7 @@ let package = Package(
         // /proc, order statistics, and the torture suite's books (ledger, exit status, table).
         .target(name: "InterludeMeasure", dependencies: ["InterludePulse", "InterludeScenario"]),
         // Scripts/bench: onset, duck reaction, arbitration cost and resources of a running daemon.
-        .executableTarget(name: "interlude-bench", dependencies: [
+        .executableTarget(name: "interlude-bench", dependencies: ["CSQLite",
             "InterludeClient", "InterludePulse", "InterludeScenario", "InterludePolicy", "InterludeConfig", "InterludeMeasure", "InterludeRemote", "InterludeWire",
         ]),
         // Scripts/torture: faults and load against private daemons and audio servers (README "Torture").
@@ -81,7 +81,7 @@ let package = Package(
         .testTarget(name: "InterludePolicyTests", dependencies: ["InterludePolicy", "InterludeTestSupport"]),
         .testTarget(name: "InterludeWireTests", dependencies: ["InterludeWire"]),
         .testTarget(name: "InterludeConfigTests", dependencies: ["InterludeConfig"]),
-        .testTarget(name: "InterludeStoreTests", dependencies: ["InterludeStore", "InterludePolicy"]),
+        .testTarget(name: "InterludeStoreTests", dependencies: ["InterludeStore", "InterludePolicy", "InterludeEngine"]),
         .testTarget(name: "InterludeServerTests", dependencies: [
             "InterludeServer", "InterludeClient", "InterludeEngine", "InterludeTestSupport", "InterludeConfig",
         ]),

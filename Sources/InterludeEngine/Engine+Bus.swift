@@ -109,7 +109,7 @@ extension Engine {
     ///
     /// - Parameter assignedID: companion mode: the id the display daemon gave (seen in its reply);
     ///   the same id again replaces (N10). Actions stay the display daemon's.
-    public func busNotify(_ input: BusNotificationInput, assignedID: UInt32? = nil) throws(WireError) -> (id: UInt32, decision: NotificationDecision) {
+    public func busNotify(_ input: BusNotificationInput, assignedID: UInt32? = nil) async throws(WireError) -> (id: UInt32, decision: NotificationDecision) {
         try Engine.checkAppID(input.app)
         try authorizeBusApp(input.app)
         var id: UInt32
@@ -138,7 +138,8 @@ extension Engine {
         }
         if let sender = input.sender { bus.senders[id] = sender }
         let request = NotificationRequest(identifier: identifier, content: content)
-        guard case let .accepted(_, decision) = try expect(notify(.add(request, app: input.app, peerExecutablePath: input.executable))) else {
+        // The Notify reply is the bus client's acknowledgement: it goes once the state is durable (N15).
+        guard case let .accepted(_, decision) = try expect(await notifyDurably(.add(request, app: input.app, peerExecutablePath: input.executable))) else {
             throw WireError(.internalError, "unexpected reply")
         }
         if input.transient, owns(input.app, identifier) {

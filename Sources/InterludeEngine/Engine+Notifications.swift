@@ -15,25 +15,153 @@ extension Engine {
     func actsForUser(_ app: String) -> Bool { userTools.contains(app) }
 
     /// Feeds one event to the notification policy, persists, carries out the effects, and
-    /// returns the reply (if the event has one).
-    /// - Throws: `storageFailed` when the new state cannot be saved (N15): the state is then as
-    ///   before the event and none of its effects happen.
+    /// returns the reply (if the event has one) once the new state is durable (N15: nothing
+    /// acknowledged is lost). The actor is not held meanwhile: the store commits off it (a group
+    /// commit, `NotificationStoring.submit`), so audio requests and other notification requests
+    /// run while this one waits for the disk. Effects and replies follow the order of the events.
+    /// - Throws: `storageFailed` when the new state cannot be saved: none of the event's effects
+    ///   happen, and the state is the one the store holds.
+    ///
+    /// The event is reduced in a task below request priority: the actor runs a `session.activate`
+    /// (or any audio request) that arrives during a notification burst before the queued
+    /// notification work, so audio decisions do not wait behind it (issue 9).
+    @discardableResult
+    func notifyDurably(_ event: NotificationEvent) async throws(WireError) -> NotificationReply? {
+        do {
+            return try await withCheckedThrowingContinuation { (c: CheckedContinuation<NotificationReply?, any Error>) in
+                Task(priority: .low) { await self.submitAndAwaitCommit(event, waiter: c) }
+            }
+        } catch let e as WireError {
+            throw e
+        } catch {
+            throw WireError(.storageFailed, "\(error)")
+        }
+    }
+
+    /// Reduces and submits `event`, then answers `waiter` when the state is durable (at once if
+    /// nothing waits before it and nothing had to be written).
+    func submitAndAwaitCommit(_ event: NotificationEvent, waiter: CheckedContinuation<NotificationReply?, any Error>) {
+        let step: NotificationStep
+        do { step = try submitNotification(event) } catch {
+            waiter.resume(throwing: error)
+            return
+        }
+        if awaitingCommit.isEmpty, case .some(nil) = step.commit.known {
+            carryOut(step.effects)
+            waiter.resume(returning: step.reply)
+            return
+        }
+        awaitingCommit.append(step, waiter: waiter)
+        drainCommits()
+    }
+
+    /// `notifyDurably` for the daemon's own events (ticks, presence, the call state): nobody
+    /// waits for the reply; the effects happen when the state is durable, in order.
     @discardableResult
     func notify(_ event: NotificationEvent) throws(WireError) -> NotificationReply? {
+        let step = try submitNotification(event)
+        if awaitingCommit.isEmpty, case .some(nil) = step.commit.known {
+            carryOut(step.effects)
+        } else {
+            awaitingCommit.append(step, waiter: nil)
+            drainCommits()
+        }
+        return step.reply
+    }
+
+    /// One event reduced and its state handed to the store: what waits for the commit.
+    struct NotificationStep: Sendable {
+        var commit: NotificationCommit
+        var effects: [NotificationEffect]
+        var reply: NotificationReply?
+    }
+
+    /// The events waiting for their commit, oldest first, each with the request waiting for it.
+    struct CommitQueue {
+        private var items: [(step: NotificationStep, waiter: CheckedContinuation<NotificationReply?, any Error>?)] = []
+        private var head = 0
+        /// Whether the drain task runs.
+        var draining = false
+        var isEmpty: Bool { head == items.count }
+        mutating func append(_ step: NotificationStep, waiter: CheckedContinuation<NotificationReply?, any Error>?) {
+            items.append((step, waiter))
+        }
+        mutating func popFirst() -> (step: NotificationStep, waiter: CheckedContinuation<NotificationReply?, any Error>?)? {
+            guard head < items.count else { return nil }
+            let item = items[head]
+            head += 1
+            if head == items.count {
+                items.removeAll(keepingCapacity: true)
+                head = 0
+            } else if head >= 256, head * 2 >= items.count {
+                items.removeFirst(head)  // a queue that never empties under load must not keep what it did
+                head = 0
+            }
+            return item
+        }
+        var first: NotificationStep? { head < items.count ? items[head].step : nil }
+    }
+
+    /// Reduces `event` and submits the new state (unless only presence changed, which need not
+    /// persist). A store that fails at once leaves the state as before the event.
+    func submitNotification(_ event: NotificationEvent) throws(WireError) -> NotificationStep {
         let before = notifState
         let now = NotificationTime(clock.wallTime)
         let fx = NotificationPolicy.reduce(&notifState, event, now: now, config: notifConfig)
-        if notifState != before, !notifState.differsOnlyInPresence(from: before), let store {
-            do { try store.save(notifState) } catch {
+        var commit = NotificationCommit.durable
+        if let store, notifState != before, !notifState.differsOnlyInPresence(from: before) {
+            commit = store.submit(notifState)
+            if case let .some(error?) = commit.known {
                 log("cannot save the notification state: \(error) [N15]")
                 notifState = before
+                _ = store.recoverAfterFailedCommit().map(takeDurableState)
                 throw WireError(.storageFailed, "the notification state cannot be saved: \(error)")
             }
         }
-        var reply: NotificationReply?
+        scheduleNotificationTick()
+        return NotificationStep(commit: commit, effects: fx, reply: fx.lazy.compactMap {
+            if case let .reply(r) = $0 { r } else { nil }
+        }.last)
+    }
+
+    /// Waits for the commits in order; carries out each event's effects and answers its request
+    /// when its state is durable, or fails it (and takes the store's durable state) when not.
+    func drainCommits() {
+        guard !awaitingCommit.draining else { return }
+        awaitingCommit.draining = true
+        // Below the requests' priority: the actor runs an audio request (session.activate) before
+        // the effects of notifications that are already durable.
+        Task(priority: .low) {
+            while let step = awaitingCommit.first {
+                let error = await step.commit.outcome()
+                guard let item = awaitingCommit.popFirst() else { break }
+                if let error {
+                    log("cannot save the notification state: \(error) [N15]")
+                    if let durable = store?.recoverAfterFailedCommit() { takeDurableState(durable) }
+                    item.waiter?.resume(throwing: WireError(.storageFailed, "the notification state cannot be saved: \(error)"))
+                } else {
+                    carryOut(item.step.effects)
+                    item.waiter?.resume(returning: item.step.reply)
+                }
+            }
+            awaitingCommit.draining = false
+        }
+    }
+
+    /// After a failed commit: the store's durable state becomes the engine's, with the apps'
+    /// presence as it is now (presence is not persisted).
+    func takeDurableState(_ durable: NotificationState) {
+        var state = durable
+        for (app, record) in notifState.apps where state.apps[app] != nil { state.apps[app]!.connected = record.connected }
+        notifState = state
+        scheduleNotificationTick()
+    }
+
+    /// Carries out a notification event's effects (its reply goes back to the caller).
+    func carryOut(_ fx: [NotificationEffect]) {
         for e in fx {
             switch e {
-            case let .reply(r): reply = r
+            case .reply: break
             case let .deliver(n):
                 log("notification \(n.app)/\(n.request.identifier) \(n.decision.outcome) sound=\(n.decision.sound.map { "\($0.name)@\($0.volume)" } ?? "none") [\(n.decision.rules.joined(separator: ","))]")
             case let .playSound(p): playNotificationSound(p)
@@ -46,8 +174,6 @@ extension Engine {
                         to: .appOnly(app, always: true))
             }
         }
-        scheduleNotificationTick()
-        return reply
     }
 
     func scheduleNotificationTick() {
@@ -177,21 +303,21 @@ extension Engine {
     // MARK: Methods
 
     /// `notification.requestAuthorization` (N1).
-    public func requestAuthorization(client: Int, _ p: RequestAuthorizationParams) throws(WireError) -> AuthorizationResult {
+    public func requestAuthorization(client: Int, _ p: RequestAuthorizationParams) async throws(WireError) -> AuthorizationResult {
         let app = try appOf(client)
-        guard case let .authorization(status, options) = try expect(notify(.requestAuthorization(app: app, options: p.options))) else {
+        guard case let .authorization(status, options) = try expect(await notifyDurably(.requestAuthorization(app: app, options: p.options))) else {
             throw WireError(.internalError, "unexpected reply")
         }
         return AuthorizationResult(status: status, options: options)
     }
 
     /// `notification.add`: the decision comes back with the rules that made it (N16).
-    public func addNotification(client: Int, _ p: AddNotificationParams) throws(WireError) -> AddNotificationResult {
+    public func addNotification(client: Int, _ p: AddNotificationParams) async throws(WireError) -> AddNotificationResult {
         let app = try appOf(client)
         let request = try notificationRequest(p)
         let peer = entitlementPeer(client: client, app: app, level: request.content.interruptionLevel)
-        guard case let .accepted(id, decision) = try expect(notify(.add(request, app: app, peerExecutablePath: peer.path,
-                                                                        peerProblem: peer.problem))) else {
+        guard case let .accepted(id, decision) = try expect(await notifyDurably(.add(request, app: app, peerExecutablePath: peer.path,
+                                                                                     peerProblem: peer.problem))) else {
             throw WireError(.internalError, "unexpected reply")
         }
         return AddNotificationResult(identifier: id, decision: decision)
@@ -285,7 +411,7 @@ extension Engine {
     }
 
     /// `notification.remove`: returns the identifiers that were there and are gone.
-    public func removeNotifications(client: Int, _ p: RemoveNotificationsParams) throws(WireError) -> RemoveNotificationsResult {
+    public func removeNotifications(client: Int, _ p: RemoveNotificationsParams) async throws(WireError) -> RemoveNotificationsResult {
         let app = try target(client, p.app)
         func present() -> Set<String> {
             let s = notifState
@@ -295,29 +421,29 @@ extension Engine {
         }
         let before = present()
         if p.all == true {
-            _ = try expect(notify(.removePending(app: app, identifiers: nil)))
-            _ = try expect(notify(.removeDelivered(app: app, identifiers: nil)))
+            _ = try expect(await notifyDurably(.removePending(app: app, identifiers: nil)))
+            _ = try expect(await notifyDurably(.removeDelivered(app: app, identifiers: nil)))
         } else {
-            if let ids = p.pending { _ = try expect(notify(.removePending(app: app, identifiers: ids))) }
-            if let ids = p.delivered { _ = try expect(notify(.removeDelivered(app: app, identifiers: ids))) }
+            if let ids = p.pending { _ = try expect(await notifyDurably(.removePending(app: app, identifiers: ids))) }
+            if let ids = p.delivered { _ = try expect(await notifyDurably(.removeDelivered(app: app, identifiers: ids))) }
         }
         return RemoveNotificationsResult(removed: before.subtracting(present()).sorted())
     }
 
     /// `notification.setBadge` (N12).
-    public func setBadge(client: Int, _ p: SetBadgeParams) throws(WireError) {
-        _ = try expect(notify(.setBadge(app: try target(client, p.app), count: p.count)))
+    public func setBadge(client: Int, _ p: SetBadgeParams) async throws(WireError) {
+        _ = try expect(await notifyDurably(.setBadge(app: try target(client, p.app), count: p.count)))
     }
 
     /// `notification.registerCategories` (N14).
-    public func registerCategories(client: Int, _ p: RegisterCategoriesParams) throws(WireError) {
-        _ = try expect(notify(.registerCategories(app: try appOf(client), p.categories)))
+    public func registerCategories(client: Int, _ p: RegisterCategoriesParams) async throws(WireError) {
+        _ = try expect(await notifyDurably(.registerCategories(app: try appOf(client), p.categories)))
     }
 
     /// `notification.respond`: the user's response reaches the app, queued while it is offline (N14).
-    public func respond(client: Int, _ p: RespondParams) throws(WireError) {
+    public func respond(client: Int, _ p: RespondParams) async throws(WireError) {
         let app = try target(client, p.app)
-        _ = try expect(notify(.respondToAction(app: app, notificationIdentifier: p.notification, actionIdentifier: p.action, text: p.text)))
+        _ = try expect(await notifyDurably(.respondToAction(app: app, notificationIdentifier: p.notification, actionIdentifier: p.action, text: p.text)))
     }
 
     /// `notification.explain` (N16).
@@ -347,17 +473,17 @@ extension Engine {
     }
 
     /// `notification.setSettings`: the user's settings for an app (N2). Only the user's tool may.
-    public func setSettings(client: Int, _ p: SettingsParams) throws(WireError) -> NotificationAppSettings {
+    public func setSettings(client: Int, _ p: SettingsParams) async throws(WireError) -> NotificationAppSettings {
         guard actsForUser(try appOf(client)), let app = p.app else {
             throw WireError(.notAuthorized, "settings belong to the user: use the interlude CLI (settings APP KEY=VALUE)")
         }
         try Engine.checkAppID(app)
-        _ = try expect(notify(.setSettings(app: app, p.change)))
+        _ = try expect(await notifyDurably(.setSettings(app: app, p.change)))
         return notifState.apps[app]?.settings ?? NotificationAppSettings()
     }
 
     /// `focus.set` (N7): on by name (optionally until a time or for a duration), or off.
-    public func setFocus(client: Int, _ p: FocusSetParams) throws(WireError) -> FocusStatusResult {
+    public func setFocus(client: Int, _ p: FocusSetParams) async throws(WireError) -> FocusStatusResult {
         guard actsForUser(try appOf(client)) else {
             throw WireError(.notAuthorized, "focus belongs to the user: use the interlude CLI (focus on NAME)")
         }
@@ -370,7 +496,7 @@ extension Engine {
             guard f > 0, f <= limit else { throw WireError(.badRequest, "for must be positive seconds, at most 10 years") }
             until = NotificationTime(clock.wallTime + f)
         }
-        _ = try expect(notify(.setFocus(name: p.name, until: until)))
+        _ = try expect(await notifyDurably(.setFocus(name: p.name, until: until)))
         return focusStatus()
     }
 

@@ -26,10 +26,10 @@ extension Engine {
     /// `notification.registerRemote`: the calling app registers (`enabled`, default true) or
     /// unregisters for remote notifications (N1). Whether they reach it is also the user's
     /// setting `remote` (N2).
-    public func registerRemote(client: Int, _ p: RegisterRemoteParams) throws(WireError) -> RegisterRemoteResult {
+    public func registerRemote(client: Int, _ p: RegisterRemoteParams) async throws(WireError) -> RegisterRemoteResult {
         let app = try appOf(client)
         let enabled = p.enabled ?? true
-        _ = try expect(notify(.registerRemote(app: app, enabled: enabled)))
+        _ = try expect(await notifyDurably(.registerRemote(app: app, enabled: enabled)))
         log("\(app) \(enabled ? "registered" : "unregistered") for remote notifications [N1]")
         return RegisterRemoteResult(registered: enabled, device: remote?.topics.device, topic: remote?.topics.notifications)
     }
@@ -41,7 +41,7 @@ extension Engine {
     ///
     /// A malformed or oversized message is logged and gets a `malformed` receipt; it changes no
     /// state and is never delivered.
-    public func remoteMessage(_ payload: [UInt8]) -> RemoteReceipt {
+    public func remoteMessage(_ payload: [UInt8]) async -> RemoteReceipt {
         let settings = remote ?? RemoteSettings(topics: RemoteTopics(prefix: "", device: ""), maxMessageBytes: RemoteMessage.defaultMaxBytes,
                                                 dedupeWindow: 1000)
         let device = settings.topics.device
@@ -60,7 +60,8 @@ extension Engine {
         }
         let receipt: RemoteReceipt
         do {
-            let reply = try notify(.addRemote(request, app: message.app, messageID: message.id, dedupeWindow: settings.dedupeWindow))
+            // Durable before it returns (group commit, N15): only then may the broker be acknowledged.
+            let reply = try await notifyDurably(.addRemote(request, app: message.app, messageID: message.id, dedupeWindow: settings.dedupeWindow))
             switch reply {
             case let .accepted(identifier, decision)?:
                 receipt = RemoteReceipt(id: message.id, device: device, app: message.app, identifier: identifier,

@@ -59,6 +59,9 @@ public actor Engine {
     var userTools: Set<String>
     /// Wakes the notification policy at its next deadline (triggers, schedules, summary).
     var notificationTimer = DeadlineTimer()
+    /// Notification events whose state is being committed, oldest first: their effects and
+    /// replies wait for the commit (N15), in order (see `notifyDurably`).
+    var awaitingCommit = CommitQueue()
     var generatedIDs = 0
     /// This daemon's identity on the audio server (its socket path), and whether it manages only
     /// streams marked with it (`--private`, the scenario runner's daemon).
@@ -262,12 +265,12 @@ public actor Engine {
     /// user's switch, like focus and settings: only the user's tools (`server.userTools`) may set it.
     /// - Throws: `notAuthorized` for any other app; `storageFailed` when the switch cannot be
     ///   saved (N15); nothing changes then.
-    public func setRinger(client: Int, silent: Bool) throws(WireError) {
+    public func setRinger(client: Int, silent: Bool) async throws(WireError) {
         guard let app = clients[client]?.app else { throw WireError(.helloRequired, "say hello first") }
         guard actsForUser(app) else {
             throw WireError(.notAuthorized, "the ringer belongs to the user: use the interlude CLI (ringer silent|ring) [A12]")
         }
-        try notify(.setRinger(silent: silent))
+        try await notifyDurably(.setRinger(silent: silent))
         log("ringer \(silent ? "silent" : "ring") [A12]")
         reduce(.ringer(silent: silent))
         publish(WireEventName.ringerChanged, .object(["mode": .string(silent ? "silent" : "ring")]), to: .subscribers)
@@ -284,7 +287,7 @@ public actor Engine {
             // volume they decide (cooldown, N11).
             let request = NotificationPlayRequest(sound: p.sound, volume: volume)
             let peer = entitlementPeer(client: client, app: app, level: request.interruptionLevel)
-            let reply = try expect(notify(.play(request, app: app, peerExecutablePath: peer.path, peerProblem: peer.problem)))
+            let reply = try expect(await notifyDurably(.play(request, app: app, peerExecutablePath: peer.path, peerProblem: peer.problem)))
             guard case let .played(decision) = reply else { throw WireError(.internalError, "unexpected reply") }
             guard let sound = decision.sound, sound.volume > 0 else {
                 return SoundPlayResult(played: "none", warning: WireError(.silenced, "no sound: rules \(decision.rules.joined(separator: ", "))"),

@@ -63,9 +63,67 @@ public protocol AudioBackend: Sendable {
 
 /// Port: persistence of the notification state (N15). `save` must be atomic: a crash leaves the
 /// old or the new state, never a mix.
+///
+/// The engine calls `submit`, which returns at once: a store with a group commit (the SQLite
+/// adapter) writes the change off the engine's actor, together with the others that arrive while
+/// a commit is in flight, and the engine acknowledges the request when ``NotificationCommit/outcome()``
+/// says it is durable. A simple store (the default `submit`) saves at once.
 public protocol NotificationStoring: Sendable {
+    /// The saved state (the last durable one).
     func load() throws -> NotificationState
+    /// Saves `state` before returning (atomic).
     func save(_ state: NotificationState) throws
+    /// Hands `state`, the next state of the engine, to the store and returns without waiting for
+    /// the disk. States are written in the order they are submitted. Default: `save` now.
+    func submit(_ state: NotificationState) -> NotificationCommit
+    /// After a commit failed: the state that is durable, which the engine takes as its own (every
+    /// submit after the failed one failed too); nil if there is nothing to take (the failure was
+    /// already reported by an earlier call, or the store is a simple one whose failed `save`
+    /// changed nothing). Default: nil.
+    func recoverAfterFailedCommit() -> NotificationState?
+}
+
+extension NotificationStoring {
+    public func submit(_ state: NotificationState) -> NotificationCommit {
+        do {
+            try save(state)
+            return .durable
+        } catch {
+            return .failed(error)
+        }
+    }
+
+    public func recoverAfterFailedCommit() -> NotificationState? { nil }
+}
+
+/// The outcome of one `NotificationStoring.submit`: known at once (a simple store), or after the
+/// commit it went into (a group commit).
+public struct NotificationCommit: Sendable {
+    /// The error if known now to have failed, `.some(nil)` if known durable, nil if still in flight.
+    public let known: (any Error)??
+    private let wait: (@Sendable () async -> (any Error)?)?
+
+    /// Durable already.
+    public static let durable = NotificationCommit(known: .some(nil), wait: nil)
+    /// Failed already (nothing was written).
+    public static func failed(_ error: any Error) -> NotificationCommit { NotificationCommit(known: .some(error), wait: nil) }
+
+    /// A commit in flight: `wait` returns nil when it is durable, or the error it failed with.
+    public init(waiting wait: @escaping @Sendable () async -> (any Error)?) {
+        known = nil
+        self.wait = wait
+    }
+
+    private init(known: (any Error)??, wait: (@Sendable () async -> (any Error)?)?) {
+        self.known = known
+        self.wait = wait
+    }
+
+    /// Waits until the state is durable (nil) or its commit failed (the error).
+    public func outcome() async -> (any Error)? {
+        if let known { return known }
+        return await wait?() ?? nil
+    }
 }
 
 /// Port: plays notification sounds through the sample cache (S1–S3).

@@ -29,8 +29,11 @@ import InterludePolicy
 /// | `meta` | `key TEXT PRIMARY KEY`, `json` | one row each: `clock` (absent while nil), `focus`, `ringerSilent`, `callActive`, `history`, `summaryQueue`, `coalesced`, `remoteMessages` (the recent remote message ids, issue 11; absent in files written before it = none) |
 ///
 /// `seq` orders a list; numbers may have gaps, so an appended or removed item does not renumber the
-/// others. A save writes only rows whose JSON (or place) changed since the last save or load, and
-/// deletes rows that disappeared (`lastSave` counts them); unchanged saves do not touch the file.
+/// others. A save writes only the rows whose value (or place) changed since the last save or load,
+/// found by comparing the state with the one the store last took (`NotificationRowDiffer`), not by
+/// encoding the state: a new notification is a handful of row writes (`lastSave` counts them);
+/// unchanged saves do not touch the file. `write(_:)` commits several changes in one transaction
+/// (the group commit of `SQLiteNotificationStore`).
 ///
 /// One store per database file: the daemon opens it once. If another connection commits to the
 /// file, the next save notices (`PRAGMA data_version`) and re-reads the rows before diffing. Not
@@ -65,21 +68,11 @@ public final class NotificationStore {
 
     private let db: SQLiteDatabase
     private var statements: Statements?
-    /// The rows the database holds as of our last load or save; nil = unknown (read before diffing).
-    private var saved: Rows?
+    /// The state the database holds as of our last load or save, to diff the next save against;
+    /// nil = unknown (read before diffing).
+    private var differ: NotificationRowDiffer?
     /// `PRAGMA data_version` after our last load or save: another connection's commit changes it.
     private var dataVersion: Int64 = 0
-    /// The elements the previous save encoded and their text, by identity. Most of a save's
-    /// elements are unchanged, and comparing a value with the one encoded last time costs far less
-    /// than encoding it again. A pure memo: it holds whatever was encoded, committed or not.
-    private var memo = EncodingMemo()
-
-    struct EncodingMemo {
-        var apps: [String: (NotificationAppRecord, String)] = [:]
-        var pending: [String: (PendingNotification, String)] = [:]
-        var delivered: [String: (DeliveredNotification, String)] = [:]
-        var decisions: [String: (NotificationDecisionRecord, String)] = [:]
-    }
     private let encoder: JSONEncoder = {
         let e = JSONEncoder()
         e.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
@@ -143,7 +136,7 @@ public final class NotificationStore {
     /// Closes the database. Later `load` and `save` calls throw `storeFailed`. Also done on deinit.
     public func close() {
         statements = nil
-        saved = nil
+        differ = nil
         db.close()
     }
 
@@ -170,6 +163,11 @@ public final class NotificationStore {
     /// - Throws: `StoreError`: `storeCorrupt` (damaged file, or a row whose JSON does not decode),
     ///   `storeIOError`, `storeBusy`, `storeFailed` (closed).
     public func load() throws -> NotificationState {
+        try loadWithSeqs().state
+    }
+
+    /// `load()`, with the `seq` of every list item; remembers both for the next save.
+    func loadWithSeqs() throws -> (state: NotificationState, seqs: RowLayout) {
         let rows = try readRows()
         var state = NotificationState()
         func decode<T: Decodable>(_ type: T.Type, _ json: String, _ place: String) throws -> T {
@@ -192,13 +190,16 @@ public final class NotificationStore {
         if let v = try meta(.summaryQueue, [HeldNotification].self) { state.summaryQueue = v }
         if let v = try meta(.coalesced, [HeldNotification].self) { state.coalesced = v }
         if let v = try meta(.remoteMessages, [String].self) { state.remoteMessages = v }
-        saved = rows
-        return state
+        let seqs = RowLayout(pending: rows.pending.map(\.seq), delivered: rows.delivered.map(\.seq),
+                            decisionLog: rows.decisionLog.map(\.seq),
+                            meta: Set(rows.meta.keys.compactMap(MetaKey.init(rawValue:))))
+        differ = NotificationRowDiffer(state: state, seqs: seqs)
+        return (state, seqs)
     }
 
     /// Saves `state` in one transaction (N15): after a crash at any moment, `load` returns either
     /// the state before this call or `state`, never a mix. When it returns, the state is on disk
-    /// (`synchronous=FULL`). Only rows whose JSON changed since the last save or load are written,
+    /// (`synchronous=FULL`). Only rows whose value changed since the last save or load are written,
     /// and rows that disappeared are deleted (see `lastSave`); if nothing changed, nothing is written.
     ///
     /// - Throws: `StoreError`: `storeBusy`, `storeIOError` (disk full, read-only, I/O), `storeCorrupt`,
@@ -206,56 +207,81 @@ public final class NotificationStore {
     ///   the database keeps the last saved state; a later save writes everything that differs from it.
     public func save(_ state: NotificationState) throws {
         guard let statements else { throw StoreError(.storeFailed, "\(path): the store is closed") }
-        let new = try encode(state)
-        if try saved == nil || statements.dataVersion() != dataVersion { saved = try readRows() }
-        let old = saved!
+        if try differ == nil || statements.dataVersion() != dataVersion { _ = try loadWithSeqs() }
+        let changes = differ!.changes(to: state)
+        try write([changes])
+        lastSave = changes.stats
+    }
 
-        let plans = (pending: ListPlan.make(old: old.pending, new: new.pending, identity: .appAndIdentifier),
-                     delivered: ListPlan.make(old: old.delivered, new: new.delivered, identity: .appAndIdentifier),
-                     log: ListPlan.make(old: old.decisionLog, new: new.decisionLog, identity: .content))
-        let appChanges = Self.changes(old.apps, new.apps)
-        let metaChanges = Self.changes(old.meta, new.meta)
-        var stats = StoreSaveStats()
-        for plan in [plans.pending, plans.delivered, plans.log] {
-            stats.inserted += plan.inserts.count
-            stats.updated += plan.updates.count
-            stats.deleted += plan.deletes.count
-        }
-        for change in [appChanges, metaChanges] {
-            stats.inserted += change.inserted
-            stats.updated += change.upserts.count - change.inserted
-            stats.deleted += change.deletes.count
-        }
-        guard stats.rowsWritten > 0 else {
-            lastSave = stats
-            return
-        }
-
-        saved = nil  // unknown until the commit is known to have happened
-        try db.execute("BEGIN IMMEDIATE")
+    /// Writes `batch` in one transaction, in order (each element's rows are relative to the state
+    /// after the previous one): the group commit. When it returns, all of it is on disk; when it
+    /// throws, none of it is, and the store re-reads the database before its next `save`.
+    ///
+    /// - Throws: as `save`.
+    func write(_ batch: [NotificationRowChanges]) throws {
+        guard let statements else { throw StoreError(.storeFailed, "\(path): the store is closed") }
+        guard batch.contains(where: { !$0.isEmpty }) else { return }
         do {
-            try statements.pending.apply(plans.pending)
-            try statements.delivered.apply(plans.delivered)
-            try statements.decisionLog.apply(plans.log)
-            try statements.app.apply(appChanges)
-            try statements.meta.apply(metaChanges)
-            try db.execute("COMMIT")
+            // Encode first: a value that does not encode fails before the transaction begins.
+            let rows = try batch.flatMap { try $0.rows.map(encode) }
+            try db.execute("BEGIN IMMEDIATE")
+            do {
+                for row in rows { try statements.run(row) }
+                try db.execute("COMMIT")
+            } catch {
+                if db.inTransaction { try? db.execute("ROLLBACK") }
+                throw error
+            }
+            dataVersion = try statements.dataVersion()
         } catch {
-            if db.inTransaction { try? db.execute("ROLLBACK") }
+            differ = nil  // unknown until read again
             throw error
         }
-        var now = new
-        now.pending = plans.pending.result
-        now.delivered = plans.delivered.result
-        now.decisionLog = plans.log.result
-        saved = now
-        dataVersion = try statements.dataVersion()
-        lastSave = stats
+    }
+
+    /// A row operation with its value encoded.
+    enum EncodedRow {
+        case upsertApp(String, String)
+        case deleteApp(String)
+        case upsertMeta(String, String)
+        case deleteMeta(String)
+        case insert(ListTableName, Int64, String, String, String)
+        case update(ListTableName, Int64, String, String, String)
+        case delete(ListTableName, Int64)
+    }
+
+    private func encode(_ row: RowChange) throws -> EncodedRow {
+        switch row {
+        case let .upsertApp(app, record, _): return .upsertApp(app, try encode(record, "app \(app)"))
+        case let .deleteApp(app): return .deleteApp(app)
+        case let .upsertMeta(key, value, _):
+            let text = switch value {
+            case let .clock(v): try encode(v, key.rawValue)
+            case let .focus(v): try encode(v, key.rawValue)
+            case let .flag(v): try encode(v, key.rawValue)
+            case let .history(v): try encode(v, key.rawValue)
+            case let .held(v): try encode(v, key.rawValue)
+            case let .strings(v): try encode(v, key.rawValue)
+            }
+            return .upsertMeta(key.rawValue, text)
+        case let .deleteMeta(key): return .deleteMeta(key.rawValue)
+        case let .insert(table, seq, app, identifier, value): return .insert(table, seq, app, identifier, try encode(value))
+        case let .update(table, seq, app, identifier, value): return .update(table, seq, app, identifier, try encode(value))
+        case let .delete(table, seq): return .delete(table, seq)
+        }
+    }
+
+    private func encode(_ value: ListValue) throws -> String {
+        switch value {
+        case let .pending(v): try encode(v, "a pending notification")
+        case let .delivered(v): try encode(v, "a delivered notification")
+        case let .decision(v): try encode(v, "a decision record")
+        }
     }
 
     // MARK: Internals
 
-    /// Rows written and read, as text: what `saved` remembers.
+    /// Rows as read, as text.
     struct Rows: Equatable {
         var apps: [String: String] = [:]
         var meta: [String: String] = [:]
@@ -269,23 +295,6 @@ public final class NotificationStore {
         case clock, focus, ringerSilent, callActive, history, summaryQueue, coalesced
         /// Issue 11: the remote message ids seen last, saved in the transaction of their decision.
         case remoteMessages
-    }
-
-    /// Keyed-table changes: rows to upsert (how many of them new), keys to delete.
-    struct KeyedChanges {
-        var upserts: [(key: String, json: String)] = []
-        var inserted = 0
-        var deletes: [String] = []
-    }
-
-    static func changes(_ old: [String: String], _ new: [String: String]) -> KeyedChanges {
-        var c = KeyedChanges()
-        for (key, json) in new.sorted(by: { $0.key < $1.key }) where old[key] != json {
-            c.upserts.append((key, json))
-            if old[key] == nil { c.inserted += 1 }
-        }
-        c.deletes = old.keys.filter { new[$0] == nil }.sorted()
-        return c
     }
 
     private static func checkVersion(_ version: Int64, path: String) throws {
@@ -316,54 +325,6 @@ public final class NotificationStore {
         do { return String(decoding: try encoder.encode(value), as: UTF8.self) } catch {
             throw StoreError(.storeFailed, "\(path): \(place) does not encode: \(error)")
         }
-    }
-
-    /// `items` encoded, each taken from `memo` when the same value was encoded last time under
-    /// its key; `memo` then holds exactly these items.
-    private func encodeMemoized<T: Encodable & Equatable>(_ items: [T], key: (T) -> String, memo: inout [String: (T, String)],
-                                                          place: String) throws -> [String] {
-        var next: [String: (T, String)] = [:]
-        next.reserveCapacity(items.count)
-        let texts = try items.map { item -> String in
-            let k = key(item)
-            let text: String
-            if let (old, json) = memo[k], old == item { text = json } else { text = try encode(item, place) }
-            next[k] = (item, text)
-            return text
-        }
-        memo = next
-        return texts
-    }
-
-    /// The state as rows (list `seq`s not yet assigned).
-    private func encode(_ state: NotificationState) throws -> Rows {
-        var rows = Rows()
-        var apps: [String: (NotificationAppRecord, String)] = [:]
-        for (app, record) in state.apps {
-            let text: String
-            if let (old, json) = memo.apps[app], old == record { text = json } else { text = try encode(record, "app \(app)") }
-            apps[app] = (record, text)
-            rows.apps[app] = text
-        }
-        memo.apps = apps
-        let pending = try encodeMemoized(state.pending, key: { $0.app + "\u{0}" + $0.request.identifier }, memo: &memo.pending,
-                                         place: "a pending notification")
-        rows.pending = zip(state.pending, pending).map { ListRow(seq: 0, app: $0.app, identifier: $0.request.identifier, json: $1) }
-        let delivered = try encodeMemoized(state.delivered, key: { $0.app + "\u{0}" + $0.request.identifier }, memo: &memo.delivered,
-                                           place: "a delivered notification")
-        rows.delivered = zip(state.delivered, delivered).map { ListRow(seq: 0, app: $0.app, identifier: $0.request.identifier, json: $1) }
-        let decisions = try encodeMemoized(state.decisionLog, key: { "\($0.app)\u{0}\($0.identifier)\u{0}\($0.time.secondsSince1970)" },
-                                           memo: &memo.decisions, place: "a decision record")
-        rows.decisionLog = zip(state.decisionLog, decisions).map { ListRow(seq: 0, app: $0.app, identifier: $0.identifier, json: $1) }
-        if let clock = state.clock { rows.meta[MetaKey.clock.rawValue] = try encode(clock, "clock") }
-        rows.meta[MetaKey.focus.rawValue] = try encode(state.focus, "focus")
-        rows.meta[MetaKey.ringerSilent.rawValue] = try encode(state.ringerSilent, "ringerSilent")
-        rows.meta[MetaKey.callActive.rawValue] = try encode(state.callActive, "callActive")
-        rows.meta[MetaKey.history.rawValue] = try encode(state.history, "history")
-        rows.meta[MetaKey.summaryQueue.rawValue] = try encode(state.summaryQueue, "summaryQueue")
-        rows.meta[MetaKey.coalesced.rawValue] = try encode(state.coalesced, "coalesced")
-        rows.meta[MetaKey.remoteMessages.rawValue] = try encode(state.remoteMessages, "remoteMessages")
-        return rows
     }
 
     /// Every row, in one read transaction.
@@ -411,6 +372,27 @@ public final class NotificationStore {
             dataVersionQuery = try db.prepare("PRAGMA data_version")
         }
 
+        /// Runs one row operation.
+        func run(_ row: EncodedRow) throws {
+            switch row {
+            case let .upsertApp(key, json): try app.upsert.run([.text(key), .text(json)])
+            case let .deleteApp(key): try app.delete.run([.text(key)])
+            case let .upsertMeta(key, json): try meta.upsert.run([.text(key), .text(json)])
+            case let .deleteMeta(key): try meta.delete.run([.text(key)])
+            case let .insert(t, seq, a, id, json): try list(t).insert.run([.integer(seq), .text(a), .text(id), .text(json)])
+            case let .update(t, seq, a, id, json): try list(t).update.run([.integer(seq), .text(a), .text(id), .text(json)])
+            case let .delete(t, seq): try list(t).delete.run([.integer(seq)])
+            }
+        }
+
+        func list(_ t: ListTableName) -> ListTable {
+            switch t {
+            case .pending: pending
+            case .delivered: delivered
+            case .decisionLog: decisionLog
+            }
+        }
+
         /// `PRAGMA data_version`: changes when another connection commits.
         func dataVersion() throws -> Int64 {
             var version: Int64 = 0
@@ -436,10 +418,6 @@ public final class NotificationStore {
             return out
         }
 
-        func apply(_ c: KeyedChanges) throws {
-            for key in c.deletes { try delete.run([.text(key)]) }
-            for (key, json) in c.upserts { try upsert.run([.text(key), .text(json)]) }
-        }
     }
 
     /// `pending`, `delivered` or `decision_log`: rows ordered by `seq`.
@@ -459,12 +437,16 @@ public final class NotificationStore {
             return out
         }
 
-        func apply(_ plan: ListPlan) throws {
-            for seq in plan.deletes { try delete.run([.integer(seq)]) }
-            for r in plan.updates { try update.run([.integer(r.seq), .text(r.app), .text(r.identifier), .text(r.json)]) }
-            for r in plan.inserts { try insert.run([.integer(r.seq), .text(r.app), .text(r.identifier), .text(r.json)]) }
-        }
     }
+}
+
+/// A row of an ordered table (`pending`, `delivered`, `decision_log`) as read: its position key
+/// `seq` (ascending = list order; gaps allowed), the app and identifier it is about, and its JSON.
+struct ListRow: Equatable, Sendable {
+    var seq: Int64
+    var app: String
+    var identifier: String
+    var json: String
 }
 
 /// What one `NotificationStore.save` wrote, in rows.

@@ -46,6 +46,8 @@ struct ArbitrationBench {
     }
 
     struct PureResult {
+        /// Registering the N sessions (N `reduce(.register)` events), seconds.
+        var register: Double
         /// `AudioPolicy.reduce(.activate)` alone.
         var reduce: Stats
         /// `reduce` and then `nextDeadline`, what the engine runs per event.
@@ -57,10 +59,12 @@ struct ArbitrationBench {
         var state = AudioPolicyState()
         var t = 1000.0
         let ids = (1...n).map { AudioSessionID("s\($0)") }
+        let r0 = now()
         for id in ids {
             _ = AudioPolicy.reduce(&state, .register(id, AudioSessionDescriptor(app: "org.interlude.bench.Arbiter", category: .playback)),
                                    now: t, config: config)
         }
+        let register = now() - r0
         _ = AudioPolicy.reduce(&state, .activate(ids[0], acceptsDelay: false), now: t, config: config)
         var reduce: [Double] = [], both: [Double] = []
         var effects = 0
@@ -75,7 +79,7 @@ struct ArbitrationBench {
             if i >= 10 { reduce.append(b - a); both.append(c - a) }
         }
         if effects == 0 { log("warning: the policy produced no effects") }
-        return PureResult(reduce: Stats(reduce), reduceAndDeadline: Stats(both))
+        return PureResult(register: register, reduce: Stats(reduce), reduceAndDeadline: Stats(both))
     }
 }
 

@@ -25,6 +25,11 @@ enum Bench {
       --remote-broker URL     a broker from Scripts/mosquitto-private (its folder: --remote-dir) for the
                               remote-notification rows; the bench runs its own daemon (--remote-daemon)
       --remote-backlog N      messages pushed while that daemon is stopped (default 10000)
+      --commit-dir DIR        where to measure one-row SQLite commits (the daemon's state file system;
+                              default the temporary folder)
+      --throughput-rows LIST  only these throughput rows, e.g. 8x16x1000 (clients x in flight x requests
+                              each)
+      --no-activation-burst   without the session.activate rows (idle and during a burst)
     """
 
     static func log(_ s: String) { FileHandle.standardError.write(Data("interlude-bench: \(s)\n".utf8)) }
@@ -44,6 +49,12 @@ enum Bench {
         var remoteDir: String?
         var remoteDaemon: String?
         var remoteBacklog = 10000
+        /// Where the one-row SQLite commit rate is measured: the file system of the daemon's state.
+        var commitDirectory = NSTemporaryDirectory()
+        /// Throughput rows: clients, requests in flight per client, requests per client.
+        var throughputRows = [(1, 16, 2000), (8, 16, 1000), (64, 16, 150), (1, 1, 1000)]
+        /// Whether the throughput section also times `session.activate` during a burst.
+        var activationDuringBurst = true
     }
 
     static func parse(_ argv: [String]) throws -> Options {
@@ -74,6 +85,14 @@ enum Bench {
             case "--remote-dir": o.remoteDir = try value()
             case "--remote-daemon": o.remoteDaemon = try value()
             case "--remote-backlog": o.remoteBacklog = max(1, Int(try number(try value())))
+            case "--commit-dir": o.commitDirectory = try value()
+            case "--throughput-rows":
+                o.throughputRows = try value().split(separator: ",").map {
+                    let n = $0.split(separator: "x").compactMap { Int($0) }
+                    guard n.count == 3, n.allSatisfy({ $0 > 0 }) else { throw Spawn.Failure(description: "--throughput-rows: CLIENTSxINFLIGHTxREQUESTS,…") }
+                    return (n[0], n[1], n[2])
+                }
+            case "--no-activation-burst": o.activationDuringBurst = false
             case "--help", "-h": print(usage); exit(0)
             default: throw Spawn.Failure(description: "unknown argument \(argv[i])\n\(usage)")
             }
@@ -154,16 +173,36 @@ enum Bench {
                 rows.append((n, d, bench.pure(sessions: n, runs: max(200, o.arbitrationRuns))))
             }
             out.append(arbitrationTable(rows, runs: o.arbitrationRuns, pureRuns: max(200, o.arbitrationRuns)))
+            log("arbitration: the pure policy at 10…10,000 sessions")
+            let pure = [10, 100, 1000, 10000].map { ($0, bench.pure(sessions: $0, runs: max(200, o.arbitrationRuns))) }
+            out.append(pureArbitrationTable(pure, runs: max(200, o.arbitrationRuns)))
         }
 
         if o.sections.contains("throughput") {
             let bench = ThroughputBench(socket: o.socket, log: log)
             var rows: [ThroughputBench.Result] = []
-            for clients in [1, 8] {
-                log("throughput: \(clients) client(s)")
-                rows.append(try await bench.run(clients: clients, requestsPerClient: clients == 1 ? 400 : 100))
+            for (clients, inFlight, each) in o.throughputRows {
+                log("throughput: \(clients) client(s), \(inFlight) in flight each")
+                do {
+                    rows.append(try await bench.run(clients: clients, inFlight: inFlight, requestsPerClient: each))
+                } catch {
+                    // A daemon too slow for the row (a reply later than the client's 30 s) gets a row saying so.
+                    log("throughput: \(error)")
+                    rows.append(.init(label: "\(clients) client(s), \(inFlight) in flight each: \(error)", requests: clients * each,
+                                      seconds: .nan, latency: Stats([])))
+                    await sleep(30)  // let the daemon work off what is queued
+                }
             }
-            out.append(ThroughputBench.table(rows))
+            log("throughput: one-row SQLite commits in \(o.commitDirectory)")
+            let commitRate = try? ThroughputBench.sqliteCommitRate(directory: o.commitDirectory)
+            log("throughput: session.activate idle and during an 8-client burst")
+            let activation = !o.activationDuringBurst ? nil : await { () async -> (idle: Stats, duringBurst: Stats, burstRate: Double)? in
+                do { return try await bench.activation(runs: o.arbitrationRuns) } catch {
+                    log("throughput: session.activate during a burst: \(error)")
+                    return nil
+                }
+            }()
+            out.append(ThroughputBench.table(rows, commitRate: commitRate, activation: activation))
         }
 
         if o.sections.contains("remote"), let broker = o.remoteBroker, let dir = o.remoteDir, let daemon = o.remoteDaemon {
@@ -266,6 +305,21 @@ enum Bench {
         for (n, d, p) in rows {
             lines.append("| \(n) | \(us(d.activate.median)) | \(us(d.activate.quantile(0.1)))–\(us(d.activate.quantile(0.9))) | "
                          + "\(us(p.reduce.median)) | \(us(p.reduceAndDeadline.median)) | \(us(d.register)) |")
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    static func pureArbitrationTable(_ rows: [(Int, ArbitrationBench.PureResult)], runs: Int) -> String {
+        var lines = [
+            "**Arbitration on the pure policy** (in-process, no socket): the same events as above; `reduce` of the "
+            + "activation (median of \(runs)), with `nextDeadline` (what the engine runs per event), and registering "
+            + "all N sessions (N `reduce(.register)` events). Targets: ≤ 50 µs at 1,000; registering 1,000 < 50 ms.",
+            "",
+            "| sessions | `AudioPolicy.reduce` | reduce + `nextDeadline` | registering all N |",
+            "|---:|---:|---:|---:|",
+        ]
+        for (n, p) in rows {
+            lines.append("| \(n) | \(us(p.reduce.median)) | \(us(p.reduceAndDeadline.median)) | \(us(p.register)) |")
         }
         return lines.joined(separator: "\n")
     }

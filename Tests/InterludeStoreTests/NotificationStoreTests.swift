@@ -193,26 +193,86 @@ import Testing
         #expect(try b.load() == rich)
     }
 
-    @Test func rowPlanKeepsNumbersOfItemsThatStayInOrder() {
-        func rows(_ ids: [String], _ seqs: [Int64]) -> [ListRow] {
-            zip(ids, seqs).map { ListRow(seq: $1, app: "a", identifier: $0, json: $0) }
+    @Test func rowDiffKeepsNumbersOfItemsThatStayInOrder() {
+        let dummy = ListValue.decision(richPolicyState().state.decisionLog[0])
+        /// The rows that turn `old` (numbered `seqs`) into `new`, as "-seq", "~seq:id", "+seq:id", and the new numbers.
+        func diff(_ old: [String], _ seqs: [Int64], _ new: [String]) -> (rows: [String], seqs: [Int64]) {
+            var rows: [RowChange] = []
+            let out = NotificationRowDiffer.diff(.delivered, old: old, seqs: seqs, new: new,
+                                                 key: { .init(app: "a", identifier: String($0.prefix(1)), time: 0) },
+                                                 value: { _ in dummy }, into: &rows)
+            return (rows.map {
+                switch $0 {
+                case let .delete(_, seq): "-\(seq)"
+                case let .update(_, seq, _, id, _): "~\(seq):\(id)"
+                case let .insert(_, seq, _, id, _): "+\(seq):\(id)"
+                default: "?"
+                }
+            }, out)
         }
-        func fresh(_ ids: [String]) -> [ListRow] { rows(ids, ids.map { _ in 0 }) }
-        // Append and drop the oldest.
-        var p = ListPlan.make(old: rows(["a", "b", "c"], [1, 2, 3]), new: fresh(["b", "c", "d"]), identity: .appAndIdentifier)
-        #expect(p.deletes == [1] && p.updates.isEmpty && p.inserts == rows(["d"], [4]))
+        // Unchanged: nothing.
+        #expect(diff(["a", "b"], [1, 2], ["a", "b"]) == ([], [1, 2]))
+        // Append and drop the oldest (the decision log at its limit): one delete, one insert.
+        #expect(diff(["a", "b", "c"], [1, 2, 3], ["b", "c", "d"]) == (["-1", "+4:d"], [2, 3, 4]))
         // Insert in front of the first.
-        p = ListPlan.make(old: rows(["a", "b"], [5, 6]), new: fresh(["x", "y", "a", "b"]), identity: .appAndIdentifier)
-        #expect(p.inserts == rows(["x", "y"], [3, 4]) && p.deletes.isEmpty)
+        #expect(diff(["a", "b"], [5, 6], ["x", "y", "a", "b"]) == (["+3:x", "+4:y"], [3, 4, 5, 6]))
         // Insert where there is room.
-        p = ListPlan.make(old: rows(["a", "b"], [1, 9]), new: fresh(["a", "x", "b"]), identity: .appAndIdentifier)
-        #expect(p.inserts == rows(["x"], [2]) && p.deletes.isEmpty)
-        // No room: everything is renumbered 1…n; rows already at their number stay.
-        p = ListPlan.make(old: rows(["a", "b"], [1, 2]), new: fresh(["a", "x", "b"]), identity: .appAndIdentifier)
-        #expect(p.result.map(\.seq) == [1, 2, 3] && p.deletes == [2] && p.inserts == rows(["x", "b"], [2, 3]))
-        // Content identity (the log): an unchanged record is never rewritten.
-        p = ListPlan.make(old: rows(["r1", "r2"], [1, 2]), new: fresh(["r2", "r3"]), identity: .content)
-        #expect(p.rowsWritten == 2 && p.deletes == [1] && p.inserts == rows(["r3"], [3]))
+        #expect(diff(["a", "b"], [1, 9], ["a", "x", "b"]) == (["+2:x"], [1, 2, 9]))
+        // A change in place is an update at the same number ("b2" has the key of "b").
+        #expect(diff(["a", "b", "c"], [1, 2, 3], ["a", "b2", "c"]) == (["~2:b"], [1, 2, 3]))
+        // A removal in the middle.
+        #expect(diff(["a", "b", "c"], [1, 2, 3], ["a", "c"]) == (["-2"], [1, 3]))
+        // A move to the end (an N10 replacement): one delete, one insert.
+        #expect(diff(["a", "b", "c"], [1, 2, 3], ["b", "c", "a"]) == (["-1", "+4:a"], [2, 3, 4]))
+        // No room: everything is renumbered 1…n.
+        #expect(diff(["a", "b"], [1, 2], ["a", "x", "b"]) == (["-1", "-2", "+1:a", "+2:x", "+3:b"], [1, 2, 3]))
+    }
+
+    @Test func rowDiffOfRandomEditsRebuildsTheListInOrder() {
+        // Random appends, removals, moves, in-place changes and duplicates: applying the rows to a
+        // table (seq → item) must give the new list in seq order, and the numbers returned.
+        var rng = SystemRandomNumberGenerator()
+        let records = richPolicyState().state.decisionLog
+        for _ in 0..<300 {
+            var old = (0..<Int.random(in: 0...30, using: &rng)).map { "k\($0 % 20)v0" }
+            var seqs = Array(1...Int64(max(1, old.count))).prefix(old.count).map { $0 * Int64.random(in: 1...3, using: &rng) }
+            seqs = seqs.reduce(into: [Int64]()) { $0.append(($0.last ?? 0) + $1) }
+            var table = Dictionary(uniqueKeysWithValues: zip(seqs, old))
+            for _ in 0..<3 {
+                var new = old
+                for _ in 0..<Int.random(in: 0...4, using: &rng) {
+                    switch Int.random(in: 0..<5, using: &rng) {
+                    case 0: new.append("k\(Int.random(in: 0..<40, using: &rng))v0")
+                    case 1 where !new.isEmpty: new.remove(at: Int.random(in: 0..<new.count, using: &rng))
+                    case 2 where !new.isEmpty: new.append(new.remove(at: Int.random(in: 0..<new.count, using: &rng)))
+                    case 3 where !new.isEmpty:
+                        let i = Int.random(in: 0..<new.count, using: &rng)
+                        new[i] = String(new[i].prefix { $0 != "v" }) + "v\(Int.random(in: 1...9, using: &rng))"
+                    case 4: new.insert("k\(Int.random(in: 0..<40, using: &rng))v0", at: Int.random(in: 0...new.count, using: &rng))
+                    default: break
+                    }
+                }
+                var rows: [RowChange] = []
+                var values: [Int64: String] = [:]  // what each row of `rows` carries, by seq
+                let out = NotificationRowDiffer.diff(.decisionLog, old: old, seqs: seqs, new: new,
+                                                     key: { .init(app: "a", identifier: String($0.prefix { $0 != "v" }), time: 0) },
+                                                     value: { _ in .decision(records[0]) }, into: &rows)
+                // The value closure cannot carry the string: recover it from the new list by seq.
+                for (seq, item) in zip(out, new) { values[seq] = item }
+                for row in rows {
+                    switch row {
+                    case let .delete(_, seq): #expect(table.removeValue(forKey: seq) != nil, "deleted a row that is not there")
+                    case let .update(_, seq, _, _, _): #expect(table[seq] != nil); table[seq] = values[seq]
+                    case let .insert(_, seq, _, _, _): #expect(table[seq] == nil, "inserted over a row"); table[seq] = values[seq]
+                    default: Issue.record("unexpected row \(row)")
+                    }
+                }
+                #expect(out.count == new.count && zip(out, out.dropFirst()).allSatisfy { $0 < $1 }, "numbers ascend")
+                #expect(table.sorted { $0.key < $1.key }.map(\.value) == new, "old \(old) new \(new)")
+                old = new
+                seqs = out
+            }
+        }
     }
 
     // MARK: Files that are not ours

@@ -49,17 +49,88 @@ public struct SessionOutput: Codable, Sendable, Equatable {
 }
 
 /// The whole state of the audio arbiter.
+///
+/// Besides the sessions it keeps two indexes, derived from them and kept in step by the policy's
+/// own mutators (`put`, `modify`, `remove`, `setApplied`): `live`, the sessions that are not
+/// inactive, and `shaped`, the sessions whose applied output is not unity. Every rule looks only at
+/// these (and at the sessions its event names), so an event costs in proportion to the sessions it
+/// can affect, not to the sessions registered and idle (issue 9). `sessions` and `applied` are
+/// therefore read-only outside the policy.
 public struct AudioPolicyState: Codable, Sendable, Equatable {
-    public var sessions: [AudioSessionID: AudioSession] = [:]
+    /// Every registered session, by id.
+    public internal(set) var sessions: [AudioSessionID: AudioSession] = [:]
     /// A12: the ringer switch.
     public var ringerSilent = false
     /// The outputs last handed to the engine, to emit only changes.
-    public var applied: [AudioSessionID: SessionOutput] = [:]
+    public internal(set) var applied: [AudioSessionID: SessionOutput] = [:]
+    /// Index: the sessions whose state is not `.inactive` (active, interrupted or delayed): the only
+    /// ones that can interrupt, be interrupted, duck, be ducked, be enforced (A8) or expire (A9).
+    public internal(set) var live: Set<AudioSessionID> = []
+    /// Index: the sessions whose `applied` output is not `.unity` (ducked or muted now).
+    var shaped: Set<AudioSessionID> = []
+    /// The ringer value the outputs were last derived with: when it changes, every session's
+    /// output is derived again (A12 mutes inactive ambient sessions too).
+    var outputsRingerSilent = false
+
     public init() {}
 
-    /// Active, non-interrupted calls (A4).
+    enum CodingKeys: String, CodingKey { case sessions, ringerSilent, applied }
+
+    /// Decodes the sessions, ringer and applied outputs, and rebuilds the indexes from them.
+    public init(from decoder: Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        ringerSilent = try c.decode(Bool.self, forKey: .ringerSilent)
+        outputsRingerSilent = ringerSilent
+        for (_, s) in try c.decode([AudioSessionID: AudioSession].self, forKey: .sessions) { put(s) }
+        for (id, out) in try c.decode([AudioSessionID: SessionOutput].self, forKey: .applied) { setApplied(id, out) }
+    }
+
+    /// Encodes the sessions, ringer and applied outputs (the indexes are derived).
+    public func encode(to encoder: Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(sessions, forKey: .sessions)
+        try c.encode(ringerSilent, forKey: .ringerSilent)
+        try c.encode(applied, forKey: .applied)
+    }
+
+    /// Equal sessions, ringer and applied outputs (the indexes follow from them).
+    public static func == (a: Self, b: Self) -> Bool {
+        a.ringerSilent == b.ringerSilent && a.sessions == b.sessions && a.applied == b.applied
+    }
+
+    /// Active, non-interrupted calls (A4), by id.
     public var activeCalls: [AudioSession] {
-        sessions.values.filter { $0.state == .active && $0.descriptor.isCall }.sorted { $0.id < $1.id }
+        liveSessions.filter { $0.state == .active && $0.descriptor.isCall }.sorted { $0.id < $1.id }
+    }
+
+    /// The sessions in `live`, in no particular order.
+    var liveSessions: [AudioSession] { live.compactMap { sessions[$0] } }
+
+    /// Stores `s` under its id and keeps `live` in step.
+    mutating func put(_ s: AudioSession) {
+        sessions[s.id] = s
+        if s.state == .inactive { live.remove(s.id) } else { live.insert(s.id) }
+    }
+
+    /// Changes the session `id` in place (nothing if it is not registered), keeping `live` in step.
+    mutating func modify(_ id: AudioSessionID, _ change: (inout AudioSession) -> Void) {
+        guard var s = sessions[id] else { return }
+        change(&s)
+        put(s)
+    }
+
+    /// Forgets the session `id` and its applied output.
+    mutating func remove(_ id: AudioSessionID) {
+        sessions[id] = nil
+        live.remove(id)
+        applied[id] = nil
+        shaped.remove(id)
+    }
+
+    /// Records the output handed to the engine for `id`, keeping `shaped` in step.
+    mutating func setApplied(_ id: AudioSessionID, _ out: SessionOutput) {
+        applied[id] = out
+        if out == .unity { shaped.remove(id) } else { shaped.insert(id) }
     }
 }
 
@@ -119,12 +190,14 @@ public enum AudioPolicy {
     public static func reduce(_ state: inout AudioPolicyState, _ event: AudioPolicyEvent, now: Double,
                               config: AudioPolicyConfig) -> [AudioPolicyEffect] {
         var fx: [AudioPolicyEffect] = []
+        var touched: [AudioSessionID] = []  // inactive sessions whose output the event may change
         switch event {
         case let .register(id, descriptor):
             if state.sessions[id] == nil {
                 var s = AudioSession(id: id, descriptor: descriptor)
                 s.playingChangedAt = now
-                state.sessions[id] = s
+                state.put(s)
+                touched.append(id)  // A12: a new ambient session under a silent ringer starts muted
             }
         case let .activate(id, acceptsDelay):
             fx += activate(&state, id, acceptsDelay: acceptsDelay, now: now, config: config)
@@ -132,15 +205,15 @@ public enum AudioPolicy {
             fx += deactivate(&state, id, notifyOthers: notify, now: now, config: config)
         case let .unregister(id, notify):
             fx += deactivate(&state, id, notifyOthers: notify, now: now, config: config)
-            state.sessions[id] = nil
-            state.applied[id] = nil
+            state.remove(id)
         case let .clientGone(ids):
             fx += a9ClientGone(&state, ids, now: now, config: config)
         case let .playing(id, playing):
-            if var s = state.sessions[id], s.isPlaying != playing {
-                s.isPlaying = playing
-                s.playingChangedAt = now
-                state.sessions[id] = s
+            if let s = state.sessions[id], s.isPlaying != playing {
+                state.modify(id) {
+                    $0.isPlaying = playing
+                    $0.playingChangedAt = now
+                }
             }
         case let .ringer(silent):
             state.ringerSilent = silent
@@ -149,15 +222,16 @@ public enum AudioPolicy {
         }
         fx += a8Enforce(&state, now: now, config: config)
         fx += a9Expire(&state, now: now, config: config)
-        fx += outputChanges(&state, config: config)
+        fx += outputChanges(&state, also: touched, config: config)
         return fx
     }
 
     /// The next time a `.tick` is needed (A8 grace or A9 expiry), or nil when nothing is timed.
+    /// Looks only at `live` sessions: an inactive one has no deadline.
     public static func nextDeadline(_ state: AudioPolicyState, config: AudioPolicyConfig) -> Double? {
         var best: Double?
         func consider(_ t: Double) { best = min(best ?? t, t) }
-        for s in state.sessions.values {
+        for s in state.liveSessions {
             if let t = a8GraceDeadline(s, config: config) { consider(t) }
             if let t = a9ExpiryDeadline(s, in: state, config: config) { consider(t) }
         }
@@ -191,7 +265,7 @@ public enum AudioPolicy {
         s.state = .active
         s.delayedSince = nil
         s.playingChangedAt = s.isPlaying ? s.playingChangedAt : now
-        state.sessions[id] = s
+        state.put(s)
         var fx: [AudioPolicyEffect] = []
         if s.descriptor.isCall {
             fx += a4CallInterruptsAll(&state, by: id, now: now)
@@ -206,7 +280,7 @@ public enum AudioPolicy {
     /// reason `otherSession`. Mixable sessions keep playing.
     static func a1ExclusiveActivation(_ state: inout AudioPolicyState, by id: AudioSessionID, now: Double) -> [AudioPolicyEffect] {
         guard let taker = state.sessions[id], !taker.descriptor.isMixable else { return [] }
-        let losers = state.sessions.values.filter {
+        let losers = state.liveSessions.filter {
             $0.id != id && $0.holdsActivation && !$0.descriptor.isMixable
         }.map(\.id).sorted()
         return losers.flatMap { interrupt(&state, $0, by: id, reason: .otherSession, now: now) }
@@ -216,7 +290,7 @@ public enum AudioPolicy {
     /// active `spokenAudio` session, reason `otherSession`.
     static func a3PauseSpokenAudio(_ state: inout AudioPolicyState, by id: AudioSessionID, now: Double) -> [AudioPolicyEffect] {
         guard let taker = state.sessions[id], taker.descriptor.interruptsSpokenAudio else { return [] }
-        let losers = state.sessions.values.filter {
+        let losers = state.liveSessions.filter {
             $0.id != id && $0.holdsActivation && $0.descriptor.mode == .spokenAudio
         }.map(\.id).sorted()
         return losers.flatMap { interrupt(&state, $0, by: id, reason: .otherSession, now: now) }
@@ -224,7 +298,7 @@ public enum AudioPolicy {
 
     /// A4: a call interrupts every other session holding an activation, mixable or not, reason `call`.
     static func a4CallInterruptsAll(_ state: inout AudioPolicyState, by id: AudioSessionID, now: Double) -> [AudioPolicyEffect] {
-        let losers = state.sessions.values.filter { $0.id != id && $0.holdsActivation }.map(\.id).sorted()
+        let losers = state.liveSessions.filter { $0.id != id && $0.holdsActivation }.map(\.id).sorted()
         return losers.flatMap { interrupt(&state, $0, by: id, reason: .call, now: now) }
     }
 
@@ -236,8 +310,10 @@ public enum AudioPolicy {
         guard let s = state.sessions[id], !s.descriptor.isCall, !s.descriptor.isMixable,
               !state.activeCalls.isEmpty else { return nil }
         guard acceptsDelay else { return .failed(code: "insufficientPriority") }
-        state.sessions[id]!.state = .delayed
-        state.sessions[id]!.delayedSince = now
+        state.modify(id) {
+            $0.state = .delayed
+            $0.delayedSince = now
+        }
         return .delayed
     }
 
@@ -261,7 +337,7 @@ public enum AudioPolicy {
             fx.append(.interruptionBegan(id, reason: reason))
         }
         s.interruptedBy.insert(taker)
-        state.sessions[id] = s
+        state.put(s)
         return fx
     }
 
@@ -278,7 +354,7 @@ public enum AudioPolicy {
         s.interruptedAt = nil
         s.delayedSince = nil
         s.enforcedMute = false
-        state.sessions[id] = s
+        state.put(s)
         guard wasHolding else { return [] }
         // Calls always notify others (A5).
         var fx = a5ReleaseInterruptions(&state, by: id, notifyOthers: notifyOthers || s.descriptor.isCall, now: now)
@@ -295,7 +371,7 @@ public enum AudioPolicy {
     static func a5ReleaseInterruptions(_ state: inout AudioPolicyState, by id: AudioSessionID, notifyOthers: Bool,
                                        now: Double) -> [AudioPolicyEffect] {
         var fx: [AudioPolicyEffect] = []
-        for otherID in state.sessions.keys.sorted() {
+        for otherID in state.live.sorted() {  // an interrupted session is live
             guard var o = state.sessions[otherID], o.interruptedBy.contains(id) else { continue }
             o.interruptedBy.remove(id)
             if o.interruptedBy.isEmpty {
@@ -311,14 +387,14 @@ public enum AudioPolicy {
                 }
                 if wasMuted { fx.append(.enforcementChanged(otherID, muted: false)) }
             }
-            state.sessions[otherID] = o
+            state.put(o)
         }
         return fx
     }
 
     /// A4: when the last call ends, sessions that accepted delay are activated, first come first served.
     static func a4ActivateDelayed(_ state: inout AudioPolicyState, now: Double) -> [AudioPolicyEffect] {
-        let waiting = state.sessions.values.filter { $0.state == .delayed }
+        let waiting = state.liveSessions.filter { $0.state == .delayed }
             .sorted { ($0.delayedSince ?? 0, $0.id) < ($1.delayedSince ?? 0, $1.id) }
         var fx: [AudioPolicyEffect] = []
         for w in waiting {
@@ -335,8 +411,7 @@ public enum AudioPolicy {
         var fx: [AudioPolicyEffect] = []
         for id in ids.sorted() {
             fx += deactivate(&state, id, notifyOthers: true, now: now, config: config)
-            state.sessions[id] = nil
-            state.applied[id] = nil
+            state.remove(id)
         }
         return fx
     }
@@ -352,9 +427,9 @@ public enum AudioPolicy {
     /// unmuted at `interruptionEnded` (``a5ReleaseInterruptions``). The session is told either way.
     static func a8Enforce(_ state: inout AudioPolicyState, now: Double, config: AudioPolicyConfig) -> [AudioPolicyEffect] {
         var fx: [AudioPolicyEffect] = []
-        for id in state.sessions.keys.sorted() {
+        for id in state.live.sorted() {  // an interrupted session is live
             guard let s = state.sessions[id], let deadline = a8GraceDeadline(s, config: config), now >= deadline else { continue }
-            state.sessions[id]!.enforcedMute = true
+            state.modify(id) { $0.enforcedMute = true }
             fx.append(.enforcementChanged(id, muted: true))
         }
         return fx
@@ -363,7 +438,7 @@ public enum AudioPolicy {
     /// Whether a session's activation affects others: it ducks, is a call, or interrupts someone.
     static func isTransientHolder(_ s: AudioSession, in state: AudioPolicyState) -> Bool {
         s.descriptor.ducksOthers || s.descriptor.isCall
-            || state.sessions.values.contains { $0.interruptedBy.contains(s.id) }
+            || state.liveSessions.contains { $0.interruptedBy.contains(s.id) }
     }
 
     static func a9ExpiryDeadline(_ s: AudioSession, in state: AudioPolicyState, config: AudioPolicyConfig) -> Double? {
@@ -375,7 +450,7 @@ public enum AudioPolicy {
     /// deactivated by the daemon (notifying others) and told `expired`.
     static func a9Expire(_ state: inout AudioPolicyState, now: Double, config: AudioPolicyConfig) -> [AudioPolicyEffect] {
         var fx: [AudioPolicyEffect] = []
-        for id in state.sessions.keys.sorted() {
+        for id in state.live.sorted() {  // an active session is live
             guard let s = state.sessions[id], let deadline = a9ExpiryDeadline(s, in: state, config: config),
                   now >= deadline else { continue }
             fx.append(.expired(id))
@@ -392,6 +467,25 @@ public enum AudioPolicy {
     /// session keeps the gain it had (A6: it comes back at the level the rules give when it resumes). A8/A12: muted when enforced or
     /// when the ringer is silent and the category is silenced by it.
     public static func output(of s: AudioSession, in state: AudioPolicyState, config: AudioPolicyConfig) -> SessionOutput {
+        output(of: s, in: state, OutputContext(state), config: config)
+    }
+
+    /// What the outputs of all sessions depend on besides the session itself: the active duckers
+    /// (A2) and the active calls (A4), found once per event among the `live` sessions.
+    struct OutputContext {
+        var duckers: [AudioSessionID] = []
+        var calls: [AudioSessionID] = []
+
+        init(_ state: AudioPolicyState) {
+            for s in state.liveSessions where s.state == .active {
+                if s.descriptor.ducksOthers { duckers.append(s.id) }
+                if s.descriptor.isCall { calls.append(s.id) }
+            }
+        }
+    }
+
+    static func output(of s: AudioSession, in state: AudioPolicyState, _ context: OutputContext,
+                       config: AudioPolicyConfig) -> SessionOutput {
         var out = SessionOutput()
         out.muted = s.enforcedMute || (state.ringerSilent && s.descriptor.category.silencedByRinger)
         // An interrupted session is paused: its gain stays where it was (no duck news for a
@@ -401,25 +495,36 @@ public enum AudioPolicy {
             return out
         }
         guard s.state == .active, !s.descriptor.isCall else { return out }
-        let duckedByPrompt = !s.descriptor.ducksOthers && state.sessions.values.contains {
-            $0.id != s.id && $0.state == .active && $0.descriptor.ducksOthers
-        }
-        let duckedByCall = state.activeCalls.contains { $0.id != s.id }
+        let duckedByPrompt = !s.descriptor.ducksOthers && context.duckers.contains { $0 != s.id }
+        let duckedByCall = context.calls.contains { $0 != s.id }
         if duckedByPrompt || duckedByCall { out.gainDb = config.duckLevelDb }
         return out
     }
 
-    /// Compares every session's derived output with what was last applied and emits the changes,
-    /// ramped down or up per A2.
-    static func outputChanges(_ state: inout AudioPolicyState, config: AudioPolicyConfig) -> [AudioPolicyEffect] {
+    /// Compares the derived output of every session that can have changed with what was last
+    /// applied and emits the changes, ramped down or up per A2. The sessions that can have changed
+    /// are the `live` ones, the `shaped` ones (an output to undo), the ones the event named
+    /// (`also`), and all of them when the ringer changed (A12); an inactive, unshaped session the
+    /// event did not name keeps its unity output.
+    static func outputChanges(_ state: inout AudioPolicyState, also touched: [AudioSessionID] = [],
+                              config: AudioPolicyConfig) -> [AudioPolicyEffect] {
+        var candidates: Set<AudioSessionID>
+        if state.outputsRingerSilent != state.ringerSilent {
+            candidates = Set(state.sessions.keys)
+            state.outputsRingerSilent = state.ringerSilent
+        } else {
+            candidates = state.live.union(state.shaped)
+            candidates.formUnion(touched)
+        }
+        let context = OutputContext(state)
         var fx: [AudioPolicyEffect] = []
-        for id in state.sessions.keys.sorted() {
-            let s = state.sessions[id]!
-            let new = output(of: s, in: state, config: config)
+        for id in candidates.sorted() {
+            guard let s = state.sessions[id] else { continue }
+            let new = output(of: s, in: state, context, config: config)
             let old = state.applied[id] ?? .unity
             guard new != old else { continue }
             let ramp = new.gainDb < old.gainDb ? config.duckRampDown : (new.gainDb > old.gainDb ? config.duckRampUp : 0)
-            state.applied[id] = new
+            state.setApplied(id, new)
             fx.append(.setOutput(id, new, rampSeconds: ramp))
         }
         return fx

@@ -375,4 +375,43 @@ import InterludePolicy
         h.send(.ringer(silent: false))
         #expect(h.applied("s").muted == false)
     }
+
+    @Test func A12_theRingerAlsoMutesInactiveAmbientSessionsThatNoIndexHolds() {
+        // The policy derives outputs only for live or shaped sessions unless the ringer changed:
+        // an inactive ambient session is neither, and must still be muted by a silent ringer, and
+        // one registered under a silent ringer must start muted.
+        var h = AudioHarness()
+        h.register("idle", AudioHarness.game)
+        #expect(h.state.live.isEmpty)
+        h.send(.ringer(silent: true))
+        #expect(h.applied("idle").muted)
+        h.register("late", AudioHarness.game)
+        #expect(h.applied("late").muted)
+        h.send(.ringer(silent: false))
+        #expect(!h.applied("idle").muted && !h.applied("late").muted)
+    }
+
+    // MARK: Cost (issue 9)
+
+    @Test func idleSessionsChangeNeitherTheEffectsNorTheIndexes() {
+        // The same timeline with and without 2,000 idle sessions gives the same effects, and the
+        // idle ones never enter `live`.
+        func run(idle: Int) -> (effects: [AudioPolicyEffect], live: Set<AudioSessionID>) {
+            var h = AudioHarness()
+            for i in 0..<idle { h.register("idle\(i)", AudioHarness.music) }
+            h.log = []
+            h.start("music", AudioHarness.music)
+            h.start("nav", AudioHarness.nav)
+            h.start("call", AudioHarness.call)
+            h.deactivate("call")
+            h.deactivate("nav")
+            h.tick(to: 100)
+            return (h.log, h.state.live)
+        }
+        let plain = run(idle: 0)
+        let crowded = run(idle: 2000)
+        #expect(crowded.effects == plain.effects)
+        #expect(crowded.live == plain.live)
+        #expect(!plain.effects.isEmpty)
+    }
 }

@@ -1,0 +1,196 @@
+import Dispatch
+import InterludeEngine
+import InterludePolicy
+import Synchronization
+
+/// The engine's store port (`NotificationStoring`) on SQLite, with a group commit (N15, issue 9).
+///
+/// `submit` compares the engine's new state with the one it was handed before
+/// (`NotificationRowDiffer`: the rows that changed, as typed values; no encoding, no I/O), queues
+/// those rows and returns at once. Only the rows are queued, never the state: a queue of many
+/// requests holds a few values each, not a copy of the center each. One committer (a serial
+/// dispatch queue) encodes and writes everything queued in one transaction: what arrived while the
+/// previous commit was in flight goes into the next one together, in order. Each submit's `NotificationCommit` reports durable only
+/// once its transaction's `COMMIT` returned (WAL, `synchronous=FULL`: the commit is on disk). So a
+/// SIGKILL loses nothing acknowledged, and n requests arriving together cost one fsync, not n.
+///
+/// If a commit fails, it and every change queued after it fail (they were diffed against it);
+/// later submits fail at once until the engine takes the durable state back
+/// (`recoverAfterFailedCommit`, which reads it from the file), from which it carries on.
+public final class SQLiteNotificationStore: NotificationStoring, Sendable {
+    /// The store's connection: used by the committer queue only (and by `load`/`save`, which the
+    /// daemon calls before the first submit, and which wait for the committer).
+    private final class Confined: @unchecked Sendable {
+        let store: NotificationStore
+        init(_ store: NotificationStore) { self.store = store }
+    }
+
+    private struct Shared: ~Copyable {
+        /// What the next submit is diffed against: the state submitted before (nil until `load`,
+        /// and after a failed commit).
+        var differ: NotificationRowDiffer?
+        /// Rows waiting for the next commit, with their tickets.
+        var queue: [(ticket: UInt64, changes: NotificationRowChanges)] = []
+        var nextTicket: UInt64 = 1
+        /// Every ticket up to this one is durable, unless it is in `failed`.
+        var durableThrough: UInt64 = 0
+        /// Tickets whose commit failed, with the error.
+        var failed: [(tickets: ClosedRange<UInt64>, error: StoreError)] = []
+        /// Submits wait for these.
+        var waiters: [(ticket: UInt64, continuation: CheckedContinuation<(any Error)?, Never>)] = []
+        /// Whether the committer is running.
+        var committing = false
+        /// After a failed commit, until the engine takes `durable`: submits fail at once.
+        var broken: StoreError?
+        /// Commits and changes written, for the bench and tests.
+        var commits = 0
+        var changesWritten = 0
+    }
+
+    private let confined: Confined
+    private let shared = Mutex(Shared())
+    private let committer = DispatchQueue(label: "interlude.store.commit", qos: .userInitiated)
+
+    /// Opens (or creates) `DIR/interlude.sqlite3`.
+    /// - Throws: `StoreError` (`storeCorrupt`, `storeSchemaTooNew`, `storeOpenFailed`, …).
+    public init(directory: String) throws { confined = Confined(try NotificationStore(directory: directory)) }
+
+    /// Reads the saved state (waiting for commits in flight) and starts diffing from it.
+    public func load() throws -> NotificationState {
+        try committer.sync {
+            let (state, layout) = try confined.store.loadWithSeqs()
+            shared.withLock {
+                $0.differ = NotificationRowDiffer(state: state, seqs: layout)
+                $0.broken = nil
+            }
+            return state
+        }
+    }
+
+    /// Saves `state` now, after the commits in flight (as `submit`, then waiting for the committer).
+    public func save(_ state: NotificationState) throws {
+        guard let ticket = try enqueue(state).get() else { return }
+        committer.sync {}  // the committer runs until its queue is empty: the ticket is decided
+        if let error = shared.withLock({ Self.failure(of: ticket, in: $0.failed) }) { throw error }
+    }
+
+    /// Queues `state` for the next commit (see the type's documentation); returns at once.
+    public func submit(_ state: NotificationState) -> NotificationCommit {
+        switch enqueue(state) {
+        case let .failure(error): return .failed(error)
+        case .success(nil): return .durable
+        case let .success(ticket?): return NotificationCommit { await self.wait(for: ticket) }
+        }
+    }
+
+    /// Diffs and queues; the ticket to wait for, nil if durable already.
+    private func enqueue(_ state: NotificationState) -> Result<UInt64?, StoreError> {
+        shared.withLock { s in
+            if let broken = s.broken { return .failure(broken) }
+            guard s.differ != nil else {
+                return .failure(StoreError(.storeFailed, "the notification store was not loaded before the first save"))
+            }
+            let changes = s.differ!.changes(to: state)
+            if changes.isEmpty {
+                // Nothing to write: durable when what was queued before is.
+                let last = s.nextTicket - 1
+                return .success(last > s.durableThrough ? last : nil)
+            }
+            let ticket = s.nextTicket
+            s.nextTicket += 1
+            s.queue.append((ticket, changes))
+            if !s.committing {
+                s.committing = true
+                committer.async { self.commitQueued() }
+            }
+            return .success(ticket)
+        }
+    }
+
+    /// Takes the durable state back after a failed commit (once per failure): reads it from the
+    /// file, after the commits in flight. Nil if it was taken already, or cannot be read (then
+    /// submits keep failing, and the next call tries again).
+    public func recoverAfterFailedCommit() -> NotificationState? {
+        guard shared.withLock({ $0.broken != nil }) else { return nil }
+        return committer.sync { () -> NotificationState? in
+            guard shared.withLock({ $0.broken != nil }), let (state, layout) = try? confined.store.loadWithSeqs() else { return nil }
+            shared.withLock {
+                $0.differ = NotificationRowDiffer(state: state, seqs: layout)
+                $0.broken = nil
+            }
+            return state
+        }
+    }
+
+    /// Commits so far and the changes they held (a commit holds one or more changes).
+    public var commitCounts: (commits: Int, changes: Int) { shared.withLock { ($0.commits, $0.changesWritten) } }
+
+    // MARK: The committer
+
+    /// Runs on `committer`: writes everything queued, one transaction per round, until the queue is empty.
+    private func commitQueued() {
+        while true {
+            let batch: [(ticket: UInt64, changes: NotificationRowChanges)]? = shared.withLock { s in
+                if s.queue.isEmpty {
+                    s.committing = false
+                    return nil
+                }
+                defer { s.queue.removeAll(keepingCapacity: true) }
+                return s.queue
+            }
+            guard let batch, let first = batch.first, let last = batch.last else { return }
+            var error: StoreError?
+            do {
+                try confined.store.write(batch.map(\.changes))
+            } catch let e as StoreError {
+                error = e
+            } catch let other {
+                error = StoreError(.storeFailed, "\(other)")
+            }
+            let ready: [CheckedContinuation<(any Error)?, Never>] = shared.withLock { s in
+                if let error {
+                    // This batch and everything queued after it were diffed against it: all fail.
+                    let through = s.nextTicket - 1
+                    s.failed.append((first.ticket...through, error))
+                    s.queue.removeAll()
+                    s.broken = error
+                    s.differ = nil
+                    s.durableThrough = through
+                } else {
+                    s.durableThrough = last.ticket
+                    s.commits += 1
+                    s.changesWritten += batch.count
+                }
+                var done: [CheckedContinuation<(any Error)?, Never>] = []
+                var i = 0
+                while i < s.waiters.count, s.waiters[i].ticket <= s.durableThrough {
+                    done.append(s.waiters[i].continuation)
+                    i += 1
+                }
+                s.waiters.removeFirst(i)
+                return done
+            }
+            let outcome: (any Error)? = error
+            for c in ready { c.resume(returning: outcome) }
+        }
+    }
+
+    /// Waits until `ticket` is durable (nil) or failed (the error).
+    private func wait(for ticket: UInt64) async -> (any Error)? {
+        await withCheckedContinuation { (c: CheckedContinuation<(any Error)?, Never>) in
+            let now: (any Error)?? = shared.withLock { s in
+                if ticket <= s.durableThrough { return .some(Self.failure(of: ticket, in: s.failed)) }
+                // Tickets are waited for in about the order they were given: keep the list sorted.
+                var i = s.waiters.count
+                while i > 0, s.waiters[i - 1].ticket > ticket { i -= 1 }
+                s.waiters.insert((ticket, c), at: i)
+                return nil
+            }
+            if let now { c.resume(returning: now) }
+        }
+    }
+
+    private static func failure(of ticket: UInt64, in failed: [(tickets: ClosedRange<UInt64>, error: StoreError)]) -> (any Error)? {
+        failed.last { $0.tickets.contains(ticket) }?.error
+    }
+}

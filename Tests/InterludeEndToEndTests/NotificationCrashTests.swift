@@ -1,0 +1,94 @@
+import Foundation
+import InterludeClient
+import InterludePolicy
+import InterludeWire
+import Synchronization
+import Testing
+
+/// N15 under load with the real daemon and its group commit (issue 9): 8 clients pipeline
+/// `notification.add`s; the daemon is killed with SIGKILL in the middle of the burst, 20 times
+/// over the same state folder; after each restart every notification that was acknowledged — in
+/// this round or any earlier one — is in the center exactly once. (A request whose reply never came
+/// may or may not be there: its commit may have finished just before the kill.)
+@Suite(.serialized) struct NotificationCrashEndToEndTests {
+    /// What the clients saw: the identifiers acknowledged, by app, and the requests in flight.
+    final class Tally: Sendable {
+        let acknowledged = Mutex<[String: Set<String>]>([:])
+        let inFlight = Mutex(0)
+    }
+
+    static let clients = 8
+    static let lanes = 4  // requests in flight per client
+
+    @Test func N15_sigkillDuringAnEightClientBurstLosesNothingAcknowledged() async throws {
+        let w = try WorkFolder("e2e-n15-burst")
+        defer { w.remove() }
+        // Every app granted; the center keeps everything (N11's per-app cap would drop the oldest).
+        try w.config(#"{ authorization: { default: "grant" }, bursts: { maxDeliveredPerApp: 100000 } }"#)
+        let tally = Tally()
+        var totalAcknowledged = 0
+        var killedWithRequestsInFlight = 0
+        for round in 0...20 {
+            let daemon = try DaemonProcess(socket: w.socket, work: w.path)
+            defer { if daemon.isRunning { daemon.kill9() } }
+            try #require(SocketProbe.live(w.socket), "the daemon did not start (round \(round)); see \(w.path)/log")
+
+            // After the restart: everything acknowledged so far, exactly once.
+            let user = try await InterludeClient.connect(socket: w.socket, app: "org.interlude.CLI")
+            let center = try await user.call(NotificationMethod.delivered, ListNotificationsParams(all: true), as: NotificationListResult.self)
+            user.close()
+            var count: [String: [String: Int]] = [:]
+            for n in center.notifications { count[n.app, default: [:]][n.identifier, default: 0] += 1 }
+            for (app, ids) in tally.acknowledged.withLock({ $0 }) {
+                for id in ids where count[app]?[id] != 1 {
+                    Issue.record("round \(round): acknowledged \(app)/\(id) is in the center \(count[app]?[id] ?? 0) times")
+                }
+            }
+            if round == 20 { break }  // the restart after the 20th kill was checked
+
+            // A burst from 8 clients, killed in the middle.
+            var apps: [InterludeClient] = []
+            for i in 0..<Self.clients {
+                let c = try await InterludeClient.connect(socket: w.socket, app: "org.example.Burst\(i)")
+                _ = try await c.call(NotificationMethod.requestAuthorization, RequestAuthorizationParams(options: [.alert]),
+                                     as: AuthorizationResult.self)
+                apps.append(c)
+            }
+            tally.inFlight.withLock { $0 = 0 }
+            let burst = Task { [apps] in
+                await withTaskGroup(of: Void.self) { group in
+                    for (i, c) in apps.enumerated() {
+                        for lane in 0..<Self.lanes {
+                            group.addTask {
+                                for k in 0... {
+                                    let id = "r\(round)-c\(i)-l\(lane)-\(k)"
+                                    tally.inFlight.withLock { $0 += 1 }
+                                    do {
+                                        _ = try await c.call(NotificationMethod.add, AddNotificationParams(identifier: id, title: "burst \(k)"),
+                                                             as: AddNotificationResult.self)
+                                    } catch {
+                                        return  // the daemon is gone
+                                    }
+                                    tally.inFlight.withLock { $0 -= 1 }
+                                    _ = tally.acknowledged.withLock { $0["org.example.Burst\(i)", default: []].insert(id) }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            try await Task.sleep(nanoseconds: UInt64.random(in: 100_000_000...300_000_000))
+            if tally.inFlight.withLock({ $0 }) > 0 { killedWithRequestsInFlight += 1 }
+            daemon.kill9()
+            await burst.value
+            apps.forEach { $0.close() }
+            let now = tally.acknowledged.withLock { $0.values.reduce(0) { $0 + $1.count } }
+            #expect(now > totalAcknowledged, "round \(round): nothing was acknowledged before the kill")
+            totalAcknowledged = now
+        }
+        // Each kill must land in the middle of the burst, or the test would prove little.
+        #expect(killedWithRequestsInFlight >= 16, "only \(killedWithRequestsInFlight) of 20 kills found requests in flight")
+        print("N15 burst crash: 20 kills during 8-client bursts, \(totalAcknowledged) notifications acknowledged, "
+              + "every one in the center exactly once after each restart")
+    }
+}

@@ -1,0 +1,166 @@
+import Foundation
+import InterludeClient
+import InterludeConfig
+import InterludeEngine
+import InterludePolicy
+import InterludeServer
+import InterludeTestSupport
+import InterludeWire
+import Synchronization
+import Testing
+
+/// A store with a group commit the test drives: while held, every submit waits; `release` makes
+/// all waiting commits durable or fails them all (as a failed transaction fails everything queued
+/// behind it), and after a failure `recoverAfterFailedCommit` hands back the last durable state once.
+final class GatedNotificationStore: NotificationStoring, Sendable {
+    struct Shared {
+        var holding = false
+        var durable = NotificationState()
+        var submitted = NotificationState()
+        /// Held submits by id.
+        var outcomes: [Int: Outcome] = [:]
+        var waiting: [Int: CheckedContinuation<(any Error)?, Never>] = [:]
+        var nextID = 0
+        var broken = false
+    }
+    let shared = Mutex(Shared())
+
+    func load() throws -> NotificationState { shared.withLock { $0.durable } }
+    func save(_ state: NotificationState) throws { shared.withLock { $0.durable = state; $0.submitted = state } }
+
+    func submit(_ state: NotificationState) -> NotificationCommit {
+        let id: Int?? = shared.withLock { s in
+            if s.broken { return .some(nil) }
+            s.submitted = state
+            guard s.holding else {
+                s.durable = state
+                return nil
+            }
+            s.nextID += 1
+            s.outcomes[s.nextID] = .held
+            return .some(s.nextID)
+        }
+        switch id {
+        case nil: return .durable
+        case .some(nil): return .failed(StoreError.full)
+        case let .some(id?):
+            return NotificationCommit { [self] in
+                await withCheckedContinuation { c in
+                    let known: (any Error)?? = shared.withLock { s in
+                        switch s.outcomes[id] {
+                        case .durable?: return .some(nil)
+                        case .failed?: return .some(StoreError.full)
+                        default: break
+                        }
+                        s.waiting[id] = c
+                        return nil
+                    }
+                    if let known { c.resume(returning: known) }
+                }
+            }
+        }
+    }
+
+    func recoverAfterFailedCommit() -> NotificationState? {
+        shared.withLock { s in
+            guard s.broken else { return nil }
+            s.broken = false
+            s.submitted = s.durable
+            return s.durable
+        }
+    }
+
+    /// Submits held now.
+    var heldCount: Int { shared.withLock { s in s.outcomes.values.filter { $0 == .held }.count } }
+    func hold() { shared.withLock { $0.holding = true } }
+
+    /// Ends the hold: the held commits become durable, or all fail.
+    func release(failing: Bool) {
+        let waiting: [CheckedContinuation<(any Error)?, Never>] = shared.withLock { s in
+            s.holding = false
+            if failing { s.broken = true } else { s.durable = s.submitted }
+            for (id, o) in s.outcomes where o == .held { s.outcomes[id] = failing ? .failed : .durable }
+            defer { s.waiting = [:] }
+            return Array(s.waiting.values)
+        }
+        for c in waiting { c.resume(returning: failing ? StoreError.full : nil) }
+    }
+
+    enum StoreError: Error { case full }
+    enum Outcome { case held, durable, failed }
+}
+
+/// The engine with a group-committing store (N15, issue 9): requests waiting for one commit are
+/// answered when it is durable, and all fail together when it fails; the engine then carries on
+/// from the durable state, with nothing of the failed requests in it.
+@Suite struct GroupCommitEngineTests {
+    static let grant = #"{"authorization": {"default": "grant"}}"#
+
+    func daemon(_ store: GatedNotificationStore) throws -> (Engine, SocketServer, String) {
+        let dir = NSTemporaryDirectory() + "interlude-gc-\(UUID().uuidString.prefix(8))"
+        let config = try ConfigLoader.load(folders: [], overlay: ("test", try JSON5.parse(Self.grant)))
+        let engine = try Engine(config: config, audio: FakeAudioBackend(), sounds: FakeSoundPlayer(), store: store, version: "test")
+        let server = SocketServer(path: dir + "/socket", engine: engine, maxOutputBytes: 1 << 20, log: { _ in })
+        try server.start()
+        return (engine, server, dir)
+    }
+
+    func apps(_ socket: String, _ n: Int) async throws -> [InterludeClient] {
+        var out: [InterludeClient] = []
+        for i in 0..<n {
+            let c = try await InterludeClient.connect(socket: socket, app: "org.example.App\(i)")
+            _ = try await c.call(NotificationMethod.requestAuthorization, RequestAuthorizationParams(options: [.alert]),
+                                 as: AuthorizationResult.self)
+            out.append(c)
+        }
+        return out
+    }
+
+    /// Sends one `notification.add` from each client at once; returns the outcomes (id or error code).
+    func addFromEach(_ clients: [InterludeClient], prefix: String, store: GatedNotificationStore,
+                     release failing: Bool) async throws -> [String] {
+        try await withThrowingTaskGroup(of: String.self) { group in
+            for (i, c) in clients.enumerated() {
+                group.addTask {
+                    do {
+                        return try await c.call(NotificationMethod.add, AddNotificationParams(identifier: "\(prefix)\(i)", title: "t"),
+                                                as: AddNotificationResult.self).identifier
+                    } catch let e as WireError {
+                        return e.code.rawValue
+                    }
+                }
+            }
+            let begin = Date()
+            while store.heldCount < clients.count, Date().timeIntervalSince(begin) < 10 { try await Task.sleep(nanoseconds: 2_000_000) }
+            #expect(store.heldCount == clients.count, "every request waits for the commit")
+            store.release(failing: failing)
+            var out: [String] = []
+            for try await r in group { out.append(r) }
+            return out.sorted()
+        }
+    }
+
+    @Test func N15_requestsWaitingForOneCommitAreAnsweredWhenItIsDurable() async throws {
+        let store = GatedNotificationStore()
+        let (_, server, dir) = try daemon(store)
+        defer { server.stop(); try? FileManager.default.removeItem(atPath: dir) }
+        let clients = try await apps(dir + "/socket", 3)
+        store.hold()
+        #expect(try await addFromEach(clients, prefix: "ok", store: store, release: false) == ["ok0", "ok1", "ok2"])
+        #expect(Set(store.shared.withLock { $0.durable }.delivered.map(\.request.identifier)) == ["ok0", "ok1", "ok2"])
+    }
+
+    @Test func N15_aFailedCommitFailsEveryRequestWaitingForItAndNothingOfThemStays() async throws {
+        let store = GatedNotificationStore()
+        let (_, server, dir) = try daemon(store)
+        defer { server.stop(); try? FileManager.default.removeItem(atPath: dir) }
+        let clients = try await apps(dir + "/socket", 3)
+        store.hold()
+        let outcomes = try await addFromEach(clients, prefix: "lost", store: store, release: true)
+        #expect(outcomes == Array(repeating: WireErrorCode.storageFailed.rawValue, count: 3))
+        let list = try await clients[0].call(NotificationMethod.delivered, ListNotificationsParams(), as: NotificationListResult.self)
+        #expect(list.notifications.isEmpty, "nothing of a failed commit is in the center")
+        _ = try await clients[0].call(NotificationMethod.add, AddNotificationParams(identifier: "kept", title: "t"), as: AddNotificationResult.self)
+        #expect(store.shared.withLock { $0.durable }.delivered.map(\.request.identifier) == ["kept"])
+    }
+}

@@ -1,0 +1,48 @@
+import Foundation
+import InterludePolicy
+@testable import InterludeStore
+import Testing
+
+// N15 across versions: a state folder written by an earlier Interlude opens unchanged. The fixture
+// `Fixtures/state-d670c78.sqlite3` was written by interluded built from commit d670c78 (the main
+// before group commit): Chat and News authorized (News provisional, previews never), Chat's m1
+// (badge 3) and m2 (thread bob), News's passive h1, Chat's pending "later" (in a day), focus "work"
+// on by hand; the daemon then stopped cleanly (SIGTERM).
+@Suite struct SchemaCompatibilityTests {
+    static let fixture = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .appendingPathComponent("Fixtures/state-d670c78.sqlite3").path
+
+    @Test func N15_aStateFileOfTheEarlierReleaseOpensUnchangedAndCarriesOn() throws {
+        let tmp = TemporaryFolder()
+        defer { tmp.remove() }
+        try FileManager.default.createDirectory(atPath: tmp.storeDirectory, withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: Self.fixture, toPath: tmp.databasePath)
+        let original = try Data(contentsOf: URL(fileURLWithPath: tmp.databasePath))
+
+        let store = try NotificationStore(directory: tmp.storeDirectory)
+        #expect(try store.connection.integer("PRAGMA user_version") == 1)  // no migration was needed
+        #expect(NotificationStore.schemaVersion == 1)
+        var state = try store.load()
+        #expect(state.apps["org.example.Chat"]?.settings.authorization == .authorized)
+        #expect(state.apps["org.example.News"]?.settings.authorization == .provisional)
+        #expect(state.apps["org.example.News"]?.settings.showPreviews == .never)
+        #expect(state.delivered.map(\.request.identifier) == ["m1", "m2", "h1"])
+        #expect(state.delivered[1].request.content.threadIdentifier == "bob")
+        #expect(state.pending.map(\.request.identifier) == ["later"])
+        #expect(state.apps["org.example.Chat"]?.badge ?? 0 >= 3)
+        #expect(state.focus.active?.name == "work" && state.focus.active?.manual == true)
+        #expect(state.decisionLog.map(\.identifier).contains("h1"))
+        store.close()
+        // Opening and loading wrote nothing to the file.
+        #expect(try Data(contentsOf: URL(fileURLWithPath: tmp.databasePath)) == original)
+
+        // The current store carries on from it: a change is a few rows, and reads back.
+        let again = try NotificationStore(directory: tmp.storeDirectory)
+        #expect(try again.load() == state)
+        state.apps["org.example.Chat"]!.badge = 9
+        state.delivered.removeFirst()
+        try again.save(state)
+        #expect(again.lastSave == StoreSaveStats(updated: 1, deleted: 1))
+        #expect(try NotificationStore(directory: tmp.storeDirectory).load() == state)
+    }
+}
