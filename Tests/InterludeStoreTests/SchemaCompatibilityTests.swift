@@ -42,7 +42,9 @@ import Testing
         state.apps["org.example.Chat"]!.badge = 9
         state.delivered.removeFirst()
         try again.save(state)
-        #expect(again.lastSave == StoreSaveStats(updated: 1, deleted: 1))
+        // The badge's app row and the removed notification; and, once, the `remoteMessages` meta
+        // row that files written before remote notifications (issue 11) do not have.
+        #expect(again.lastSave == StoreSaveStats(inserted: 1, updated: 1, deleted: 1))
         #expect(try NotificationStore(directory: tmp.storeDirectory).load() == state)
     }
 }
