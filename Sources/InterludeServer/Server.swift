@@ -14,6 +14,8 @@ public final class SocketServer: @unchecked Sendable {
     let engine: Engine
     let maxClients: Int
     let maxOutputBytes: Int
+    /// What one connection may make the daemon hold (PROTOCOL.md "Limits").
+    let limits: ConnectionLimits
     let log: @Sendable (String) -> Void
     private var listenFD: Int32 = -1
     private var acceptSource: DispatchSourceRead?
@@ -29,9 +31,18 @@ public final class SocketServer: @unchecked Sendable {
         return "/tmp/interlude-\(getuid())/socket"
     }
 
+    /// - Parameters:
+    ///   - maxClients: open connections at most (`server.maxClients`); more are refused `rateLimited`.
+    ///   - maxOutputBytes: bytes of replies and events waiting per connection (`server.maxOutputBytes`).
+    ///   - maxQueuedRequests, maxReadAheadBytes: requests and bytes received but not yet handled per
+    ///     connection before the daemon stops reading it (``ConnectionLimits``).
     public init(path: String, engine: Engine, maxClients: Int = 256, maxOutputBytes: Int = 1 << 20,
+                maxQueuedRequests: Int = ConnectionLimits().maxQueuedRequests,
+                maxReadAheadBytes: Int = ConnectionLimits().maxReadAheadBytes,
                 log: @escaping @Sendable (String) -> Void) {
         self.path = path; self.engine = engine; self.maxClients = maxClients; self.maxOutputBytes = maxOutputBytes; self.log = log
+        self.limits = ConnectionLimits(maxOutputBytes: maxOutputBytes, maxQueuedRequests: maxQueuedRequests,
+                                       maxReadAheadBytes: maxReadAheadBytes)
     }
 
     public struct StartError: Error, CustomStringConvertible {
@@ -97,7 +108,10 @@ public final class SocketServer: @unchecked Sendable {
             _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
             var pid: Int32 = 0, uid: UInt32 = 0, gid: UInt32 = 0
             let credOK = interlude_peer_credentials(fd, &pid, &uid, &gid) == 0
-            let conn = Connection(fd: fd, pid: pid, maxOutputBytes: maxOutputBytes, log: log)
+            // onClose is given at init, before start: a connection that closes at once is counted
+            // out too. Every connection counts until it has closed, the refused ones included.
+            let conn = Connection(fd: fd, pid: pid, limits: limits, log: log, onClose: { [weak self] in self?.connectionClosed() })
+            open += 1
             conn.start()
             conn.send(.greeting(Greeting(version: engine.version)))
             guard credOK, uid == geteuid() else {
@@ -106,13 +120,11 @@ public final class SocketServer: @unchecked Sendable {
                 conn.closeWhenFlushed()
                 continue
             }
-            guard open < maxClients else {
+            guard open <= maxClients else {
                 conn.send(.reply(WireReply(id: nil, error: WireError(.rateLimited, "too many connections (\(maxClients))"))))
                 conn.closeWhenFlushed()
                 continue
             }
-            open += 1
-            conn.onClose = { [weak self] in self?.connectionClosed() }
             let engine = self.engine
             let log = self.log
             Task {
@@ -134,22 +146,22 @@ struct RequestHandler {
 
     func run() async {
         var greeted = false
-        for await line in connection.lines {
+        while let line = await connection.nextRequest() {
             let request: WireRequest
             do { request = try WireRequest.parse(line) } catch {
-                connection.send(.reply(WireReply(id: error.id, error: error.error)))
+                connection.reply(.reply(WireReply(id: error.id, error: error.error)))
                 continue
             }
             if !greeted && request.method != WireMethod.hello {
-                connection.send(.reply(WireReply(id: request.id, error: WireError(.helloRequired, "the first request must be hello"))))
+                connection.reply(.reply(WireReply(id: request.id, error: WireError(.helloRequired, "the first request must be hello"))))
                 continue
             }
             do {
                 let result = try await dispatch(request)
                 if request.method == WireMethod.hello { greeted = true }
-                connection.send(.reply(WireReply(id: request.id, result: result)))
+                connection.reply(.reply(WireReply(id: request.id, result: result)))
             } catch {
-                connection.send(.reply(WireReply(id: request.id, error: error)))
+                connection.reply(.reply(WireReply(id: request.id, error: error)))
             }
         }
     }
