@@ -21,6 +21,8 @@ public final class SocketServer: @unchecked Sendable {
     private var acceptSource: DispatchSourceRead?
     private let queue = DispatchQueue(label: "interlude.server")
     private var open = 0
+    /// Whether start() bound the socket at `path` (stop removes only that).
+    private var bound = false
 
     /// The socket path: `--socket`, else `INTERLUDE_SOCKET`, else `$XDG_RUNTIME_DIR/interlude/socket`
     /// (or `/tmp/interlude-UID/socket` without XDG_RUNTIME_DIR).
@@ -49,16 +51,32 @@ public final class SocketServer: @unchecked Sendable {
         public var description: String
     }
 
-    /// Creates the folder (0700) and socket (0600), refusing to steal a live daemon's socket.
-    /// - Throws: ``StartError`` naming the path and the system error.
+    /// Creates the folder (0700) and socket (0600), refusing to steal a live daemon's socket
+    /// (PROTOCOL.md "Transport", issue 7 hole 11).
+    ///
+    /// The folder must be ours (owned by our effective uid), or root's with the sticky bit (like
+    /// `/tmp`: nobody else can remove or replace our socket there); a folder of ours that others
+    /// may write to (group or other write, no sticky bit) is set to 0700 with a warning. Only a
+    /// stale socket is removed: a regular file, a folder or anything else at the path is left as it
+    /// is and refused.
+    /// - Throws: ``StartError`` naming the path and the reason (the system error where one failed).
     public func start() throws {
         let dir = (path as NSString).deletingLastPathComponent
         if mkdir(dir, 0o700) != 0 && errno != EEXIST {
             throw StartError(description: "cannot create \(dir): \(String(cString: strerror(errno)))")
         }
-        if FileManager.default.fileExists(atPath: path) {
-            if SocketServer.isLive(path) { throw StartError(description: "another daemon is listening on \(path)") }
-            unlink(path)
+        try checkFolder(dir.isEmpty ? "." : dir)
+        var st = stat()
+        if lstat(path, &st) == 0 {
+            switch st.st_mode & S_IFMT {
+            case S_IFSOCK:
+                if SocketServer.isLive(path) { throw StartError(description: "another daemon is listening on \(path)") }
+                unlink(path)  // a stale socket of an earlier run
+            case S_IFDIR:
+                throw StartError(description: "\(path) is a folder; --socket names the socket file to create (e.g. \(path)/socket)")
+            default:
+                throw StartError(description: "\(path) exists and is not a socket; refusing to replace it (remove it, or choose another --socket)")
+            }
         }
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw StartError(description: "socket: \(String(cString: strerror(errno)))") }
@@ -67,6 +85,7 @@ public final class SocketServer: @unchecked Sendable {
             close(fd); throw StartError(description: "\(error)")
         }
         guard rc == 0 else { close(fd); throw StartError(description: "bind \(path): \(String(cString: strerror(errno)))") }
+        bound = true
         chmod(path, 0o600)
         guard listen(fd, 64) == 0 else { close(fd); throw StartError(description: "listen: \(String(cString: strerror(errno)))") }
         _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
@@ -81,6 +100,30 @@ public final class SocketServer: @unchecked Sendable {
         src.resume()
     }
 
+    /// Refuses a socket folder that is not ours; makes one of ours that others may write to 0700.
+    private func checkFolder(_ dir: String) throws {
+        var st = stat()
+        guard stat(dir, &st) == 0 else {
+            throw StartError(description: "cannot use \(dir): \(String(cString: strerror(errno)))")
+        }
+        guard st.st_mode & S_IFMT == S_IFDIR else { throw StartError(description: "\(dir) is not a folder") }
+        let sticky = st.st_mode & S_ISVTX != 0
+        if st.st_uid != geteuid() {
+            guard st.st_uid == 0 && sticky else {
+                throw StartError(description: "the socket folder \(dir) belongs to uid \(st.st_uid), not to us (uid \(geteuid())); "
+                    + "another user could replace the socket: refusing it (remove the folder, or choose another --socket)")
+            }
+            return
+        }
+        let mode = st.st_mode & 0o7777
+        if mode & 0o022 != 0 && !sticky {
+            guard chmod(dir, 0o700) == 0 else {
+                throw StartError(description: "the socket folder \(dir) has mode \(String(mode, radix: 8)) and cannot be made 0700: \(String(cString: strerror(errno)))")
+            }
+            log("warning: the socket folder \(dir) had mode \(String(mode, radix: 8)) (others could write to it); set it to 0700")
+        }
+    }
+
     /// Stops accepting and removes the socket file. The listening socket is closed when its
     /// dispatch source has been cancelled.
     public func stop() {
@@ -93,7 +136,7 @@ public final class SocketServer: @unchecked Sendable {
             }
             listenFD = -1
         }
-        unlink(path)
+        if bound { unlink(path) }  // only our own socket: never a file start() refused
     }
 
     /// Whether a daemon answers on the socket at `path`.

@@ -1,7 +1,11 @@
 import Foundation
 import Testing
 import InterludeClient
+import InterludeConfig
+import InterludeEngine
+import InterludePolicy
 import InterludeServer
+import InterludeTestSupport
 import InterludeWire
 #if canImport(Glibc)
 import Glibc
@@ -30,5 +34,196 @@ import Glibc
         }
         let c = try await InterludeClient.connect(socket: d.socket, app: "org.example.Next", replyTimeout: 5)
         #expect(try await c.status().version == "test")
+    }
+
+    /// Hole 5 (read-ahead): while a connection's handler is busy, the daemon stops reading it. A peer
+    /// writing 60 KB lines gets EAGAIN after the socket buffers and about 144 KiB of read-ahead;
+    /// before, the daemon read everything into an unbounded stream (614 MB for 10,000 lines).
+    @Test func busyConnectionIsNotReadAheadWithoutBound() async throws {
+        let store = GatedStore()
+        let d = try GatedDaemon(store: store)
+        let p = try RawPeer(path: d.socket)
+        _ = p.readLine()
+        p.send(Self.hello)
+        #expect(p.reply()?.error == nil)
+        store.close()  // the next save blocks the handler (and the engine) until opened
+        p.send(#"{"id":2,"method":"notification.requestAuthorization","params":{"options":["alert"]}}"# + "\n")
+        try await Task.sleep(nanoseconds: 200_000_000)
+        let written = p.writeUntilBlocked(line: Array(("{\"id\":3,\"method\":\"" + String(repeating: "x", count: 60_000)).utf8) + [0x0a],
+                                          upTo: 48 << 20)
+        store.open()
+        // Socket buffers (a few hundred KiB each way) + 128 KiB + one 16 KiB read; far below 48 MiB.
+        #expect(written < 4 << 20, "the peer wrote \(written) bytes into a busy connection")
+        let c = try await InterludeClient.connect(socket: d.socket, app: "org.example.Next", replyTimeout: 5)
+        #expect(try await c.status().version == "test")
+    }
+
+    /// Hole 5 (queued replies): a peer that pipelines requests and never reads is closed once
+    /// `maxOutputBytes` of replies wait, and the daemon goes on serving others.
+    @Test func pipeliningNonReaderIsClosedAtTheOutputBound() async throws {
+        let d = try TestDaemon(maxOutputBytes: 64 * 1024)
+        let p = try d.rawConnect()
+        _ = p.readLine()
+        p.send(Self.hello)
+        var batch = ""
+        for i in 0..<3000 { batch += #"{"id":\#(i + 2),"method":"status"}"# + "\n" }
+        p.send(batch)
+        try await Task.sleep(nanoseconds: 500_000_000)
+        var replies = 0
+        while p.reply() != nil { replies += 1 }  // ends with EOF: the daemon closed
+        #expect(replies > 0 && replies < 3000)
+        let c = try await InterludeClient.connect(socket: d.socket, app: "org.example.Next", replyTimeout: 5)
+        #expect(try await c.status().version == "test")
+    }
+
+    /// Issue 9: `onClose` was set after `conn.start()`; a peer gone before that was never counted
+    /// out, and the connection limit filled with ghosts until every client was refused.
+    @Test func connectionsThatCloseAtOnceFreeTheirSlot() async throws {
+        let d = try GatedDaemon(store: GatedStore(), maxClients: 4)
+        for _ in 0..<50 {
+            var peers: [Int32] = []
+            for _ in 0..<8 { if let fd = try? UnixSocket.connect(d.socket) { peers.append(fd) } }
+            for fd in peers { close(fd) }
+        }
+        try await Task.sleep(nanoseconds: 500_000_000)
+        for i in 0..<4 {
+            let c = try await InterludeClient.connect(socket: d.socket, app: "org.example.After\(i)", replyTimeout: 5)
+            #expect(try await c.status().version == "test")
+        }
+    }
+
+    // MARK: Hole 11: socket set-up
+
+    func scratch() throws -> String {
+        let dir = NSTemporaryDirectory() + "interlude-setup-\(UUID().uuidString.prefix(8))"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: false)
+        return dir
+    }
+
+    @Test func aRegularFileAtTheSocketPathIsRefusedAndKept() throws {
+        let dir = try scratch()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        chmod(dir, 0o700)
+        let file = dir + "/notes.txt"
+        try "keep me".write(toFile: file, atomically: false, encoding: .utf8)
+        let server = SocketServer(path: file, engine: try Self.engine(), log: { _ in })
+        let e = #expect(throws: SocketServer.StartError.self) { try server.start() }
+        #expect(e?.description.contains("not a socket") == true)
+        server.stop()
+        #expect((try? String(contentsOfFile: file, encoding: .utf8)) == "keep me")
+    }
+
+    @Test func aFolderAtTheSocketPathIsNamedAsAFolder() throws {
+        let dir = try scratch()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        chmod(dir, 0o700)
+        try FileManager.default.createDirectory(atPath: dir + "/sock", withIntermediateDirectories: false)
+        let server = SocketServer(path: dir + "/sock", engine: try Self.engine(), log: { _ in })
+        let e = #expect(throws: SocketServer.StartError.self) { try server.start() }
+        #expect(e?.description.contains("is a folder") == true)
+        #expect(e?.description.contains("Address already in use") == false)
+        var isDir: ObjCBool = false
+        #expect(FileManager.default.fileExists(atPath: dir + "/sock", isDirectory: &isDir) && isDir.boolValue)
+    }
+
+    @Test func anOpenFolderOfOursIsMadePrivateWithAWarning() throws {
+        let dir = try scratch()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        chmod(dir, 0o777)
+        let logged = LockedLines()
+        let server = SocketServer(path: dir + "/socket", engine: try Self.engine(), log: { logged.append($0) })
+        try server.start()
+        defer { server.stop() }
+        let attrs = try FileManager.default.attributesOfItem(atPath: dir)
+        #expect((attrs[.posixPermissions] as? Int) == 0o700)
+        #expect(logged.lines.contains { $0.contains("warning") && $0.contains("777") })
+    }
+
+    @Test(.enabled(if: geteuid() == 0, "needs root to give a folder to another user"))
+    func aFolderOfAnotherUserIsRefused() throws {
+        let dir = try scratch()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        chmod(dir, 0o777)
+        #expect(chown(dir, 65534, 65534) == 0)
+        let server = SocketServer(path: dir + "/socket", engine: try Self.engine(), log: { _ in })
+        let e = #expect(throws: SocketServer.StartError.self) { try server.start() }
+        #expect(e?.description.contains("belongs to uid 65534") == true)
+        #expect(!FileManager.default.fileExists(atPath: dir + "/socket"))
+        let attrs = try FileManager.default.attributesOfItem(atPath: dir)
+        #expect((attrs[.posixPermissions] as? Int) == 0o777)  // not ours: left as it is
+    }
+
+    static func engine() throws -> Engine {
+        try Engine(config: try ConfigLoader.load(folders: []), audio: FakeAudioBackend(), sounds: FakeSoundPlayer(),
+                   store: MemoryNotificationStore(), version: "test")
+    }
+}
+
+/// Log lines collected from any thread.
+final class LockedLines: @unchecked Sendable {
+    private let lock = NSLock()
+    private var _lines: [String] = []
+    func append(_ s: String) { lock.withLock { _lines.append(s) } }
+    var lines: [String] { lock.withLock { _lines } }
+}
+
+/// A notification store whose saves block while it is closed (a handler busy in the engine).
+final class GatedStore: NotificationStoring, @unchecked Sendable {
+    private let lock = NSLock()
+    private var state = NotificationState()
+    private var gate: DispatchSemaphore?
+    func close() { lock.withLock { gate = DispatchSemaphore(value: 0) } }
+    func open() { lock.withLock { gate?.signal(); gate = nil } }
+    func load() throws -> NotificationState { lock.withLock { state } }
+    func save(_ s: NotificationState) throws {
+        if let g = lock.withLock({ gate }) { g.wait(); g.signal() }
+        lock.withLock { state = s }
+    }
+}
+
+/// A daemon on a private socket with a ``GatedStore``.
+final class GatedDaemon: @unchecked Sendable {
+    let dir: String
+    let socket: String
+    let server: SocketServer
+    init(store: GatedStore, maxClients: Int = 256) throws {
+        dir = NSTemporaryDirectory() + "interlude-gated-\(UUID().uuidString.prefix(8))"
+        socket = dir + "/socket"
+        let engine = try Engine(config: try ConfigLoader.load(folders: []), audio: FakeAudioBackend(), sounds: FakeSoundPlayer(),
+                                store: store, version: "test")
+        server = SocketServer(path: socket, engine: engine, maxClients: maxClients, log: { _ in })
+        try server.start()
+    }
+    deinit { server.stop(); try? FileManager.default.removeItem(atPath: dir) }
+}
+
+extension RawPeer {
+    /// Writes `line` again and again without blocking until the daemon stops taking bytes for
+    /// 300 ms (or `limit` bytes are written); returns the bytes written.
+    func writeUntilBlocked(line: [UInt8], upTo limit: Int) -> Int {
+        let flags = fcntl(fd, F_GETFL)
+        _ = fcntl(fd, F_SETFL, flags | O_NONBLOCK)
+        defer { _ = fcntl(fd, F_SETFL, flags) }
+        var written = 0, offset = 0
+        var blockedSince: Double?
+        let start = Date().timeIntervalSince1970
+        while written < limit && Date().timeIntervalSince1970 - start < 10 {
+            let n = line.withUnsafeBytes { Glibc.send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
+            if n > 0 {
+                written += n
+                offset = (offset + n) % line.count
+                blockedSince = nil
+                continue
+            }
+            if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) {
+                let now = Date().timeIntervalSince1970
+                if let b = blockedSince, now - b > 0.3 { break }
+                if blockedSince == nil { blockedSince = now }
+                usleep(5_000)
+                continue
+            }
+            break
+        }
+        return written
     }
 }
