@@ -14,6 +14,8 @@ import Glibc
 /// Issue 7's socket holes, each against a real in-process server (PROTOCOL.md "Limits").
 @Suite(.serialized) struct ConnectionHardeningTests {
     static let hello = #"{"id":1,"method":"hello","params":{"app":"org.example.Hostile"}}"# + "\n"
+    /// The user's tool (N2): its `sound.play` goes to the player without the notification rules.
+    static let toolHello = #"{"id":1,"method":"hello","params":{"app":"org.interlude.CLI"}}"# + "\n"
 
     /// Hole 2: hello, 5,000 pipelined `status` without reading, 1 s, 70,000 bytes without a newline,
     /// close. The `tooLarge` path flushed after the write source was cancelled and the connection's
@@ -36,24 +38,30 @@ import Glibc
         #expect(try await c.status().version == "test")
     }
 
-    /// Hole 5 (read-ahead): while a connection's handler is busy, the daemon stops reading it. A peer
-    /// writing 60 KB lines gets EAGAIN after the socket buffers and about 144 KiB of read-ahead;
-    /// before, the daemon read everything into an unbounded stream (614 MB for 10,000 lines).
+    /// Hole 5 (read-ahead): while a connection's handler waits (here on a sound that does not
+    /// finish), the daemon stops reading it. A peer writing 60 KB lines gets EAGAIN after the socket
+    /// buffers and about 144 KiB of read-ahead; before, the daemon read everything into an
+    /// unbounded stream (614 MB for 10,000 lines, issue 7).
     @Test func busyConnectionIsNotReadAheadWithoutBound() async throws {
-        let store = GatedStore()
-        let d = try GatedDaemon(store: store)
+        let sounds = GatedSoundPlayer()
+        let d = try GatedDaemon(sounds: sounds)
         let p = try RawPeer(path: d.socket)
         _ = p.readLine()
-        p.send(Self.hello)
+        p.send(Self.toolHello)
         #expect(p.reply()?.error == nil)
-        store.close()  // the next save blocks the handler (and the engine) until opened
-        p.send(#"{"id":2,"method":"notification.requestAuthorization","params":{"options":["alert"]}}"# + "\n")
-        try await Task.sleep(nanoseconds: 200_000_000)
-        let written = p.writeUntilBlocked(line: Array(("{\"id\":3,\"method\":\"" + String(repeating: "x", count: 60_000)).utf8) + [0x0a],
-                                          upTo: 48 << 20)
-        store.open()
+        p.send(#"{"id":2,"method":"sound.play","params":{"sound":"default"}}"# + "\n")
+        for _ in 0..<200 where !sounds.waiting { try await Task.sleep(nanoseconds: 10_000_000) }
+        #expect(sounds.waiting)
+        let line = Array(("{\"id\":3,\"method\":\"" + String(repeating: "x", count: 60_000)).utf8) + [0x0a]
+        // On a thread of its own: the daemon's queues must not wait for a pool thread we hold.
+        let fd = p.fd
+        let written = await withCheckedContinuation { (k: CheckedContinuation<Int, Never>) in
+            Thread { k.resume(returning: RawPeer.writeUntilBlocked(fd: fd, line: line, upTo: 48 << 20)) }.start()
+        }
+        sounds.open()
         // Socket buffers (a few hundred KiB each way) + 128 KiB + one 16 KiB read; far below 48 MiB.
         #expect(written < 4 << 20, "the peer wrote \(written) bytes into a busy connection")
+        #expect(written > 0)
         let c = try await InterludeClient.connect(socket: d.socket, app: "org.example.Next", replyTimeout: 5)
         #expect(try await c.status().version == "test")
     }
@@ -79,7 +87,7 @@ import Glibc
     /// Issue 9: `onClose` was set after `conn.start()`; a peer gone before that was never counted
     /// out, and the connection limit filled with ghosts until every client was refused.
     @Test func connectionsThatCloseAtOnceFreeTheirSlot() async throws {
-        let d = try GatedDaemon(store: GatedStore(), maxClients: 4)
+        let d = try GatedDaemon(sounds: GatedSoundPlayer(), maxClients: 4)
         for _ in 0..<50 {
             var peers: [Int32] = []
             for _ in 0..<8 { if let fd = try? UnixSocket.connect(d.socket) { peers.append(fd) } }
@@ -167,30 +175,38 @@ final class LockedLines: @unchecked Sendable {
     var lines: [String] { lock.withLock { _lines } }
 }
 
-/// A notification store whose saves block while it is closed (a handler busy in the engine).
-final class GatedStore: NotificationStoring, @unchecked Sendable {
+/// A sound player whose plays wait, without holding a thread, until ``open()``.
+final class GatedSoundPlayer: SoundPlayer, @unchecked Sendable {
     private let lock = NSLock()
-    private var state = NotificationState()
-    private var gate: DispatchSemaphore?
-    func close() { lock.withLock { gate = DispatchSemaphore(value: 0) } }
-    func open() { lock.withLock { gate?.signal(); gate = nil } }
-    func load() throws -> NotificationState { lock.withLock { state } }
-    func save(_ s: NotificationState) throws {
-        if let g = lock.withLock({ gate }) { g.wait(); g.signal() }
-        lock.withLock { state = s }
+    private var isOpen = false
+    private var parked: [CheckedContinuation<Void, Never>] = []
+    /// Whether a play is waiting.
+    var waiting: Bool { lock.withLock { !parked.isEmpty } }
+    func open() {
+        let all = lock.withLock { isOpen = true; defer { parked = [] }; return parked }
+        for k in all { k.resume() }
     }
+    func play(_ nameOrPath: String, volume: Double, properties: [String: String]) async throws(WireError) -> SoundPlayResult {
+        await withCheckedContinuation { (k: CheckedContinuation<Void, Never>) in
+            let now = lock.withLock { isOpen ? true : { parked.append(k); return false }() }
+            if now { k.resume() }
+        }
+        return SoundPlayResult(played: nameOrPath, warning: nil, duration: 0.5)
+    }
+    func cachedSamples() async -> [String] { [] }
+    func serverRestarted() async {}
 }
 
-/// A daemon on a private socket with a ``GatedStore``.
+/// A daemon on a private socket with a ``GatedSoundPlayer``.
 final class GatedDaemon: @unchecked Sendable {
     let dir: String
     let socket: String
     let server: SocketServer
-    init(store: GatedStore, maxClients: Int = 256) throws {
+    init(sounds: GatedSoundPlayer, maxClients: Int = 256) throws {
         dir = NSTemporaryDirectory() + "interlude-gated-\(UUID().uuidString.prefix(8))"
         socket = dir + "/socket"
-        let engine = try Engine(config: try ConfigLoader.load(folders: []), audio: FakeAudioBackend(), sounds: FakeSoundPlayer(),
-                                store: store, version: "test")
+        let engine = try Engine(config: try ConfigLoader.load(folders: []), audio: FakeAudioBackend(), sounds: sounds,
+                                store: MemoryNotificationStore(), version: "test")
         server = SocketServer(path: socket, engine: engine, maxClients: maxClients, log: { _ in })
         try server.start()
     }
@@ -200,7 +216,7 @@ final class GatedDaemon: @unchecked Sendable {
 extension RawPeer {
     /// Writes `line` again and again without blocking until the daemon stops taking bytes for
     /// 300 ms (or `limit` bytes are written); returns the bytes written.
-    func writeUntilBlocked(line: [UInt8], upTo limit: Int) -> Int {
+    static func writeUntilBlocked(fd: Int32, line: [UInt8], upTo limit: Int) -> Int {
         let flags = fcntl(fd, F_GETFL)
         _ = fcntl(fd, F_SETFL, flags | O_NONBLOCK)
         defer { _ = fcntl(fd, F_SETFL, flags) }
