@@ -8,6 +8,8 @@
 //   connection-probe SOCKET clients CLIENTS REQUESTS CLIENTS at once, each hello then REQUESTS
 //                                                   `status` one after another; prints served,
 //                                                   refused (by code), failed, p50/p99 latency
+//   connection-probe SOCKET mix CLIENTS REQUESTS     the same with notification.add, status,
+//                                                   notification.delivered, session.register in turn
 //   connection-probe SOCKET unread REQUESTS         one client pipelines REQUESTS `status` and
 //                                                   reads nothing for 2 s, then closes
 import Foundation
@@ -120,8 +122,20 @@ case "unread":
     sleep(2)
     print("unread: sent \(count) status requests (\(ok ? "all written" : "write failed: the daemon closed or stopped reading"))")
     close(fd)
-case "clients":
+case "clients", "mix":
     let clients = Int(args[3])!, requests = Int(args[4])!
+    // mix: after hello, notification.requestAuthorization, then in turn notification.add,
+    // status, notification.delivered, session.register (audio and notification calls).
+    let mix = args[2] == "mix"
+    @Sendable func request(_ i: Int, _ c: Int) -> String {
+        guard mix else { return #"{"id":\#(i + 1),"method":"status"}"# }
+        switch i % 4 {
+        case 0: return #"{"id":\#(i + 1),"method":"notification.add","params":{"identifier":"p\#(c)-\#(i)","title":"probe \#(i)","body":"a notification of the probe"}}"#
+        case 1: return #"{"id":\#(i + 1),"method":"status"}"#
+        case 2: return #"{"id":\#(i + 1),"method":"notification.delivered"}"#
+        default: return #"{"id":\#(i + 1),"method":"session.register","params":{"category":"ambient"}}"#
+        }
+    }
     final class Tally: @unchecked Sendable {
         let lock = NSLock()
         var latencies: [Double] = []
@@ -147,14 +161,20 @@ case "clients":
             _ = hello(fd, "org.example.Probe\(c)")
             guard let h = r.line() else { tally.withLock { $0.failed += 1 }; return }
             if h.contains("\"error\"") {
-                let code = h.range(of: #""code":"[a-zA-Z]+""#).map { String(h[$0].dropFirst(8).dropLast()) } ?? "?"
+                let code = h.range(of: #""code":"[a-zA-Z]+""#, options: .regularExpression).map { String(h[$0].dropFirst(8).dropLast()) } ?? "?"
                 tally.withLock { $0.refused[code, default: 0] += 1 }
                 return
+            }
+            if mix {
+                _ = sendAll(fd, Array(#"{"id":0,"method":"notification.requestAuthorization","params":{"options":["alert","sound"]}}"#.utf8) + [0x0a])
+                guard let a = r.line(), a.contains("\"result\"") else { tally.withLock { $0.failed += 1 }; return }
             }
             var mine: [Double] = []
             for i in 0..<requests {
                 let t0 = now()
-                guard sendAll(fd, Array(#"{"id":\#(i + 1),"method":"status"}"#.utf8) + [0x0a]), let l = r.line(), l.contains("\"result\"") else {
+                // An error reply is an answer too (an app not yet authorized gets notAuthorized).
+                guard sendAll(fd, Array(request(i, c).utf8) + [0x0a]), let l = r.line(),
+                      l.contains("\"result\"") || (mix && l.contains("\"error\"")) else {
                     tally.withLock { $0.failed += 1 }; return
                 }
                 mine.append(now() - t0)
@@ -173,7 +193,7 @@ case "clients":
         latencies.isEmpty ? "-" : String(format: "%.1f ms", latencies[min(latencies.count - 1, Int(Double(latencies.count) * p))] * 1000)
     }
     let refusedText = refused.isEmpty ? "0" : refused.map { "\($0.value) \($0.key)" }.sorted().joined(separator: ", ")
-    print("clients: \(clients) × \(requests) status: served \(served), refused \(refusedText), failed \(failed); "
+    print("\(args[2]): \(clients) × \(requests) \(mix ? "mixed requests" : "status"): served \(served), refused \(refusedText), failed \(failed); "
         + "\(latencies.count) replies in \(String(format: "%.2f", wall)) s (\(Int(Double(latencies.count) / wall))/s), p50 \(pct(0.5)), p99 \(pct(0.99))")
 default:
     print("unknown mode \(args[2])"); exit(2)

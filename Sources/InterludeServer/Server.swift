@@ -202,20 +202,22 @@ struct RequestHandler {
             do {
                 let result = try await dispatch(request)
                 if request.method == WireMethod.hello { greeted = true }
-                connection.reply(.reply(WireReply(id: request.id, result: result)))
+                connection.reply(id: request.id, result: result)
             } catch {
                 connection.reply(.reply(WireReply(id: request.id, error: error)))
             }
         }
     }
 
-    /// Maps one request to the engine. Params are validated (unknown fields refused) before any
-    /// side effect.
-    func dispatch(_ r: WireRequest) async throws(WireError) -> JSONValue {
-        func encode<T: Encodable>(_ v: T) throws(WireError) -> JSONValue {
-            do { return try JSONValue(encoding: v) } catch { throw WireError(.internalError, "cannot encode result") }
+    /// Maps one request to the engine and returns the result encoded (JSON, the wire's settings).
+    /// Params are validated (unknown fields refused) before any side effect. The result is encoded
+    /// once, from its type, straight to bytes: through a `JSONValue` it was encoded, decoded and
+    /// encoded again, most of the daemon's time under many clients (issue 7 hole 6).
+    func dispatch(_ r: WireRequest) async throws(WireError) -> Data {
+        func encode<T: Encodable>(_ v: T) throws(WireError) -> Data {
+            do { return try WireCoding.encoder.encode(v) } catch { throw WireError(.internalError, "cannot encode result") }
         }
-        let empty = JSONValue.object([:])
+        let empty = Data("{}".utf8)
         switch r.method {
         case WireMethod.hello:
             let p = try r.decodeParams(HelloParams.self)

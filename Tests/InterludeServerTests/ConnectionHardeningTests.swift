@@ -100,6 +100,53 @@ import Glibc
         }
     }
 
+    /// Hole 6: results are encoded once, straight from their type; the line is the same one the
+    /// JSONValue round trip wrote (sorted keys, integral numbers without a fraction).
+    @Test func repliesAreInTheWiresCanonicalForm() async throws {
+        let d = try TestDaemon()
+        await d.start()
+        let music = try await InterludeClient.connect(socket: d.socket, app: "org.example.Music")
+        let s = try await music.register(category: .playback)
+        _ = try await music.activate(s)
+        let p = try d.rawConnect()
+        _ = p.readLine()
+        p.send(Self.hello)
+        _ = p.reply()
+        p.send(#"{"id":"x-1","method":"status"}"# + "\n" + #"{"id":7,"method":"session.register","params":{"category":"ambient"}}"# + "\n")
+        for _ in 0..<2 {
+            guard let raw = p.readRawLine(), case let .reply(r)? = try? ServerMessage.parse(raw) else { Issue.record("no reply"); return }
+            #expect(r.error == nil)
+            #expect(Array(try ServerMessage.reply(r).encoded()) == raw)
+        }
+    }
+
+    /// Hole 6: connections' queues run on the global queue's few threads. Each on the
+    /// overcommitting root queue (a queue made without a target), 256 busy connections made 260
+    /// threads, each with its own malloc arena whose memory stayed.
+    @Test func manyBusyConnectionsDoNotMakeAThreadEach() async throws {
+        let d = try TestDaemon()
+        let before = Self.threads()
+        var peers: [RawPeer] = []
+        for _ in 0..<120 {
+            let p = try d.rawConnect()
+            _ = p.readLine()
+            peers.append(p)
+        }
+        var batch = Self.hello
+        for i in 0..<40 { batch += #"{"id":\#(i + 2),"method":"status"}"# + "\n" }
+        for p in peers { p.send(batch) }
+        var peak = 0
+        for _ in 0..<40 { peak = max(peak, Self.threads()); try await Task.sleep(nanoseconds: 10_000_000) }
+        for p in peers { for _ in 0..<41 { _ = p.reply() } }
+        #expect(peak - before < 40, "threads went from \(before) to \(peak)")
+    }
+
+    static func threads() -> Int {
+        let status = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
+        return status.split(separator: "\n").first { $0.hasPrefix("Threads:") }
+            .flatMap { Int($0.dropFirst(8).trimmingCharacters(in: .whitespaces)) } ?? 0
+    }
+
     // MARK: Hole 11: socket set-up
 
     func scratch() throws -> String {
@@ -214,6 +261,17 @@ final class GatedDaemon: @unchecked Sendable {
 }
 
 extension RawPeer {
+    /// The next line's bytes, or nil on EOF/timeout.
+    func readRawLine() -> [UInt8]? {
+        while lines.isEmpty {
+            var buf = [UInt8](repeating: 0, count: 65536)
+            let n = buf.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n <= 0 { return nil }
+            lines += (try? framer.feed(buf[0..<n])) ?? []
+        }
+        return lines.removeFirst()
+    }
+
     /// Writes `line` again and again without blocking until the daemon stops taking bytes for
     /// 300 ms (or `limit` bytes are written); returns the bytes written.
     static func writeUntilBlocked(fd: Int32, line: [UInt8], upTo limit: Int) -> Int {
