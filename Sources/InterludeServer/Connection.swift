@@ -181,7 +181,14 @@ final class Connection: @unchecked Sendable {
 
     private func readAvailable() {
         withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 16384) { buf in
+            var reads = 0
             while true {
+                if reads == 8 {
+                    // 128 KiB in one go: let the other connections' work on the shared threads run first.
+                    queue.async { [weak self] in self?.readAvailable() }
+                    return
+                }
+                reads += 1
                 let go: Bool = lock.withLock {
                     guard phase == .open, reader?.state == .on else { return false }
                     if overReadBoundLocked {
