@@ -6,39 +6,122 @@ import InterludeWire
 import Glibc
 #endif
 
+/// What one connection may make the daemon hold (PROTOCOL.md "Limits", issue 7 hole 5).
+public struct ConnectionLimits: Sendable, Equatable {
+    /// Replies and events waiting to be written, in bytes; over it the connection is closed
+    /// (`server.maxOutputBytes`, default 1 MiB). Counted when a reply is produced, before it is
+    /// queued for writing, so a peer that does not read cannot make the daemon hold more.
+    public var maxOutputBytes: Int
+    /// Requests received but not yet handled; at this many the daemon stops reading the socket
+    /// until the handler has caught up (backpressure: the peer's writes block).
+    public var maxQueuedRequests: Int
+    /// Bytes received but not yet handled (whole requests and the partial one); at this many the
+    /// daemon stops reading the socket. At most one read (16 KiB) more is held.
+    public var maxReadAheadBytes: Int
+
+    /// The defaults: 1 MiB out, 64 requests or 128 KiB (two lines at the 64 KiB cap) in.
+    public init(maxOutputBytes: Int = 1 << 20, maxQueuedRequests: Int = 64,
+                maxReadAheadBytes: Int = 2 * LineFramer.defaultMaxLineBytes) {
+        self.maxOutputBytes = maxOutputBytes
+        self.maxQueuedRequests = maxQueuedRequests
+        self.maxReadAheadBytes = maxReadAheadBytes
+    }
+}
+
+/// A dispatch source's life as one state machine (issue 7 hole 2). libdispatch kills the process
+/// (SIGILL) when a source is released while suspended or never activated, when it is resumed more
+/// often than suspended, and when it is resumed or suspended in the wrong order around `cancel`.
+/// Every `resume`, `suspend` and `cancel` of a connection's sources goes through here, under the
+/// connection's lock, so none of those can happen.
+struct SourceSwitch {
+    enum State { case off, on, cancelled }  // off: not yet activated, or suspended
+    private(set) var state: State = .off
+    let source: DispatchSourceProtocol
+    init(_ source: DispatchSourceProtocol) { self.source = source }
+
+    /// Delivers events (resumes); nothing once cancelled.
+    mutating func turnOn() {
+        guard state == .off else { return }
+        state = .on
+        source.resume()
+    }
+
+    /// Stops delivering events (suspends); nothing unless on.
+    mutating func turnOff() {
+        guard state == .on else { return }
+        state = .off
+        source.suspend()
+    }
+
+    /// Cancels for good. A suspended (or never activated) source is resumed after the cancel, so
+    /// that its cancel handler runs and it may be released; no event handler runs after this.
+    mutating func cancel() {
+        switch state {
+        case .cancelled: return
+        case .on: source.cancel()
+        case .off: source.cancel(); source.resume()
+        }
+        state = .cancelled
+    }
+}
+
 /// One client connection: reads lines (64 KiB cap), hands requests to the engine one at a time in
-/// order, writes replies and events without blocking, and drops a reader that lets more than
-/// `maxOutputBytes` pile up.
+/// order, writes replies and events without blocking, and bounds what the peer can make the daemon
+/// hold (``ConnectionLimits``): it stops reading while requests are waiting, and drops a reader
+/// that lets more than `maxOutputBytes` pile up.
+///
+/// All state is under `lock`; the dispatch sources' handlers run on `queue`. Messages are written
+/// in the order they were sent: every send goes through `queue`.
 final class Connection: @unchecked Sendable {
     let fd: Int32
     let pid: Int32
     let queue: DispatchQueue
-    let maxOutputBytes: Int
+    let limits: ConnectionLimits
     let log: @Sendable (String) -> Void
+    /// Called once, when the connection has closed (set at init: no window where a close is missed).
+    private let onClose: (@Sendable () -> Void)?
+
+    private enum Phase { case open, draining, closed }
+    private let lock = NSLock()
+    private var phase = Phase.open
     private var framer = LineFramer()
     private var output: [UInt8] = []
-    private var readSource: DispatchSourceRead?
-    private var writeSource: DispatchSourceWrite?
-    private var writeSuspended = true
-    private var closed = false
-    private var closeAfterFlush = false
-    private let requests: AsyncStream<[UInt8]>
-    private let requestSink: AsyncStream<[UInt8]>.Continuation
-    var onClose: (@Sendable () -> Void)?
+    private var outputHead = 0
+    /// Bytes of replies encoded and on their way through `queue`, not yet in `output`.
+    private var inFlight = 0
+    private var reader: SourceSwitch?
+    private var writer: SourceSwitch?
+    /// The request handler waiting for the next line.
+    private var waiting: CheckedContinuation<[UInt8]?, Never>?
+    /// Whether reading stopped because requests are waiting (not for good).
+    private var readPaused = false
 
-    init(fd: Int32, pid: Int32, maxOutputBytes: Int, log: @escaping @Sendable (String) -> Void) {
+    init(fd: Int32, pid: Int32, limits: ConnectionLimits, log: @escaping @Sendable (String) -> Void,
+         onClose: (@Sendable () -> Void)? = nil) {
         self.fd = fd
         self.pid = pid
-        self.maxOutputBytes = maxOutputBytes
+        self.limits = limits
         self.log = log
-        self.queue = DispatchQueue(label: "interlude.connection.\(fd)")
-        (requests, requestSink) = AsyncStream.makeStream(of: [UInt8].self, bufferingPolicy: .unbounded)
+        self.onClose = onClose
+        self.queue = DispatchQueue(label: "interlude.connection.\(fd)", target: Connection.ioTarget)
     }
 
-    /// The request lines, in order, until the peer closes.
-    var lines: AsyncStream<[UInt8]> { requests }
+    /// What every connection's queue runs on: the global queue, whose threads are about as many as
+    /// the cores. A queue made without a target runs on the overcommitting root queue, which starts
+    /// a thread whenever none is idle: 256 busy connections made 260 threads (and a malloc arena per
+    /// thread, whose memory stays: issue 7 hole 6).
+    static let ioTarget = DispatchQueue.global(qos: .userInitiated)
 
+    deinit {
+        // Only reached with live sources if the connection was never closed: cancel them the one
+        // safe way (a suspended source released is a crash).
+        reader?.cancel()
+        writer?.cancel()
+    }
+
+    /// Starts reading and writing (once; not after a close).
     func start() {
+        guard lock.withLock({ phase == .open && reader == nil }) else { return }
         let flags = fcntl(fd, F_GETFL)
         _ = fcntl(fd, F_SETFL, flags | O_NONBLOCK)
         // The fd is closed after both sources are off it (their cancel handlers have run): closed
@@ -48,87 +131,273 @@ final class Connection: @unchecked Sendable {
         let rs = DispatchSource.makeReadSource(fileDescriptor: fd, queue: queue)
         rs.setEventHandler { [weak self] in self?.readAvailable() }
         rs.setCancelHandler { closer.release() }
-        readSource = rs
         let ws = DispatchSource.makeWriteSource(fileDescriptor: fd, queue: queue)
-        ws.setEventHandler { [weak self] in self?.flush() }
+        ws.setEventHandler { [weak self] in self?.writable() }
         ws.setCancelHandler { closer.release() }
-        writeSource = ws
-        rs.resume()
+        lock.withLock {
+            reader = SourceSwitch(rs)
+            writer = SourceSwitch(ws)
+            reader?.turnOn()
+        }
+    }
+
+    // MARK: Requests in
+
+    /// The next request line, in order; nil once the connection is closing (peer gone, `tooLarge`,
+    /// or closed by the daemon). One caller at a time.
+    func nextRequest() async -> [UInt8]? {
+        await withCheckedContinuation { (k: CheckedContinuation<[UInt8]?, Never>) in
+            var resumeReading = false
+            let now: [UInt8]?? = lock.withLock {
+                if phase != .open { return .some(nil) }
+                if let line = takeLineLocked(&resumeReading) { return .some(line) }
+                waiting = k
+                return .none
+            }
+            if let now { k.resume(returning: now) }
+            if resumeReading { queue.async { [weak self] in self?.readAvailable() } }
+        }
+    }
+
+    /// Takes the next non-empty line; turns reading back on when below the bounds again.
+    private func takeLineLocked(_ resumeReading: inout Bool) -> [UInt8]? {
+        var line: [UInt8]?
+        while let l = framer.nextLine() {
+            if !l.isEmpty { line = l; break }
+        }
+        if readPaused && !overReadBoundLocked {
+            readPaused = false
+            reader?.turnOn()
+            // Also read at once: a source turned on again need not fire for bytes that were
+            // already waiting when it was turned off.
+            resumeReading = true
+        }
+        return line
+    }
+
+    private var overReadBoundLocked: Bool {
+        framer.completeLines >= limits.maxQueuedRequests || framer.pendingBytes >= limits.maxReadAheadBytes
     }
 
     private func readAvailable() {
-        var buf = [UInt8](repeating: 0, count: 16384)
-        while !closed {
-            let n = buf.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if n > 0 {
-                do {
-                    for line in try framer.feed(buf[0..<n]) where !line.isEmpty { requestSink.yield(line) }
-                } catch {
-                    log("client pid \(pid): message of \(error.bytes)+ bytes over the 64 KiB cap; closing")
-                    sendLocked(ServerMessage.reply(WireReply(id: nil, error: WireError(.tooLarge,
-                        "a message may be at most \(LineFramer.defaultMaxLineBytes) bytes; closing the connection"))))
-                    closeAfterFlush = true
-                    readSource?.cancel()  // kept: closeLocked sees it was cancelled already
-                    requestSink.finish()
-                    flush()
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 16384) { buf in
+            var reads = 0
+            while true {
+                if reads == 8 {
+                    // 128 KiB in one go: let the other connections' work on the shared threads run first.
+                    queue.async { [weak self] in self?.readAvailable() }
                     return
                 }
-                continue
-            }
-            if n < 0 && (errno == EAGAIN || errno == EINTR) { return }
-            // EOF or error: the peer is gone (a partial message is dropped).
-            closeLocked()
-            return
-        }
-    }
-
-    /// Queues a message for the peer. Safe from any thread.
-    func send(_ m: ServerMessage) {
-        queue.async { self.sendLocked(m) }
-    }
-
-    private func sendLocked(_ m: ServerMessage) {
-        guard !closed, let data = try? m.encoded() else { return }
-        output.append(contentsOf: data)
-        output.append(0x0a)
-        if output.count > maxOutputBytes {
-            log("client pid \(pid) does not read (\(output.count) bytes pending); disconnecting")
-            closeLocked()
-            return
-        }
-        flush()
-    }
-
-    private func flush() {
-        while !output.isEmpty && !closed {
-            // send(MSG_NOSIGNAL): a peer that went away must not raise SIGPIPE in the daemon.
-            let n = output.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-            if n > 0 { output.removeFirst(n); continue }
-            if n < 0 && errno == EINTR { continue }
-            if n < 0 && errno == EAGAIN {
-                if writeSuspended { writeSuspended = false; writeSource?.resume() }
+                reads += 1
+                let go: Bool = lock.withLock {
+                    guard phase == .open, reader?.state == .on else { return false }
+                    if overReadBoundLocked {
+                        // Backpressure (hole 5): the socket's buffer fills and the peer's writes block.
+                        readPaused = true
+                        reader?.turnOff()
+                        return false
+                    }
+                    return true
+                }
+                guard go else { return }
+                let n = read(fd, buf.baseAddress, buf.count)
+                if n > 0 {
+                    received(UnsafeBufferPointer(rebasing: buf[0..<n]))
+                    continue
+                }
+                if n < 0 && errno == EINTR { continue }
+                if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) { return }
+                // EOF or error: the peer is gone (requests not yet handled and a partial one are dropped).
+                closeNow()
                 return
             }
-            closeLocked()
-            return
         }
-        if !writeSuspended { writeSuspended = true; writeSource?.suspend() }
-        if closeAfterFlush { closeLocked() }
     }
 
-    /// Closes once what is queued has been written.
-    func closeWhenFlushed() { queue.async { self.closeAfterFlush = true; self.flush() } }
+    private func received(_ bytes: UnsafeBufferPointer<UInt8>) {
+        var handOff: (CheckedContinuation<[UInt8]?, Never>, [UInt8])?
+        var after: [() -> Void] = []
+        lock.withLock {
+            guard phase == .open else { return }
+            do {
+                try framer.append(bytes)
+            } catch {
+                let size = (error as? LineFramer.Overflow)?.bytes ?? 0
+                after.append { [log, pid] in log("client pid \(pid): message of \(size)+ bytes over the 64 KiB cap; closing") }
+                tooLargeLocked(&after)
+                return
+            }
+            if let k = waiting {
+                var ignored = false
+                if let line = takeLineLocked(&ignored) {
+                    waiting = nil
+                    handOff = (k, line)
+                }
+            }
+        }
+        if let (k, line) = handOff { k.resume(returning: line) }
+        for a in after { a() }
+    }
 
-    func close() { queue.async { self.closeLocked() } }
+    /// Over the line cap: one `tooLarge` reply, then close once it is written. Requests not yet
+    /// handled are dropped (PROTOCOL.md "Framing").
+    private func tooLargeLocked(_ after: inout [() -> Void]) {
+        reader?.cancel()
+        framer = LineFramer()
+        phase = .draining
+        if let k = waiting { waiting = nil; after.append { k.resume(returning: nil) } }
+        let reply = ServerMessage.reply(WireReply(id: nil, error: WireError(.tooLarge,
+            "a message may be at most \(LineFramer.defaultMaxLineBytes) bytes; closing the connection")))
+        if let data = try? reply.encoded() { appendLocked(data) }
+        flushLocked(&after)
+    }
 
-    private func closeLocked() {
-        guard !closed else { return }
-        closed = true
-        if let rs = readSource, !rs.isCancelled { rs.cancel() }
-        if writeSuspended { writeSource?.resume() }
-        writeSource?.cancel()
-        requestSink.finish()
-        onClose?()
+    // MARK: Messages out
+
+    /// Queues a message for the peer (encoded on the connection's queue). Safe from any thread.
+    func send(_ m: ServerMessage) {
+        guard lock.withLock({ phase == .open }) else { return }
+        queue.async { [self] in
+            guard let data = try? m.encoded() else { return }
+            var after: [() -> Void] = []
+            lock.withLock {
+                guard phase == .open else { return }
+                appendLocked(data)
+                checkBoundLocked(&after)
+                if phase == .open { flushLocked(&after) }
+            }
+            for a in after { a() }
+        }
+    }
+
+    /// Queues the reply `{"id": id, "result": result}` to a request whose result is already
+    /// encoded (the keys in sorted order, as every line the daemon writes).
+    func reply(id: JSONValue, result: Data) {
+        guard let idBytes = try? WireCoding.encoder.encode(id) else { return }
+        var line = Data(#"{"id":"#.utf8)
+        line.reserveCapacity(idBytes.count + result.count + 12)
+        line += idBytes
+        line += Data(#","result":"#.utf8)
+        line += result
+        line += Data("}".utf8)
+        enqueue(line)
+    }
+
+    /// Queues a reply, encoded on the caller's task. Its bytes count toward `maxOutputBytes` from
+    /// now on, before it is written: a peer that pipelines requests without reading is closed at
+    /// the bound however fast replies are produced.
+    func reply(_ m: ServerMessage) {
+        guard let data = try? m.encoded() else { return }
+        enqueue(data)
+    }
+
+    /// Counts an encoded line toward `maxOutputBytes` now and queues it for writing, in order.
+    private func enqueue(_ data: Data) {
+        var after: [() -> Void] = []
+        let queued: Bool = lock.withLock {
+            guard phase == .open else { return false }
+            inFlight += data.count + 1
+            checkBoundLocked(&after)
+            return phase == .open
+        }
+        for a in after { a() }
+        guard queued else { return }
+        queue.async { [self] in
+            var after: [() -> Void] = []
+            lock.withLock {
+                inFlight -= data.count + 1
+                guard phase == .open else { return }  // closing: a reply not yet queued is dropped
+                appendLocked(data)
+                flushLocked(&after)
+            }
+            for a in after { a() }
+        }
+    }
+
+    private var pendingOutputLocked: Int { output.count - outputHead + inFlight }
+
+    private func appendLocked(_ data: Data) {
+        if outputHead > 0 && outputHead * 2 >= output.count {
+            output.removeFirst(outputHead)
+            outputHead = 0
+        }
+        output.append(contentsOf: data)
+        output.append(0x0a)
+    }
+
+    private func checkBoundLocked(_ after: inout [() -> Void]) {
+        let pending = pendingOutputLocked
+        guard pending > limits.maxOutputBytes else { return }
+        after.append { [log, pid] in log("client pid \(pid) does not read (\(pending) bytes pending); disconnecting") }
+        closeLocked(&after)
+    }
+
+    private func writable() {
+        var after: [() -> Void] = []
+        lock.withLock { if phase != .closed { flushLocked(&after) } }
+        for a in after { a() }
+    }
+
+    /// Writes what it can without blocking; turns the write source on while bytes wait for room,
+    /// off when all is written; closes a draining connection once all is written.
+    private func flushLocked(_ after: inout [() -> Void]) {
+        while outputHead < output.count {
+            // send(MSG_NOSIGNAL): a peer that went away must not raise SIGPIPE in the daemon.
+            let n = output.withUnsafeBytes { Glibc.send(fd, $0.baseAddress! + outputHead, $0.count - outputHead, Int32(MSG_NOSIGNAL)) }
+            if n > 0 { outputHead += n; continue }
+            if n < 0 && errno == EINTR { continue }
+            if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) {
+                writer?.turnOn()
+                return
+            }
+            closeLocked(&after)
+            return
+        }
+        // All written: a large buffer is freed rather than kept for the connection's life.
+        output.removeAll(keepingCapacity: output.capacity <= 64 * 1024)
+        outputHead = 0
+        writer?.turnOff()
+        if phase == .draining { closeLocked(&after) }
+    }
+
+    // MARK: Closing
+
+    /// Closes once what is queued has been written (messages sent before this are written first).
+    func closeWhenFlushed() {
+        queue.async { [self] in
+            var after: [() -> Void] = []
+            lock.withLock {
+                guard phase == .open else { return }
+                phase = .draining
+                reader?.cancel()
+                if let k = waiting { waiting = nil; after.append { k.resume(returning: nil) } }
+                flushLocked(&after)
+            }
+            for a in after { a() }
+        }
+    }
+
+    func close() { queue.async { [self] in closeNow() } }
+
+    private func closeNow() {
+        var after: [() -> Void] = []
+        lock.withLock { closeLocked(&after) }
+        for a in after { a() }
+    }
+
+    /// Cancels both sources (the fd is closed when both are off it), frees the buffers, ends the
+    /// requests, and calls `onClose` (after the lock is released).
+    private func closeLocked(_ after: inout [() -> Void]) {
+        guard phase != .closed else { return }
+        phase = .closed
+        reader?.cancel()
+        writer?.cancel()
+        if reader == nil { _ = Glibc.close(fd) }  // never started: no source owns the fd
+        framer = LineFramer()
+        output = []
+        outputHead = 0
+        if let k = waiting { waiting = nil; after.append { k.resume(returning: nil) } }
+        if let onClose { after.append(onClose) }
     }
 }
 

@@ -14,11 +14,15 @@ public final class SocketServer: @unchecked Sendable {
     let engine: Engine
     let maxClients: Int
     let maxOutputBytes: Int
+    /// What one connection may make the daemon hold (PROTOCOL.md "Limits").
+    let limits: ConnectionLimits
     let log: @Sendable (String) -> Void
     private var listenFD: Int32 = -1
     private var acceptSource: DispatchSourceRead?
     private let queue = DispatchQueue(label: "interlude.server")
     private var open = 0
+    /// Whether start() bound the socket at `path` (stop removes only that).
+    private var bound = false
 
     /// The socket path: `--socket`, else `INTERLUDE_SOCKET`, else `$XDG_RUNTIME_DIR/interlude/socket`
     /// (or `/tmp/interlude-UID/socket` without XDG_RUNTIME_DIR).
@@ -29,25 +33,50 @@ public final class SocketServer: @unchecked Sendable {
         return "/tmp/interlude-\(getuid())/socket"
     }
 
+    /// - Parameters:
+    ///   - maxClients: open connections at most (`server.maxClients`); more are refused `rateLimited`.
+    ///   - maxOutputBytes: bytes of replies and events waiting per connection (`server.maxOutputBytes`).
+    ///   - maxQueuedRequests, maxReadAheadBytes: requests and bytes received but not yet handled per
+    ///     connection before the daemon stops reading it (``ConnectionLimits``).
     public init(path: String, engine: Engine, maxClients: Int = 256, maxOutputBytes: Int = 1 << 20,
+                maxQueuedRequests: Int = ConnectionLimits().maxQueuedRequests,
+                maxReadAheadBytes: Int = ConnectionLimits().maxReadAheadBytes,
                 log: @escaping @Sendable (String) -> Void) {
         self.path = path; self.engine = engine; self.maxClients = maxClients; self.maxOutputBytes = maxOutputBytes; self.log = log
+        self.limits = ConnectionLimits(maxOutputBytes: maxOutputBytes, maxQueuedRequests: maxQueuedRequests,
+                                       maxReadAheadBytes: maxReadAheadBytes)
     }
 
     public struct StartError: Error, CustomStringConvertible {
         public var description: String
     }
 
-    /// Creates the folder (0700) and socket (0600), refusing to steal a live daemon's socket.
-    /// - Throws: ``StartError`` naming the path and the system error.
+    /// Creates the folder (0700) and socket (0600), refusing to steal a live daemon's socket
+    /// (PROTOCOL.md "Transport", issue 7 hole 11).
+    ///
+    /// The folder must be ours (owned by our effective uid), or root's with the sticky bit (like
+    /// `/tmp`: nobody else can remove or replace our socket there); a folder of ours that others
+    /// may write to (group or other write, no sticky bit) is set to 0700 with a warning. Only a
+    /// stale socket is removed: a regular file, a folder or anything else at the path is left as it
+    /// is and refused.
+    /// - Throws: ``StartError`` naming the path and the reason (the system error where one failed).
     public func start() throws {
         let dir = (path as NSString).deletingLastPathComponent
         if mkdir(dir, 0o700) != 0 && errno != EEXIST {
             throw StartError(description: "cannot create \(dir): \(String(cString: strerror(errno)))")
         }
-        if FileManager.default.fileExists(atPath: path) {
-            if SocketServer.isLive(path) { throw StartError(description: "another daemon is listening on \(path)") }
-            unlink(path)
+        try checkFolder(dir.isEmpty ? "." : dir)
+        var st = stat()
+        if lstat(path, &st) == 0 {
+            switch st.st_mode & S_IFMT {
+            case S_IFSOCK:
+                if SocketServer.isLive(path) { throw StartError(description: "another daemon is listening on \(path)") }
+                unlink(path)  // a stale socket of an earlier run
+            case S_IFDIR:
+                throw StartError(description: "\(path) is a folder; --socket names the socket file to create (e.g. \(path)/socket)")
+            default:
+                throw StartError(description: "\(path) exists and is not a socket; refusing to replace it (remove it, or choose another --socket)")
+            }
         }
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw StartError(description: "socket: \(String(cString: strerror(errno)))") }
@@ -56,6 +85,7 @@ public final class SocketServer: @unchecked Sendable {
             close(fd); throw StartError(description: "\(error)")
         }
         guard rc == 0 else { close(fd); throw StartError(description: "bind \(path): \(String(cString: strerror(errno)))") }
+        bound = true
         chmod(path, 0o600)
         guard listen(fd, 64) == 0 else { close(fd); throw StartError(description: "listen: \(String(cString: strerror(errno)))") }
         _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
@@ -70,6 +100,30 @@ public final class SocketServer: @unchecked Sendable {
         src.resume()
     }
 
+    /// Refuses a socket folder that is not ours; makes one of ours that others may write to 0700.
+    private func checkFolder(_ dir: String) throws {
+        var st = stat()
+        guard stat(dir, &st) == 0 else {
+            throw StartError(description: "cannot use \(dir): \(String(cString: strerror(errno)))")
+        }
+        guard st.st_mode & S_IFMT == S_IFDIR else { throw StartError(description: "\(dir) is not a folder") }
+        let sticky = st.st_mode & S_ISVTX != 0
+        if st.st_uid != geteuid() {
+            guard st.st_uid == 0 && sticky else {
+                throw StartError(description: "the socket folder \(dir) belongs to uid \(st.st_uid), not to us (uid \(geteuid())); "
+                    + "another user could replace the socket: refusing it (remove the folder, or choose another --socket)")
+            }
+            return
+        }
+        let mode = st.st_mode & 0o7777
+        if mode & 0o022 != 0 && !sticky {
+            guard chmod(dir, 0o700) == 0 else {
+                throw StartError(description: "the socket folder \(dir) has mode \(String(mode, radix: 8)) and cannot be made 0700: \(String(cString: strerror(errno)))")
+            }
+            log("warning: the socket folder \(dir) had mode \(String(mode, radix: 8)) (others could write to it); set it to 0700")
+        }
+    }
+
     /// Stops accepting and removes the socket file. The listening socket is closed when its
     /// dispatch source has been cancelled.
     public func stop() {
@@ -82,7 +136,7 @@ public final class SocketServer: @unchecked Sendable {
             }
             listenFD = -1
         }
-        unlink(path)
+        if bound { unlink(path) }  // only our own socket: never a file start() refused
     }
 
     /// Whether a daemon answers on the socket at `path`.
@@ -99,7 +153,10 @@ public final class SocketServer: @unchecked Sendable {
             let credOK = interlude_peer_credentials(fd, &pid, &uid, &gid) == 0
             // N3: the peer's executable and start time, read now, before any await (issue 7 hole 10).
             let peer = PeerIdentity.read(pid: pid, fd: fd)
-            let conn = Connection(fd: fd, pid: pid, maxOutputBytes: maxOutputBytes, log: log)
+            // onClose is given at init, before start: a connection that closes at once is counted
+            // out too. Every connection counts until it has closed, the refused ones included.
+            let conn = Connection(fd: fd, pid: pid, limits: limits, log: log, onClose: { [weak self] in self?.connectionClosed() })
+            open += 1
             conn.start()
             conn.send(.greeting(Greeting(version: engine.version)))
             guard credOK, uid == geteuid() else {
@@ -108,13 +165,11 @@ public final class SocketServer: @unchecked Sendable {
                 conn.closeWhenFlushed()
                 continue
             }
-            guard open < maxClients else {
+            guard open <= maxClients else {
                 conn.send(.reply(WireReply(id: nil, error: WireError(.rateLimited, "too many connections (\(maxClients))"))))
                 conn.closeWhenFlushed()
                 continue
             }
-            open += 1
-            conn.onClose = { [weak self] in self?.connectionClosed() }
             let engine = self.engine
             let log = self.log
             Task {
@@ -135,33 +190,35 @@ struct RequestHandler {
 
     func run() async {
         var greeted = false
-        for await line in connection.lines {
+        while let line = await connection.nextRequest() {
             let request: WireRequest
             do { request = try WireRequest.parse(line) } catch {
-                connection.send(.reply(WireReply(id: error.id, error: error.error)))
+                connection.reply(.reply(WireReply(id: error.id, error: error.error)))
                 continue
             }
             if !greeted && request.method != WireMethod.hello {
-                connection.send(.reply(WireReply(id: request.id, error: WireError(.helloRequired, "the first request must be hello"))))
+                connection.reply(.reply(WireReply(id: request.id, error: WireError(.helloRequired, "the first request must be hello"))))
                 continue
             }
             do {
                 let result = try await dispatch(request)
                 if request.method == WireMethod.hello { greeted = true }
-                connection.send(.reply(WireReply(id: request.id, result: result)))
+                connection.reply(id: request.id, result: result)
             } catch {
-                connection.send(.reply(WireReply(id: request.id, error: error)))
+                connection.reply(.reply(WireReply(id: request.id, error: error)))
             }
         }
     }
 
-    /// Maps one request to the engine. Params are validated (unknown fields refused) before any
-    /// side effect.
-    func dispatch(_ r: WireRequest) async throws(WireError) -> JSONValue {
-        func encode<T: Encodable>(_ v: T) throws(WireError) -> JSONValue {
-            do { return try JSONValue(encoding: v) } catch { throw WireError(.internalError, "cannot encode result") }
+    /// Maps one request to the engine and returns the result encoded (JSON, the wire's settings).
+    /// Params are validated (unknown fields refused) before any side effect. The result is encoded
+    /// once, from its type, straight to bytes: through a `JSONValue` it was encoded, decoded and
+    /// encoded again, most of the daemon's time under many clients (issue 7 hole 6).
+    func dispatch(_ r: WireRequest) async throws(WireError) -> Data {
+        func encode<T: Encodable>(_ v: T) throws(WireError) -> Data {
+            do { return try WireCoding.encoder.encode(v) } catch { throw WireError(.internalError, "cannot encode result") }
         }
-        let empty = JSONValue.object([:])
+        let empty = Data("{}".utf8)
         switch r.method {
         case WireMethod.hello:
             let p = try r.decodeParams(HelloParams.self)

@@ -15,7 +15,6 @@ import Glibc
         let path: String
         let fd: Int32
         private let lock = NSLock()
-        private var peers: [Int32] = []
 
         init(greeting: Bool) throws {
             path = NSTemporaryDirectory() + "interlude-mute-\(UUID().uuidString.prefix(8)).sock"
@@ -25,20 +24,29 @@ import Glibc
             }
             let line = #"{"greeting":{"server":"interluded","version":"mute","protocol":1}}"# + "\n"
             let listener = fd
-            Thread.detachNewThread { [self] in
+            let lock = self.lock
+            let box = PeerBox()
+            self.box = box
+            // The thread closes the listener and the peers when accept fails (after deinit's
+            // shutdown): closed by deinit while the thread may still call accept, the number
+            // could be reused by the next test's socket and accepted here (a silent round in
+            // SocketReuseTests, then `listen: Bad file descriptor`, seen under TSan).
+            Thread.detachNewThread {
                 while true {
                     let c = accept(listener, nil, nil)
-                    if c < 0 { return }
-                    lock.withLock { peers.append(c) }  // kept open, never read
+                    if c < 0 { break }
+                    lock.withLock { box.peers.append(c) }  // kept open, never read
                     if greeting { _ = line.withCString { send(c, $0, strlen($0), Int32(MSG_NOSIGNAL)) } }
                 }
+                lock.withLock { box.peers.forEach { close($0) } }
+                close(listener)
             }
         }
+        private var box: PeerBox?
+        final class PeerBox: @unchecked Sendable { var peers: [Int32] = [] }
         deinit {
-            shutdown(fd, Int32(SHUT_RDWR))
-            close(fd)
-            lock.withLock { peers.forEach { close($0) } }
             unlink(path)
+            shutdown(fd, Int32(SHUT_RDWR))  // wakes accept; the thread closes
         }
     }
 

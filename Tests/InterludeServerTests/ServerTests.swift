@@ -47,7 +47,10 @@ final class RawPeer {
         var tv = timeval(tv_sec: 5, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
     }
-    deinit { close(fd) }
+    private var isOpen = true
+    deinit { closeNow() }
+    /// Closes the socket now (the daemon sees EOF).
+    func closeNow() { if isOpen { isOpen = false; close(fd) } }
     func send(_ s: String) { _ = s.utf8CString.withUnsafeBufferPointer { Glibc.send(fd, $0.baseAddress, $0.count - 1, Int32(MSG_NOSIGNAL)) } }
     func send(bytes: [UInt8]) { _ = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) } }
     /// The next line from the daemon, or nil on EOF/timeout.
