@@ -314,4 +314,26 @@ public final class InterludeClient: @unchecked Sendable {
     public func setRinger(silent: Bool) async throws {
         _ = try await call(WireMethod.ringerSet, RingerParams(mode: silent ? "silent" : "ring"), as: JSONValue.self)
     }
+
+    /// The whole center listing: every page of `notification.delivered` (it pages by count and
+    /// size, so that a center of large bodies never exceeds the daemon's output limit, issue 7),
+    /// merged in order. `app` nil with `all`: every app's (the user's tool); nil without: the
+    /// caller's own.
+    /// - Throws: the daemon's error for a page, or a connection error.
+    public func wholeCenter(app: String? = nil, all: Bool = false) async throws -> NotificationListResult {
+        var whole = NotificationListResult(notifications: [], pending: [])
+        var offset = 0
+        while true {
+            let page = try await call(NotificationMethod.delivered,
+                                      ListNotificationsParams(app: app, all: all ? true : nil, offset: offset),
+                                      as: NotificationListResult.self)
+            whole.notifications += page.notifications
+            whole.pending += page.pending
+            whole.badges = page.badges
+            whole.deliveredCount = page.deliveredCount
+            whole.pendingCount = page.pendingCount
+            guard page.more, let next = page.nextOffset, next > offset else { return whole }
+            offset = next
+        }
+    }
 }

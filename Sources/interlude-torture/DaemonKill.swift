@@ -99,8 +99,7 @@ struct DaemonKillRow {
                         var listed: [String] = []
                         let t0 = now()
                         while true {
-                            let r = try await watcher.call(NotificationMethod.delivered, ListNotificationsParams(app: app),
-                                                           as: NotificationListResult.self)
+                            let r = try await watcher.wholeCenter(app: app)  // every page
                             listed = r.notifications.map { $0.app + "/" + $0.identifier } + r.pending.map { $0.app + "/" + $0.identifier }
                             // Scheduled ones fire within 1 s (or at the start, when missed, N15).
                             if r.pending.isEmpty || now() - t0 > 3 { break }

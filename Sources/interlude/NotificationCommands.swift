@@ -295,7 +295,7 @@ enum NotificationCommands {
         case nil: break
         default: throw usage
         }
-        let list = try await wholeListing(c, app: app)
+        let list = try await c.wholeCenter(app: app, all: app == nil)
         if a.has("json") { CommandOutput.printJSONLine(list); return 0 }
         if list.notifications.isEmpty && list.pending.isEmpty { print("the notification center is empty") }
         for (who, n) in list.badges.sorted(by: { $0.key < $1.key }) where n != 0 { print("badge  \(who)  \(n)") }
@@ -307,25 +307,6 @@ enum NotificationCommands {
             print("pending  \(p.app)  \(p.identifier)  at \(Date(timeIntervalSince1970: p.fireAt))\(p.repeats ? " (repeats)" : "")  \(p.title)")
         }
         return 0
-    }
-
-    /// Every page of the center's listing (`notification.delivered` pages by count and size, so
-    /// that a center of large bodies never exceeds the daemon's output limit, issue 7), merged.
-    static func wholeListing(_ c: InterludeClient, app: String?) async throws -> NotificationListResult {
-        var all = NotificationListResult(notifications: [], pending: [])
-        var offset = 0
-        while true {
-            let page = try await c.call(NotificationMethod.delivered,
-                                        ListNotificationsParams(app: app, all: app == nil ? true : nil, offset: offset),
-                                        as: NotificationListResult.self)
-            all.notifications += page.notifications
-            all.pending += page.pending
-            all.badges = page.badges
-            all.deliveredCount = page.deliveredCount
-            all.pendingCount = page.pendingCount
-            guard page.more, let next = page.nextOffset, next > offset else { return all }
-            offset = next
-        }
     }
 
     static func badge(socket: String?, _ argv: [String]) async throws -> Int32 {

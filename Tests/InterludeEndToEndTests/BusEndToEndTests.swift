@@ -71,7 +71,7 @@ import InterludePolicy
         #expect(p0 > BusEndToEndTests.audible, "the theme's message-new-instant is heard: peak \(p0)")
         #expect(p1 < BusEndToEndTests.audible, "suppress-sound: nothing is heard: peak \(p1)")
         #expect(p2 < BusEndToEndTests.audible, "doNotDisturb: nothing is heard (N7): peak \(p2)")
-        let center = try await cli.call(NotificationMethod.delivered, ListNotificationsParams(all: true), as: NotificationListResult.self)
+        let center = try await cli.wholeCenter(all: true)
         #expect(center.notifications.contains { $0.app == "org.example.Three" && $0.identifier == "dbus-\(focusID)" })
         let why = try await cli.call(NotificationMethod.explain, ExplainParams(app: "org.example.Three", identifier: "dbus-\(focusID)"), as: ExplainResult.self)
         #expect(why.decision.rules.contains("N7"), "\(why.decision)")
@@ -128,7 +128,7 @@ import InterludePolicy
         let p0 = BusEndToEndTests.peak(recorder, s, t0, 1.2)
         #expect(p0 > BusEndToEndTests.audible, "Interlude plays the sound dunst does not: peak \(p0)")
         let cli = try await InterludeClient.connect(socket: work.socket, app: "org.interlude.CLI")
-        let center = try await cli.call(NotificationMethod.delivered, ListNotificationsParams(all: true), as: NotificationListResult.self)
+        let center = try await cli.wholeCenter(all: true)
         #expect(center.notifications.contains { $0.app == "org.example.Comp" && $0.identifier == "dbus-\(id)" },
                 "the center has it under dunst's id: \(center.notifications.map(\.identifier))")
         // Stopping Interlude changes nothing for the display daemon.
@@ -225,7 +225,7 @@ import InterludePolicy
         #expect(one > 0, "the reference sound is heard")
         #expect(burst > 0.6 * one && burst < 1.6 * one, "the burst sounds like one sound: energy \(burst) against \(one) for one")
         let cli = try await InterludeClient.connect(socket: w.socket, app: "org.interlude.CLI")
-        let center = try await cli.call(NotificationMethod.delivered, ListNotificationsParams(app: "org.example.Burst"), as: NotificationListResult.self)
+        let center = try await cli.wholeCenter(app: "org.example.Burst")
         #expect(center.notifications.count == 100, "all 100 in the center: \(center.notifications.count)")
     }
 }

@@ -23,8 +23,9 @@ import Testing
     @Test func N15_sigkillDuringAnEightClientBurstLosesNothingAcknowledged() async throws {
         let w = try WorkFolder("e2e-n15-burst")
         defer { w.remove() }
-        // Every app granted; the center keeps everything (N11's per-app cap would drop the oldest).
-        try w.config(#"{ authorization: { default: "grant" }, bursts: { maxDeliveredPerApp: 100000 } }"#)
+        // Every app granted; the center keeps everything (N11's per-app and total caps would drop
+        // the oldest).
+        try w.config(#"{ authorization: { default: "grant" }, bursts: { maxDeliveredPerApp: 100000, maxDeliveredTotal: 1000000 } }"#)
         let tally = Tally()
         var totalAcknowledged = 0
         var killedWithRequestsInFlight = 0
@@ -35,7 +36,7 @@ import Testing
 
             // After the restart: everything acknowledged so far, exactly once.
             let user = try await InterludeClient.connect(socket: w.socket, app: "org.interlude.CLI")
-            let center = try await user.call(NotificationMethod.delivered, ListNotificationsParams(all: true), as: NotificationListResult.self)
+            let center = try await user.wholeCenter(all: true)  // every page
             user.close()
             var count: [String: [String: Int]] = [:]
             for n in center.notifications { count[n.app, default: [:]][n.identifier, default: 0] += 1 }

@@ -65,7 +65,7 @@ enum TestBroker {
             work = try WorkFolder(name)
             self.device = device
             try work.config("""
-            { authorization: { default: "grant" }, bursts: { maxDeliveredPerApp: 100000 },
+            { authorization: { default: "grant" }, bursts: { maxDeliveredPerApp: 100000, maxDeliveredTotal: 1000000 },
               remote: { broker: "\(TestBroker.url!)", deviceId: "\(device)", passwordFile: "\(TestBroker.passwordFile(device))" }
               \(extraConfig) }
             """)
@@ -101,7 +101,7 @@ enum TestBroker {
         func center(_ app: String) async throws -> [NotificationView] {
             let c = try await InterludeClient.connect(socket: work.socket, app: "org.interlude.CLI")
             defer { c.close() }
-            return try await c.call(NotificationMethod.delivered, ListNotificationsParams(app: app), as: NotificationListResult.self).notifications
+            return try await c.wholeCenter(app: app).notifications
         }
         /// How many times the daemon delivered each identifier of `app` (its log, across restarts).
         func deliveries(_ app: String) -> [String: Int] {
