@@ -46,7 +46,7 @@ let package = Package(
         .target(name: "InterludeTestSupport", dependencies: ["InterludePolicy", "InterludeEngine"]),
 
         .executableTarget(name: "interluded", dependencies: [
-            "InterludeServer", "InterludeEngine", "InterludePulse", "InterludeSound", "InterludeStore", "InterludeConfig",
+            "InterludeServer", "InterludeEngine", "InterludePulse", "InterludeSound", "InterludeStore", "InterludeConfig", "InterludeWire",
         ]),
         // The CLI links the client library only (fast start for `interlude play`); the commands that
         // play audio of their own run in `interlude-audio`, which `interlude` execs for them.
@@ -67,7 +67,7 @@ let package = Package(
         .testTarget(name: "InterludeServerTests", dependencies: [
             "InterludeServer", "InterludeClient", "InterludeEngine", "InterludeTestSupport", "InterludeConfig",
         ]),
-        .testTarget(name: "InterludePulseTests", dependencies: ["InterludePulse", "InterludeScenario"]),
+        .testTarget(name: "InterludePulseTests", dependencies: ["InterludePulse", "InterludeScenario", "InterludeTestSupport"]),
         .testTarget(name: "InterludeSoundTests", dependencies: ["InterludeSound", "CSndfile"]),  // CSndfile: tests write MP3/Opus/float files with libsndfile
         .testTarget(name: "InterludeEndToEndTests", dependencies: [
             "InterludeClient", "InterludeScenario", "InterludePulse", "InterludeServer", "InterludeEngine", "InterludeTestSupport",

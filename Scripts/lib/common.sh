@@ -7,8 +7,9 @@ source "$INTERLUDE_ROOT/Scripts/lib/pulse.sh"
 
 # Debian packages the build, the daemon and the tests need.
 INTERLUDE_PACKAGES=(pulseaudio pulseaudio-utils libpulse-dev libsndfile1-dev libsqlite3-dev sox)
-# gdb: Scripts/test prints the threads of a test run that hangs (interlude_run_with_deadline).
-INTERLUDE_TEST_PACKAGES=(gdb)
+# gdb: Scripts/test prints the threads of a test run that hangs (interlude_run_with_deadline);
+# systemd: systemd-analyze checks the user unit that Scripts/install writes.
+INTERLUDE_TEST_PACKAGES=(gdb systemd)
 
 say() { printf '==> %s\n' "$*" >&2; }
 

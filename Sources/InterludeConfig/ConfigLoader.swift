@@ -13,6 +13,10 @@ public struct ConfigError: Error, Sendable, Equatable, CustomStringConvertible {
     public var description: String {
         "\(file):\(line): " + (key.map { "key '\($0)': " } ?? "") + message + " [\(code)]"
     }
+    /// Makes an error; `code` is one of the stable codes above.
+    public init(file: String, line: Int, key: String?, message: String, code: String) {
+        self.file = file; self.line = line; self.key = key; self.message = message; self.code = code
+    }
 }
 
 /// Loaded, validated configuration: every number the rules name.
@@ -45,6 +49,20 @@ public struct InterludeConfig: Sendable {
         if case let .strings(d)? = ConfigSchema.index[path]?.kind { return d }
         return []
     }
+    /// Where a dotted key was set: the file that set its top-level key and the line of the key
+    /// itself (line 1 when it comes from the built-in defaults, "the built-in defaults" as file).
+    public func place(of path: String) -> (file: String, line: Int) {
+        var v: ConfigValue? = document
+        var line = 1
+        for part in path.split(separator: ".") {
+            guard case let .object(members)? = v, let m = members.last(where: { $0.key == part }) else { break }
+            line = m.line
+            v = m.value
+        }
+        let top = String(path.split(separator: ".").first ?? "")
+        return (sources[top] ?? "the built-in defaults", line)
+    }
+
     public func lookup(_ path: String) -> ConfigValue? {
         var v: ConfigValue? = document
         for part in path.split(separator: ".") { v = v?[String(part)] }
@@ -97,7 +115,8 @@ public enum ConfigLoader {
                 throw ConfigError(file: path, line: 0, key: nil, message: "cannot read: \(String(cString: strerror(errno)))", code: "configUnreadable")
             }
             guard let decoded = String(data: data, encoding: .utf8) else {
-                throw ConfigError(file: path, line: 0, key: nil, message: "not UTF-8 text", code: "configUnreadable")
+                let (line, column) = ConfigLoader.firstInvalidUTF8(in: Array(data))
+                throw ConfigError(file: path, line: line, key: nil, message: "not UTF-8 text (column \(column))", code: "configUnreadable")
             }
             text = decoded
             try apply(&config, text: text, name: path)
@@ -171,6 +190,19 @@ public enum ConfigLoader {
         case "Int", "Double", "Float", "Int64", "UInt32": return "a number"
         default: return "a value of another kind"
         }
+    }
+
+    /// Where the first byte that is not UTF-8 stands: line and column, both 1-based (the column
+    /// counts bytes). Lines are counted up to the bad byte, so the editor can go there.
+    static func firstInvalidUTF8(in bytes: [UInt8]) -> (line: Int, column: Int) {
+        var line = 1, lineStart = 0, offset = 0
+        // The scalars before the error, each counted by its UTF-8 width, give the bad byte's offset.
+        _ = transcode(bytes.makeIterator(), from: UTF8.self, to: UTF32.self, stoppingOnError: true) { unit in
+            guard let scalar = Unicode.Scalar(unit) else { return }
+            offset += UTF8.width(scalar)
+            if scalar == "\n" { line += 1; lineStart = offset }
+        }
+        return (line, offset - lineStart + 1)
     }
 
     /// Parses and validates one file's text and merges it over `config`.

@@ -98,6 +98,8 @@ public enum ConfigSchema {
         .init("defaultCriticalVolume", .number(default: 1, range: 0...1, unit: "0…1"), "N3: volume of a critical sound that names none."),
         .init("missedTriggerTolerance", .number(default: 60, range: 0...86400, unit: "s"), "N15: a trigger later than this counts as missed (marked late)."),
         .init("decisionLogLimit", .integer(default: 200, range: 10...1000000, unit: "decisions"), "N16: decisions kept for explain."),
+        .init("decisionHistoryPerNotification", .integer(default: 20, range: 0...1000, unit: "decisions"),
+              "N16: decisions of replaced entries (N10) kept with each notification in the center."),
     ]
 
     /// The key spec for a concrete path like `focusModes.sleep.allowedApps`, matching `*` segments.

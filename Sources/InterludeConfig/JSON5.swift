@@ -40,8 +40,13 @@ public struct JSON5SyntaxError: Error, Sendable, Equatable {
 }
 
 public enum JSON5 {
+    /// The most levels of arrays and objects a document may nest (config files need about 5).
+    /// Without a bound, a file nested 40,000 deep overflowed the parser's stack (issue 7, hole 3).
+    public static let maximumDepth = 32
+
     /// Parses a whole JSON5 document.
-    /// - Throws: ``JSON5SyntaxError`` naming line and column.
+    /// - Throws: ``JSON5SyntaxError`` naming line and column (also for nesting deeper than
+    ///   ``maximumDepth``).
     public static func parse(_ text: String) throws(JSON5SyntaxError) -> ConfigValue {
         var p = Parser(Array(text.utf8))
         p.skipSpace()
@@ -56,7 +61,16 @@ public enum JSON5 {
         var i = 0
         var line = 1
         var lineStart = 0
+        /// Arrays and objects open at `i`.
+        var depth = 0
         init(_ b: [UInt8]) { self.b = b }
+
+        /// Enters an array or object, refusing one level more than ``JSON5/maximumDepth``.
+        mutating func enter() throws(JSON5SyntaxError) {
+            depth += 1
+            if depth > JSON5.maximumDepth { throw error("nested more than \(JSON5.maximumDepth) levels deep") }
+            advance()
+        }
 
         func error(_ m: String) -> JSON5SyntaxError { JSON5SyntaxError(line: line, column: i - lineStart + 1, message: m) }
         var peek: UInt8? { i < b.count ? b[i] : nil }
@@ -111,7 +125,8 @@ public enum JSON5 {
         }
 
         mutating func object() throws(JSON5SyntaxError) -> ConfigValue {
-            advance()
+            try enter()
+            defer { depth -= 1 }
             var members: [(key: String, line: Int, value: ConfigValue)] = []
             while true {
                 skipSpace()
@@ -135,7 +150,8 @@ public enum JSON5 {
         }
 
         mutating func array() throws(JSON5SyntaxError) -> ConfigValue {
-            advance()
+            try enter()
+            defer { depth -= 1 }
             var items: [ConfigValue] = []
             while true {
                 skipSpace()
@@ -181,6 +197,13 @@ public enum JSON5 {
         mutating func number() throws(JSON5SyntaxError) -> ConfigValue {
             let start = i
             if peek == UInt8(ascii: "+") || peek == UInt8(ascii: "-") { advance() }
+            if let c = peek, c == UInt8(ascii: "I") || c == UInt8(ascii: "N") {
+                let word = String(decoding: b[start..<i], as: UTF8.self) + identifier()
+                if word.hasSuffix("Infinity") || word.hasSuffix("NaN") {
+                    throw error("\(word) is not allowed here: config numbers are finite")
+                }
+                throw error("bad number '\(word)'")
+            }
             while let c = peek, (c >= 0x30 && c <= 0x39) || c == UInt8(ascii: ".") || c == UInt8(ascii: "e")
                     || c == UInt8(ascii: "E") || c == UInt8(ascii: "x") || c == UInt8(ascii: "X")
                     || (c | 0x20 >= 0x61 && c | 0x20 <= 0x66) || ((c == UInt8(ascii: "+") || c == UInt8(ascii: "-")) && (b[i - 1] | 0x20) == UInt8(ascii: "e")) { advance() }

@@ -291,7 +291,8 @@ extension Engine {
         guard let d = NotificationPolicy.explain(app: app, identifier: p.identifier, in: notifState) else {
             throw WireError(.notFound, "no decision recorded for \(p.identifier)")
         }
-        return ExplainResult(app: app, identifier: p.identifier, decision: d)
+        return ExplainResult(app: app, identifier: p.identifier, decision: d,
+                             history: NotificationPolicy.history(app: app, identifier: p.identifier, in: notifState))
     }
 
     /// `notification.getSettings`.

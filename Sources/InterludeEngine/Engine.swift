@@ -10,8 +10,9 @@ public typealias EventSink = @Sendable (WireEvent) -> Void
 /// notification policies meet.
 public actor Engine {
     public nonisolated let version: String
-    let config: InterludeConfig
-    let audioConfig: AudioPolicyConfig
+    /// The config in force; replaced whole by ``reload(config:)``.
+    var config: InterludeConfig
+    var audioConfig: AudioPolicyConfig
     let clock: EngineClock
     let audio: AudioBackend?
     let sounds: SoundPlayer?
@@ -50,10 +51,10 @@ public actor Engine {
     var audioTimer = DeadlineTimer()
     // Notification side (N-rules): state, config, store, timer.
     var notifState = NotificationState()
-    let notifConfig: NotificationPolicyConfig
+    var notifConfig: NotificationPolicyConfig
     let store: NotificationStoring?
     /// Apps that act for the user (`server.userTools` in `Config/`: the interlude CLI).
-    let userTools: Set<String>
+    var userTools: Set<String>
     /// Wakes the notification policy at its next deadline (triggers, schedules, summary).
     var notificationTimer = DeadlineTimer()
     var generatedIDs = 0
@@ -61,6 +62,8 @@ public actor Engine {
     /// streams marked with it (`--private`, the scenario runner's daemon).
     var identity: String?
     var onlyOwnStreams = false
+    /// How the daemon re-reads its config (``setReloader(_:)``); nil: `config.reload` fails.
+    var reloader: Reloader?
 
     /// - Parameters:
     ///   - store: where the notification state persists (N15); nil keeps it in memory only.
@@ -278,9 +281,11 @@ public actor Engine {
                                  interruptedBy: s.interruptedBy.sorted(), streams: byStream[s.id] ?? [])
         }
         let server = audioConnected ? await audio?.serverName() : nil
-        return StatusResult(version: version, audioConnected: audioConnected, audioServer: server,
-                            ringer: audioState.ringerSilent ? "silent" : "ring", sessions: sessions,
-                            unmatchedStreams: unmatched, samples: await sounds?.cachedSamples() ?? [])
+        var result = StatusResult(version: version, audioConnected: audioConnected, audioServer: server,
+                                  ringer: audioState.ringerSilent ? "silent" : "ring", sessions: sessions,
+                                  unmatchedStreams: unmatched, samples: await sounds?.cachedSamples() ?? [])
+        result.configFiles = config.files
+        return result
     }
 
     // MARK: Policy plumbing

@@ -25,6 +25,8 @@ final class Operation: @unchecked Sendable {
     // What the callbacks deliver.
     var sinkInputs: [SinkInputSnapshot] = []
     var clientPIDs: [UInt32: Int32] = [:]
+    /// Every client listed, with its properties (`pa_context_get_client_info_list`).
+    var clients: [PulseClient] = []
     var index: UInt32 = invalidIndex
     var text: String?
     var flag = false
@@ -113,9 +115,10 @@ let sinkInputListCallback: pa_sink_input_info_cb_t = { context, info, eol, userd
 let clientListCallback: pa_client_info_cb_t = { context, info, eol, userdata in
     guard let box = Operation.from(userdata) else { return }
     if eol < 0 { box.failure = pa_context_errno(context) }
-    if let info, let pid = processID(in: readProplist(info.pointee.proplist)) {
-        box.clientPIDs[info.pointee.index] = pid
-    }
+    guard let info else { return }
+    let properties = readProplist(info.pointee.proplist)
+    if let pid = processID(in: properties) { box.clientPIDs[info.pointee.index] = pid }
+    box.clients.append(PulseClient(index: info.pointee.index, properties: properties))
 }
 
 let sinkInfoCallback: pa_sink_info_cb_t = { context, info, eol, userdata in

@@ -41,6 +41,8 @@ public final class PulseConnection: @unchecked Sendable {
     private let server: String?
     private let clientName: String
     private let clientProperties: [String: String]
+    /// The claim this connection announces on every (re)connect (``PulseClaim``), if any.
+    public let claim: PulseClaim?
     private let eventSink: AsyncStream<PulseEvent>.Continuation
 
     /// Sink-input changes and connection state, in server order. One consumer; buffers the newest
@@ -80,7 +82,9 @@ public final class PulseConnection: @unchecked Sendable {
     ///   - clientName: `application.name` of this client.
     ///   - properties: more client properties. libpulse adds `application.process.id` and the like
     ///     itself; the server merges client properties into each stream's.
-    public init(server: String? = nil, clientName: String, properties: [String: String] = [:]) {
+    ///   - claim: a claim to announce in the client properties, stamped anew on every connect
+    ///     (``PulseClaim``; the daemon's "one manager per audio server and user").
+    public init(server: String? = nil, clientName: String, properties: [String: String] = [:], claim: PulseClaim? = nil) {
         guard let loop = pa_threaded_mainloop_new() else {
             fatalError("pa_threaded_mainloop_new failed: out of memory")
         }
@@ -88,6 +92,7 @@ public final class PulseConnection: @unchecked Sendable {
         self.server = server
         self.clientName = clientName
         self.clientProperties = properties
+        self.claim = claim
         (events, eventSink) = AsyncStream.makeStream(of: PulseEvent.self, bufferingPolicy: .bufferingNewest(4096))
     }
 
@@ -243,6 +248,7 @@ public final class PulseConnection: @unchecked Sendable {
     private func startContextLocked() throws -> OpaquePointer {
         var properties = clientProperties
         properties["application.name"] = clientName
+        if let claim { properties.merge(claim.properties(since: PulseClaim.nowNanoseconds())) { _, new in new } }
         let list = try makeProplist(properties)
         defer { pa_proplist_free(list) }
         guard let context = pa_context_new_with_proplist(pa_threaded_mainloop_get_api(mainloop), clientName, list) else {
@@ -372,7 +378,10 @@ public final class PulseConnection: @unchecked Sendable {
             release(pa_context_get_sink_input_info(context, index, sinkInputEventCallback, me))
         case (PA_SUBSCRIPTION_EVENT_CLIENT.rawValue, PA_SUBSCRIPTION_EVENT_REMOVE.rawValue):
             clientPIDs[index] = nil
-        case (PA_SUBSCRIPTION_EVENT_CLIENT.rawValue, PA_SUBSCRIPTION_EVENT_NEW.rawValue):
+            eventSink.yield(.clientRemoved(index))
+        case (PA_SUBSCRIPTION_EVENT_CLIENT.rawValue, _):
+            // New, or changed: PulseAudio announces a client before it has sent its name and
+            // properties, which come as a change.
             release(pa_context_get_client_info(context, index, clientEventCallback, me))
         default:
             break
@@ -386,7 +395,9 @@ public final class PulseConnection: @unchecked Sendable {
     }
 
     fileprivate func clientDescribedLocked(_ info: pa_client_info) {
-        if let pid = processID(in: readProplist(info.proplist)) { clientPIDs[info.index] = pid }
+        let properties = readProplist(info.proplist)
+        if let pid = processID(in: properties) { clientPIDs[info.index] = pid }
+        eventSink.yield(.clientChanged(PulseClient(index: info.index, properties: properties)))
     }
 
     /// A sink input described after an event: applies A7 (a volume the adapter did not write is the

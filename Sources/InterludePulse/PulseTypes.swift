@@ -65,6 +65,11 @@ public enum PulseEvent: Sendable, Equatable {
     case sinkInputChanged(PulseSinkInput)
     /// A sink input went away, by index.
     case sinkInputRemoved(UInt32)
+    /// A client appeared, changed its properties, or existed when the connection became ready
+    /// (these come before the first `sinkInputAdded`). A ``PulseClaim`` of another client shows here.
+    case clientChanged(PulseClient)
+    /// A client went away (its connection closed, or the process died), by index.
+    case clientRemoved(UInt32)
 }
 
 /// Which server answers the PulseAudio protocol. Both speak it; where they behave differently the

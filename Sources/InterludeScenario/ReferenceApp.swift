@@ -7,7 +7,9 @@ import InterludeWire
 /// A well-behaved reference app (`interlude session`, the scenario runner's sessions): registers an
 /// audio session, activates it, plays a source through its own PulseAudio stream tagged with the
 /// session id, pauses on `interruptionBegan`, resumes on `interruptionEnded` with `shouldResume`,
-/// and deactivates (notifying others) when stopped.
+/// and deactivates (notifying others) when stopped. With ``followAudioServer()`` it also survives
+/// an audio-server restart as a real app must: it reopens its stream, as the same session and still
+/// paused if it was interrupted (issue 7 hole 13).
 public final class ReferenceApp: @unchecked Sendable {
     public let app: String
     public let category: AudioCategory
@@ -29,6 +31,12 @@ public final class ReferenceApp: @unchecked Sendable {
     private var userPaused = false
     private var interrupted = false
     private var eventTask: Task<Void, Never>?
+    private var serverTask: Task<Void, Never>?
+    /// Whether the app means to have a stream: from its first start until it is stopped, crashes
+    /// or expires. A stream lost with the audio server is then reopened when the server is back.
+    private var wantsStream = false
+    /// Bumped by every loss and return of the audio server: a reopen attempt of an older one stops.
+    private var serverGeneration = 0
     /// Opens when the app's stream starts playing (at once, or at `activated` after a delay, A4).
     public let playing = Latch()
     /// Opens when the daemon closes the connection (it stopped or crashed) or the app stops.
@@ -73,8 +81,68 @@ public final class ReferenceApp: @unchecked Sendable {
                                          properties: ["interlude.session": s.rawValue, "application.name": app,
                                                       "interlude.daemon": socket ?? InterludeClient.defaultSocketPath(environment: ProcessInfo.processInfo.environment),
                                                       "media.role": mode == .voicePrompt ? "navigation" : (mode.isCall ? "phone" : "music")])
+        wantsStream = true
         if interrupted || userPaused { try? stream?.setCorked(true) }
         playing.open()
+    }
+
+    /// Follows the audio server (call once, when the app owns its ``PulseConnection`` and nobody
+    /// else reads its events; enables the connection's reconnect with backoff): when the server goes
+    /// away the stream is gone with it; when it is back the stream is reopened with the same
+    /// session tag, corked if the app is interrupted or paused. Reports `audioServerLost` and
+    /// `streamReopened` (with `session`, `sinkInput`) through the event callback, as its own actions.
+    ///
+    /// A9 counts a ducking or interrupting session's expiry from when its stream vanished with the
+    /// server; the stream is back within the reconnect backoff (0.1 s doubling to 5 s, plus the
+    /// time the server takes to start), inside the default 10 s expiry. A server down for longer
+    /// than the expiry time expires the app's prompt or call as it would a crashed app's.
+    public func followAudioServer() {
+        let events = pulse.events
+        pulse.enableReconnect()
+        serverTask = Task { [weak self] in
+            for await e in events {
+                guard let self else { return }
+                switch e {
+                case .disconnected: self.audioServerLost()
+                case .connected: await self.audioServerBack()
+                default: continue
+                }
+            }
+        }
+    }
+
+    /// The audio server went away: the stream went with it (closed here; reopened by
+    /// ``audioServerBack()``).
+    public func audioServerLost() {
+        let lost: Bool = lock.withLock {
+            serverGeneration += 1
+            guard let old = stream else { return false }
+            old.close()
+            stream = nil
+            return true
+        }
+        if lost { onEvent(WireEvent(event: "audioServerLost", data: .object(["session": .string(session?.rawValue ?? "")]), time: Date().timeIntervalSince1970)) }
+    }
+
+    /// The audio server is back: reopens the stream if the app had one, retrying for a while if the
+    /// server is not ready for streams yet (0.1 s doubling to 2 s, about 15 s in all).
+    public func audioServerBack() async {
+        let generation: Int = lock.withLock { serverGeneration += 1; return serverGeneration }
+        var delay = 0.1
+        for _ in 0..<12 {
+            let (wanted, current) = lock.withLock { (wantsStream && stream == nil, serverGeneration == generation) }
+            guard wanted, current else { return }
+            do {
+                try startStream()
+                let index = sinkInput.map { JSONValue.number(Double($0)) } ?? .null
+                onEvent(WireEvent(event: "streamReopened", data: .object(["session": .string(session?.rawValue ?? ""), "sinkInput": index]),
+                                  time: Date().timeIntervalSince1970))
+                return
+            } catch {
+                try? await Task.sleep(for: .milliseconds(Int(delay * 1000)))
+                delay = min(2, delay * 2)
+            }
+        }
     }
 
     private func handle(_ e: WireEvent) {
@@ -92,7 +160,7 @@ public final class ReferenceApp: @unchecked Sendable {
         case WireEventName.activated:
             try? startStream()
         case WireEventName.expired:
-            lock.withLock { stream?.close(); stream = nil }
+            lock.withLock { wantsStream = false; stream?.close(); stream = nil }
         default: break
         }
     }
@@ -110,7 +178,8 @@ public final class ReferenceApp: @unchecked Sendable {
 
     /// Deactivates (notifying others by default) and closes the stream and the connection.
     public func stop(notifyOthers: Bool = true) async {
-        lock.withLock { stream?.close(); stream = nil }
+        serverTask?.cancel()
+        lock.withLock { wantsStream = false; stream?.close(); stream = nil }
         if let c = client, let s = session { try? await c.deactivate(s, notifyOthers: notifyOthers) }
         client?.close()
         eventTask?.cancel()
@@ -118,7 +187,8 @@ public final class ReferenceApp: @unchecked Sendable {
 
     /// The app dies: connection and stream vanish at once (A9).
     public func crash() {
-        lock.withLock { stream?.close(); stream = nil }
+        serverTask?.cancel()
+        lock.withLock { wantsStream = false; stream?.close(); stream = nil }
         client?.close()
         eventTask?.cancel()
     }

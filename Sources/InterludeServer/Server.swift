@@ -192,6 +192,9 @@ struct RequestHandler {
             guard p.mode == "silent" || p.mode == "ring" else { throw WireError(.badRequest, "mode must be silent or ring") }
             try await engine.setRinger(silent: p.mode == "silent")
             return empty
+        case WireMethod.configReload:
+            _ = try r.decodeParams(ReloadParams.self)
+            return try encode(try await engine.requestReload(client: client))
         case NotificationMethod.requestAuthorization:
             return try encode(try await engine.requestAuthorization(client: client, r.decodeParams(RequestAuthorizationParams.self)))
         case NotificationMethod.add:

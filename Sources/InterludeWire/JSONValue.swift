@@ -45,7 +45,36 @@ public enum JSONValue: Codable, Sendable, Equatable, CustomStringConvertible {
 
     /// Converts any Encodable to a JSONValue.
     public init<T: Encodable>(encoding value: T) throws {
-        self = try WireCoding.decoder.decode(JSONValue.self, from: WireCoding.encoder.encode(value))
+        self = try JSONValue.parse(WireCoding.encoder.encode(value))
+    }
+
+    /// Parses JSON text (any value, not only an object) with Foundation's `JSONSerialization`.
+    ///
+    /// Not `JSONDecoder` with ``init(from:)``: that tries each kind in turn and pays for every
+    /// failed try with an error that carries its coding path, so a 64 KiB line of arrays nested
+    /// 28 deep took 1 s of CPU in a release build (issue 7, hole 4); `JSONSerialization` takes
+    /// 44 ms for the same line. Callers bound the depth first (``JSONDepth``).
+    /// - Throws: the `NSError` of `JSONSerialization` for text that is not JSON (its
+    ///   `NSDebugDescription` says where).
+    public static func parse(_ data: Data) throws -> JSONValue {
+        JSONValue(serialized: try JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed]))
+    }
+
+    /// The type `JSONSerialization` gives `true` and `false` (an `NSNumber` subclass; `is Bool`
+    /// also holds for the numbers 0 and 1, so the type itself is compared).
+    private static let booleanType = ObjectIdentifier(type(of: NSNumber(value: true)))
+
+    private init(serialized any: Any) {
+        // Containers first: casting a Swift array to NSNumber bridges the whole array to NSArray
+        // (and its elements, recursively) before it fails, which made the walk quadratic.
+        switch any {
+        case let a as [Any]: self = .array(a.map { JSONValue(serialized: $0) })
+        case let o as [String: Any]: self = .object(o.mapValues { JSONValue(serialized: $0) })
+        case let s as String: self = .string(s)
+        case let n as NSNumber:
+            self = ObjectIdentifier(type(of: n)) == JSONValue.booleanType ? .bool(n.boolValue) : .number(n.doubleValue)
+        default: self = .null  // NSNull
+        }
     }
 
     /// Decodes a typed value from this JSON value.

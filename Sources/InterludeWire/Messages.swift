@@ -26,19 +26,21 @@ public struct WireRequest: Sendable, Equatable {
     }
 
     /// Parses one line. Errors carry the id when it could be read, so the reply can echo it.
-    /// - Throws: ``WireParseError`` with code `badRequest` (not JSON, not an object, no method,
-    ///   bad id or params type) or `unknownField` (a top-level key other than id, method, params).
+    /// - Throws: ``WireParseError`` with code `badRequest` (not JSON, nested deeper than
+    ///   ``JSONDepth/maximum``, not an object, no method, bad id or params type) or `unknownField` (a top-level key other than id, method, params).
     public static func parse(_ line: [UInt8]) throws(WireParseError) -> WireRequest {
         let value: JSONValue
         guard String(validating: line, as: UTF8.self) != nil else {
             throw WireParseError(id: nil, error: WireError(.badRequest, "not valid JSON: not UTF-8 text"))
         }
-        do { value = try WireCoding.decoder.decode(JSONValue.self, from: Data(line)) } catch {
+        do { try JSONDepth.check(line) } catch {
+            throw WireParseError(id: nil, error: WireError(.badRequest,
+                "not valid JSON here: nested more than \(error.limit) levels deep (at byte \(error.offset))"))
+        }
+        do { value = try JSONValue.parse(Data(line)) } catch {
             // Foundation's own words for where the JSON went wrong ("around line 1, column 5"), if any.
             var detail = ": a value JSON cannot hold here (e.g. a number out of range)"
-            if case let DecodingError.dataCorrupted(c)? = error as? DecodingError {
-                detail = ": " + ((c.underlyingError.flatMap { ($0 as NSError).userInfo["NSDebugDescription"] as? String }) ?? c.debugDescription)
-            }
+            if let where_ = (error as NSError).userInfo["NSDebugDescription"] as? String { detail = ": " + where_ }
             throw WireParseError(id: nil, error: WireError(.badRequest, "not valid JSON" + String(detail.prefix(200))))
         }
         guard let obj = value.objectValue else {
@@ -193,8 +195,12 @@ public enum ServerMessage: Sendable, Equatable {
     case event(WireEvent)
 
     /// Parses one line from the daemon.
+    /// - Throws: ``JSONDepth/TooDeep`` for a line nested deeper than the daemon ever sends
+    ///   (4 × ``JSONDepth/maximum``: events carry app data of up to that depth inside), a decoding
+    ///   error for anything else that is not one of the daemon's messages.
     public static func parse(_ line: [UInt8]) throws -> ServerMessage {
-        let v = try WireCoding.decoder.decode(JSONValue.self, from: Data(line))
+        try JSONDepth.check(line, limit: 4 * JSONDepth.maximum)
+        let v = try JSONValue.parse(Data(line))
         guard let o = v.objectValue else { throw WireError(.badRequest, "not an object") }
         if let g = o["greeting"] { return .greeting(try g.decode(Greeting.self)) }
         if o["event"] != nil { return .event(try v.decode(WireEvent.self)) }

@@ -11,6 +11,7 @@ public enum WireMethod {
     public static let subscribe = "subscribe"
     public static let soundPlay = "sound.play"
     public static let ringerSet = "ringer.set"
+    public static let configReload = "config.reload"
 }
 
 /// Event names (PROTOCOL.md "Events").
@@ -157,6 +158,9 @@ public struct StatusResult: Codable, Sendable, Equatable {
     /// Streams not matched to any session (for example ours, or ones without a role).
     public var unmatchedStreams: [StreamStatus]
     public var samples: [String]
+    /// The config files in force, in the order read (later ones override), for the user to see
+    /// which were read; absent from daemons before it was added.
+    public var configFiles: [String]?
     public init(version: String, audioConnected: Bool, audioServer: String?, ringer: String,
                 sessions: [SessionStatus], unmatchedStreams: [StreamStatus], samples: [String]) {
         self.version = version; self.audioConnected = audioConnected; self.audioServer = audioServer
@@ -181,6 +185,18 @@ public struct SoundPlayResult: Codable, Sendable, Equatable {
     /// Length of the sound, seconds.
     public var duration: Double
     public init(played: String, warning: WireError?, duration: Double) { self.played = played; self.warning = warning; self.duration = duration }
+}
+
+/// `config.reload`: no params (the daemon re-reads the files it read at start).
+public struct ReloadParams: WireParams, Equatable {
+    public static let fields: Set<String> = []
+    public init() {}
+}
+
+/// The reply to `config.reload`: the files now in force.
+public struct ReloadResult: Codable, Sendable, Equatable {
+    public var files: [String]
+    public init(files: [String]) { self.files = files }
 }
 
 /// `ringer.set`.

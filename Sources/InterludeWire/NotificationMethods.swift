@@ -190,8 +190,14 @@ public struct ExplainParams: WireParams, Equatable {
 public struct ExplainResult: Codable, Sendable, Equatable {
     public var app: String
     public var identifier: String
+    /// The latest decision.
     public var decision: NotificationDecision
-    public init(app: String, identifier: String, decision: NotificationDecision) { self.app = app; self.identifier = identifier; self.decision = decision }
+    /// Every decision known about it, oldest first, the latest included (N16; replaced entries'
+    /// decisions too, N10).
+    public var history: [NotificationDecisionRecord]?
+    public init(app: String, identifier: String, decision: NotificationDecision, history: [NotificationDecisionRecord]? = nil) {
+        self.app = app; self.identifier = identifier; self.decision = decision; self.history = history
+    }
 }
 
 /// `notification.getSettings` / `notification.setSettings` (N2; the user's, from the CLI).

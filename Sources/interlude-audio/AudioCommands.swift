@@ -160,7 +160,9 @@ enum AudioCLI {
     /// Runs a reference app until `seconds` of playing pass (for ever if nil) or SIGINT/SIGTERM,
     /// printing its events as JSON lines, then deactivates notifying others and exits 0. A delayed
     /// activation (A4) counts `seconds` from when it starts playing. If the daemon goes away, it
-    /// says so and exits 1.
+    /// says so and exits 1. If the audio server goes away it keeps running, reconnects with backoff
+    /// and reopens its stream as the same session (still paused if interrupted), printing
+    /// `audioServerLost` and `streamReopened`.
     static func runReferenceApp(socket: String?, app: String, category: AudioCategory, mode: AudioMode,
                                 options: [AudioSessionOption], source: PulsePlaybackStream.Source, seconds: Double?,
                                 acceptsDelay: Bool, obeys: Bool) async throws -> Int32 {
@@ -172,6 +174,7 @@ enum AudioCLI {
         defer { signals.cancel() }
         let ref = ReferenceApp(socket: socket, app: app, category: category, mode: mode, options: options,
                                source: source, pulse: pulse, obeys: obeys) { e in CommandOutput.printJSONLine(e) }
+        ref.followAudioServer()  // an audio-server restart: reconnect with backoff, reopen the stream (issue 7 hole 13)
         try await ref.register()
         let r = try await ref.activate(acceptsDelay: acceptsDelay)
         CommandOutput.printJSONLine(WireEvent(event: "activate", data: (try? JSONValue(encoding: r)) ?? .null, time: Date().timeIntervalSince1970))

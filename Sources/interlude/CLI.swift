@@ -19,6 +19,7 @@ enum CLI {
       status [--json]                         sessions, their state and duck level, streams matched
       play NAME|PATH [--volume 0..1]          play a sound through the daemon (S1-S3)
       ringer silent|ring                      the ringer switch (A12)
+      reload                                  the daemon re-reads its config files (like SIGHUP); a bad file is refused
       session --app ID --category C [--mode M] [--option O]... (--tone HZ | --file PATH)
               [--for SECONDS] [--accepts-delay] [--ignore-interruptions]
                                               a well-behaved reference app; prints its events as JSON lines
@@ -27,13 +28,19 @@ enum CLI {
       watch                                   print every event of the daemon as JSON lines (hidden previews honoured)
 
     Notifications (POLICY.md part N):
-      notify --app ID --title T [--body B] [--level passive|active|timeSensitive|critical]
+      notify --app ID --title T [--subtitle S] [--body B] [--level passive|active|timeSensitive|critical]
              [--sound NAME|PATH|none] [--critical-volume V] [--thread T] [--id ID] [--sender S]
-             [--promotional] [--alert-once] [--call] [--badge N] [--in SECONDS [--repeats true] | --at TIME] [--json]
-                                              deliver a notification as app ID; prints the decision and its rules
+             [--category C] [--relevance 0..1] [--promotional] [--alert-once] [--call] [--badge N]
+             [--in SECONDS [--repeats true] | --at TIME] [--json]
+                                              deliver a notification as app ID; prints the decision and its rules;
+                                              silent without --sound (as over the protocol): --sound default asks for the default
       explain ID [--app APP]                  the rules that decided a notification (N16)
       focus on NAME [--for S | --until TIME] | off | status
-      center [--app ID] [remove ID | clear]   the notification center
+                                              focus modes (N7); off prints what the focus silenced
+      center [--app ID] [remove ID | clear | respond ID ACTION [--text T]]
+                                              the notification center; respond is the user's answer to an action (N14)
+      categories --app ID CATEGORY [--action ID:TITLE[:OPTION,...]]... [--text-input ACTION:PLACEHOLDER]... [--placeholder BODY]
+                                              register a notification category and its actions for app ID (N14)
       badge APP [N]                           set an app's badge (N12)
       auth APP grant|deny|provisional [--critical-alerts on|off] [--time-sensitive on|off] [--sound on|off] [--marketing on|off]
       settings APP [KEY=VALUE…]               show or change an app's settings (N2)
@@ -44,6 +51,22 @@ enum CLI {
     The socket is --socket, else $INTERLUDE_SOCKET, else $XDG_RUNTIME_DIR/interlude/socket.
     """
 
+    /// `interlude COMMAND --help`: the usage lines of that command (its line and the indented
+    /// lines that continue it); nil for a command it does not know.
+    static func help(for command: String) -> String? {
+        var out: [String] = []
+        var inside = false
+        for line in usage.split(separator: "\n", omittingEmptySubsequences: false) {
+            let text = line.drop { $0 == " " }
+            let indent = line.count - text.count
+            if indent == 2, text.hasPrefix(command + " ") || text == command { inside = true; out.append(String(line)); continue }
+            if inside, indent > 2 { out.append(String(line)); continue }
+            inside = false
+        }
+        return out.isEmpty ? nil : "usage: interlude [--socket PATH] \(out.map { $0.trimmingCharacters(in: .whitespaces) }.first!)" +
+            out.dropFirst().map { "\n" + $0 }.joined()
+    }
+
     /// The commands `interlude-audio` runs.
     static let audioCommands: Set<String> = ["session", "interrupt", "scenario", "demo"]
 
@@ -52,17 +75,20 @@ enum CLI {
         if line.socketWithoutPath { return CommandOutput.fail("--socket needs a PATH", code: 2) }
         guard let command = line.command else { FileHandle.standardError.write(Data((usage + "\n").utf8)); return 2 }
         let (socket, rest) = (line.socket, line.rest)
+        if rest.contains("--help") || rest.contains("-h"), let help = help(for: command) { print(help); return 0 }
         if audioCommands.contains(command) { return handOff(argv) }
         do {
             switch command {
             case "status": return try await status(socket: socket, rest)
             case "play": return try await play(socket: socket, rest)
             case "ringer": return try await ringer(socket: socket, rest)
+            case "reload": return try await reload(socket: socket, rest)
             case "watch": return try await watch(socket: socket, rest)
             case "notify": return try await NotificationCommands.notify(socket: socket, rest)
             case "explain": return try await NotificationCommands.explain(socket: socket, rest)
             case "focus": return try await NotificationCommands.focus(socket: socket, rest)
             case "center": return try await NotificationCommands.center(socket: socket, rest)
+            case "categories": return try await NotificationCommands.categories(socket: socket, rest)
             case "badge": return try await NotificationCommands.badge(socket: socket, rest)
             case "auth": return try await NotificationCommands.auth(socket: socket, rest)
             case "settings": return try await NotificationCommands.settings(socket: socket, rest)
@@ -118,6 +144,7 @@ enum CLI {
         }
         if !s.unmatchedStreams.isEmpty { print("unmatched streams: \(s.unmatchedStreams.map { String($0.index) }.joined(separator: ", "))") }
         if !s.samples.isEmpty { print("sample cache: \(s.samples.joined(separator: ", "))") }
+        if let files = s.configFiles { print("config: \(files.isEmpty ? "built-in defaults" : files.joined(separator: ", "))") }
         return 0
     }
 
@@ -147,6 +174,16 @@ enum CLI {
         _ = try InterludeClient.request(socket: socket, app: "org.interlude.CLI", WireMethod.ringerSet,
                                         RingerParams(mode: argv[0]), as: JSONValue.self)
         print("ringer \(argv[0])")
+        return 0
+    }
+
+    /// `interlude reload`: the daemon re-reads its config files (as on SIGHUP); a bad file is
+    /// refused with file, line and key, and the running config stays (exit 1).
+    static func reload(socket: String?, _ argv: [String]) async throws -> Int32 {
+        guard argv.isEmpty else { throw Arguments.UsageError(description: "reload takes no arguments") }
+        let r = try InterludeClient.request(socket: socket, app: "org.interlude.CLI", WireMethod.configReload,
+                                            ReloadParams(), as: ReloadResult.self)
+        print("config reloaded from \(r.files.isEmpty ? "built-in defaults" : r.files.joined(separator: ", "))")
         return 0
     }
 

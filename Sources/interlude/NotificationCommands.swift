@@ -50,7 +50,9 @@ enum NotificationCommands {
         }
         let params = AddNotificationParams(
             identifier: a.value("id"), title: title, subtitle: a.value("subtitle"), body: a.value("body"),
-            sound: a.value("sound").map { $0.contains("/") ? URL(fileURLWithPath: $0).standardizedFileURL.path : $0 } ?? "default", criticalVolume: try a.double("critical-volume", in: 0...1), badge: badge,
+            // Without --sound no sound is asked for, exactly as over the protocol (PROTOCOL.md
+            // notification.add: absent = silent, as iOS's content.sound = nil).
+            sound: a.value("sound").map { $0.contains("/") ? URL(fileURLWithPath: $0).standardizedFileURL.path : $0 }, criticalVolume: try a.double("critical-volume", in: 0...1), badge: badge,
             thread: a.value("thread"), category: a.value("category"), level: level, relevance: try a.double("relevance", in: 0...1),
             promotional: a.has("promotional") ? true : nil, alertOnce: a.has("alert-once") ? true : nil,
             sender: a.value("sender"), isCall: a.has("call") ? true : nil, trigger: trigger)
@@ -130,6 +132,12 @@ enum NotificationCommands {
         let r = try await c.call(NotificationMethod.explain, ExplainParams(app: a.value("app"), identifier: a.positionals[0]), as: ExplainResult.self)
         if a.has("json") { CommandOutput.printJSONLine(r); return 0 }
         print("\(r.app)/\(r.identifier): \(CommandOutput.describe(r.decision))")
+        // N16: the decisions before the latest (replaced entries, holds, refusals), oldest first.
+        let earlier = (r.history ?? []).dropLast()
+        if !earlier.isEmpty {
+            print("earlier decisions:")
+            for h in earlier { print("  \(Date(timeIntervalSince1970: h.time.secondsSince1970))  \(CommandOutput.describe(h.decision))") }
+        }
         return 0
     }
 
@@ -152,7 +160,11 @@ enum NotificationCommands {
                                       FocusSetParams(name: a.positionals[1], until: try a.value("until").map { try parseTime($0, option: "--until") },
                                                      for: try a.double("for", in: 1...NotificationPolicy.maximumScheduleSeconds)), as: FocusStatusResult.self)
         case "off":
+            // N7: the daemon sends one missedDuringFocus event when a focus ends; subscribe first
+            // so the user sees what the focus silenced.
+            try await c.subscribe()
             status = try await c.call(NotificationMethod.focusSet, FocusSetParams(name: nil), as: FocusStatusResult.self)
+            if let missed = await missedDuringFocus(on: c) { print(missed) }
         case "status", nil:
             status = try await c.call(NotificationMethod.focusStatus, StatusParams(), as: FocusStatusResult.self)
         default:
@@ -165,16 +177,84 @@ enum NotificationCommands {
         return 0
     }
 
+    /// The daemon's `missedDuringFocus` event after `focus off`, in words: "missed during sleep:
+    /// 2 notifications (org.example.Chat: 2)" and one line per notification; nil when no focus
+    /// was on (no event within 1 s).
+    static func missedDuringFocus(on c: InterludeClient) async -> String? {
+        let event = await withTaskGroup(of: WireEvent?.self) { g in
+            g.addTask {
+                for await e in c.events where e.event == NotificationEventName.missedDuringFocus { return e }
+                return nil
+            }
+            g.addTask { try? await Task.sleep(nanoseconds: 1_000_000_000); return nil }
+            let first = await g.next() ?? nil
+            g.cancelAll()
+            return first
+        }
+        guard let e = event else { return nil }
+        let focus = e.data["focus"]?.stringValue ?? "focus"
+        let missed = (try? e.data["missed"]?.decode([NotificationMissedEntry].self)) ?? []
+        guard !missed.isEmpty else { return "missed during \(focus): nothing" }
+        let byApp = Dictionary(grouping: missed, by: \.app).map { "\($0.key): \($0.value.count)" }.sorted()
+        var lines = ["missed during \(focus): \(missed.count) notification\(missed.count == 1 ? "" : "s") (\(byApp.joined(separator: ", ")))"]
+        for m in missed {
+            lines.append("  \(Date(timeIntervalSince1970: m.time.secondsSince1970))  \(m.app)  \(m.identifier)  \(m.title)")
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    // MARK: categories
+
+    /// `interlude categories --app ID CATEGORY [--action ID:TITLE[:OPTION,…]]… [--text-input ACTION:PLACEHOLDER]…
+    /// [--placeholder BODY]`: registers one notification category of app ID with its actions
+    /// (N14: at most 4; options destructive, authenticationRequired, foreground), connecting as
+    /// that app. The app's other categories stay as they are.
+    static func categories(socket: String?, _ argv: [String]) async throws -> Int32 {
+        let a = try Arguments(argv, flags: [], options: ["app", "action", "text-input", "placeholder"])
+        let usage = Arguments.UsageError(description: "categories --app ID CATEGORY [--action ID:TITLE[:OPTION,...]]... [--text-input ACTION:PLACEHOLDER]... [--placeholder BODY]")
+        guard let app = a.value("app"), a.positionals.count == 1 else { throw usage }
+        var inputs: [String: String] = [:]
+        for t in a.values["text-input"] ?? [] {
+            let parts = t.split(separator: ":", maxSplits: 1).map(String.init)
+            guard parts.count == 2 else { throw Arguments.UsageError(description: "--text-input takes ACTION:PLACEHOLDER, not \(t)") }
+            inputs[parts[0]] = parts[1]
+        }
+        var actions: [NotificationAction] = []
+        for spec in a.values["action"] ?? [] {
+            let parts = spec.split(separator: ":", maxSplits: 2, omittingEmptySubsequences: false).map(String.init)
+            guard parts.count >= 2, !parts[0].isEmpty, !parts[1].isEmpty else {
+                throw Arguments.UsageError(description: "--action takes ID:TITLE[:OPTION,...], not \(spec)")
+            }
+            let options = try (parts.count == 3 ? parts[2].split(separator: ",").map(String.init) : []).map { o -> NotificationActionOption in
+                guard let v = NotificationActionOption(rawValue: o) else {
+                    throw Arguments.UsageError(description: "unknown action option \(o) (destructive, authenticationRequired, foreground)")
+                }
+                return v
+            }
+            actions.append(NotificationAction(identifier: parts[0], title: parts[1], options: options, textInputPlaceholder: inputs.removeValue(forKey: parts[0])))
+        }
+        if let stray = inputs.keys.sorted().first { throw Arguments.UsageError(description: "--text-input names \(stray), which no --action defines") }
+        let c = try await InterludeClient.connect(socket: socket, app: app)
+        _ = try await c.call(NotificationMethod.registerCategories,
+                             RegisterCategoriesParams(categories: [NotificationCategory(identifier: a.positionals[0], actions: actions,
+                                                                                        hiddenPreviewsBodyPlaceholder: a.value("placeholder"))]),
+                             as: JSONValue.self)
+        print("\(app): category \(a.positionals[0]) with \(actions.count) action\(actions.count == 1 ? "" : "s")"
+              + (actions.isEmpty ? "" : " (\(actions.map(\.identifier).joined(separator: ", ")))"))
+        return 0
+    }
+
     // MARK: center, badge
 
     static func center(socket: String?, _ argv: [String]) async throws -> Int32 {
-        let a = try Arguments(argv, flags: ["json"], options: ["app"])
+        let a = try Arguments(argv, flags: ["json"], options: ["app", "text"])
         let app = a.value("app")
-        let usage = Arguments.UsageError(description: "center [--app ID] [remove ID | clear]")
+        let usage = Arguments.UsageError(description: "center [--app ID] [remove ID | clear | respond ID ACTION [--text T]]")
         switch a.positionals.first {  // the command line is checked before the daemon is asked
-        case "remove", "clear":
+        case "remove", "clear", "respond":
             guard app != nil else { throw Arguments.UsageError(description: "center \(a.positionals[0]) needs --app ID (whose notifications)") }
-            guard a.positionals.count == (a.positionals[0] == "remove" ? 2 : 1) else { throw usage }
+            guard a.positionals.count == ["remove": 2, "clear": 1, "respond": 3][a.positionals[0]]! else { throw usage }
+            guard a.positionals[0] == "respond" || !a.has("text") else { throw usage }
         case nil: break
         default: throw usage
         }
@@ -188,13 +268,24 @@ enum NotificationCommands {
             guard r.removed.contains(id) else { return CommandOutput.fail("\(app) has no notification \(id) (see `interlude center --app \(app)`)") }
             print("removed \(id)")
             return 0
+        case "respond":
+            // N14: the user's answer to one of the notification's actions; the app gets it at once,
+            // or when it next connects (queued).
+            guard let app else { throw usage }
+            _ = try await c.call(NotificationMethod.respond,
+                                 RespondParams(app: app, notification: a.positionals[1], action: a.positionals[2], text: a.value("text")),
+                                 as: JSONValue.self)
+            print("responded \(a.positionals[2]) to \(app)/\(a.positionals[1])")
+            return 0
         case "clear":
             guard let app else { throw Arguments.UsageError(description: "center --app ID clear") }
             let r = try await c.call(NotificationMethod.remove, RemoveNotificationsParams(app: app, all: true), as: RemoveNotificationsResult.self)
-            print("cleared \(app): \(r.removed.count) removed")
+            let after = try await c.call(NotificationMethod.delivered, ListNotificationsParams(app: app), as: NotificationListResult.self)
+            // N12: a cleared center sets the badge to 0 (unless the app's badges are off).
+            print("cleared \(app): \(r.removed.count) removed, badge \(after.badges[app] ?? 0)")
             return 0
         case nil: break
-        default: throw Arguments.UsageError(description: "center [--app ID] [remove ID | clear]")
+        default: throw usage
         }
         let list = try await c.call(NotificationMethod.delivered, ListNotificationsParams(app: app, all: app == nil ? true : nil),
                                     as: NotificationListResult.self)

@@ -6,10 +6,17 @@ import InterludePulse
 import InterludeServer
 import InterludeSound
 import InterludeStore
+import InterludeWire
 
 /// The daemon's composition root: config → adapters → engine → socket server.
 enum Daemon {
     static let version = "0.1.0"
+    /// Exit status when another daemon of this user already manages the audio server's streams
+    /// (`interlude.manager`, ``managerClaimKey``): EX_TEMPFAIL, "try again once it is gone".
+    static let anotherManagerStatus: Int32 = 75
+    /// The client property a managing daemon announces itself with on the audio server
+    /// (``PulseClaim``: value the socket path, with `.uid` and `.since`).
+    static let managerClaimKey = "interlude.manager"
     static let usage = """
     usage: interluded [--socket PATH] [--config DIR] [--state DIR] [--pulse-server SERVER] [--private]
                       [--exit-with-parent] [--version]
@@ -22,6 +29,10 @@ enum Daemon {
       --private              manage only streams marked with this daemon's socket (interlude.daemon);
                              for the scenario runner's daemon beside a user's daemon
       --exit-with-parent     stop when the process that started this daemon goes away
+
+    One daemon per audio server and user manages its streams: it announces itself on the server
+    (client property interlude.manager). A second one exits with status 75 and says which daemon
+    holds it; --private daemons manage only their own streams and do not compete.
     """
 
     static func log(_ line: String) {
@@ -49,6 +60,7 @@ enum Daemon {
             }
         }
         let home = ProjectResources.home(environment: env)
+        log("built-in config and sounds from \(home ?? "nowhere (no Config/ found; set INTERLUDE_HOME)")")
         // A config folder named on purpose must exist (a typo would silently run on defaults).
         for (source, dir) in [("--config", options["config"]), ("INTERLUDE_CONFIG_DIR", env["INTERLUDE_CONFIG_DIR"])] {
             guard let dir, !dir.isEmpty, options["config"] == nil || source == "--config" else { continue }
@@ -58,11 +70,9 @@ enum Daemon {
                 return 78  // EX_CONFIG
             }
         }
+        let folders = ConfigLoader.folders(builtin: home.map { $0 + "/Config" }, override: options["config"], environment: env)
         let config: InterludeConfig
-        do {
-            config = try ConfigLoader.load(folders: ConfigLoader.folders(
-                builtin: home.map { $0 + "/Config" }, override: options["config"], environment: env))
-        } catch {
+        do { config = try ConfigLoader.load(folders: folders) } catch {
             log("bad config: \(error)")
             return 78  // EX_CONFIG
         }
@@ -74,32 +84,41 @@ enum Daemon {
             log("another daemon is listening on \(path)")
             return 1
         }
+        // One manager per audio server and user (issue 7 hole 12): two daemons that both manage
+        // the same streams each take the other's duck for the user's volume and duck it again,
+        // down to silence. A managing daemon announces itself in its client properties; the
+        // claim goes away with its connection (a SIGKILLed daemon leaves none behind).
+        let claim = options["private"] == nil ? PulseClaim(key: managerClaimKey, value: path) : nil
         let pulse = PulseConnection(server: options["pulse-server"], clientName: "interluded",
-                                    properties: ["application.id": "org.interlude.Daemon"])
+                                    properties: ["application.id": "org.interlude.Daemon"], claim: claim)
         do { try pulse.connect(timeout: 5) } catch {
             log("audio server not reachable yet (\(error)); will keep trying")
         }
+        if claim != nil, let clients = try? pulse.clients(), let own = pulse.clientIndex,
+           let holder = PulseClaim.holder(of: managerClaimKey, among: clients), holder.index != own {
+            log(anotherManagerMessage(holder, server: options["pulse-server"], when: "already manages"))
+            pulse.disconnect()
+            return anotherManagerStatus
+        }
         pulse.enableReconnect()
+        let exitRequest = ExitRequest()
+        let pulseServer = options["pulse-server"]
         let stateDir = options["state"] ?? NotificationStore.defaultDirectory(environment: env)
         let ledger = GainLedger(path: stateDir + "/applied-gains.json")
         if ledger.count > 0 { log("an earlier run left gains on \(ledger.count) stream(s); undoing them as they are seen [A7]") }
         let backend = PulseAudioBackend(connection: pulse, stepSeconds: config.number("audio.rampStepMs") / 1000,
-                                        maxStepDb: config.number("audio.maxRampStepDb"), ledger: ledger, log: log)
-        let dataHome = env["XDG_DATA_HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory() + "/.local/share"
-        let lookup = SoundLookup(appFolders: config.strings("sounds.appFolders"),
-                                 userFolder: config.string("sounds.userFolder") ?? dataHome + "/interlude/sounds",
-                                 projectFolder: home.map { $0 + "/Sounds" },
-                                 dataDirs: SoundLookup.standardDataDirs(environment: env),
-                                 theme: config.string("sounds.theme") ?? "freedesktop")
-        // S1 falls back to the default sound: it must exist, or every fallback would fail.
-        let defaultSound = config.string("sounds.default") ?? "default"
-        guard case .file = lookup.resolve(defaultSound) else {
-            log("bad config: \(config.sources["sounds"] ?? "the config"): key 'sounds.default': no sound named \(defaultSound) in the sound folders [configBadValue]")
+                                        maxStepDb: config.number("audio.maxRampStepDb"), ledger: ledger, log: log,
+                                        onClaimLost: { holder in
+            log(anotherManagerMessage(holder, server: pulseServer, when: "announced itself first and manages"))
+            exitRequest.request(anotherManagerStatus)
+        })
+        let sounds: SoundSettings
+        do { sounds = try SoundSettings(config: config, home: home, environment: env) } catch {
+            log("bad config: \(error)")
             return 78  // EX_CONFIG
         }
-        let player = PulseSoundPlayer(connection: pulse, lookup: lookup, defaultName: defaultSound,
-                                      maxDuration: config.number("sounds.maxDurationSeconds"),
-                                      maxBytes: Int(config.number("sounds.maxSampleBytes")))
+        let player = PulseSoundPlayer(connection: pulse, lookup: sounds.lookup, defaultName: sounds.defaultName,
+                                      maxDuration: sounds.maxDuration, maxBytes: sounds.maxBytes)
         let engine: Engine
         do {
             let store = try SQLiteNotificationStore(directory: stateDir)
@@ -110,6 +129,24 @@ enum Daemon {
             return 1
         }
         await engine.setIdentity(path, onlyOwnStreams: options["private"] != nil)
+        // SIGHUP and `interlude reload`: the same files again; a bad one is refused with file, line
+        // and key, and the running config stays.
+        let reloader: Engine.Reloader = { [weak engine] in
+            let fresh: InterludeConfig, newSounds: SoundSettings
+            do {
+                fresh = try ConfigLoader.load(folders: folders)
+                newSounds = try SoundSettings(config: fresh, home: home, environment: env)
+            } catch {
+                log("reload refused, the running config stays: \(error)")
+                return .failure(WireError(.badRequest, "reload refused, the running config stays: \(error)"))
+            }
+            await player.reconfigure(lookup: newSounds.lookup, defaultName: newSounds.defaultName,
+                                     maxDuration: newSounds.maxDuration, maxBytes: newSounds.maxBytes)
+            await engine?.reload(config: fresh)
+            return .success(fresh.files)
+        }
+        await engine.setReloader(reloader)
+        ReloadSignal.install { Task { _ = await reloader() } }
         await engine.start()
 
         let server = SocketServer(path: path, engine: engine, maxClients: Int(config.number("server.maxClients")),
@@ -119,24 +156,107 @@ enum Daemon {
             return 1
         }
         log("listening on \(path)")
-        await waitForTerminationSignal(orParentExit: options["exit-with-parent"] != nil)
+        let status = await waitForTerminationSignal(orParentExit: options["exit-with-parent"] != nil, or: exitRequest)
         log("stopping")
         server.stop()
         await engine.releaseStreams()  // no duck or mute of ours outlives the daemon
         pulse.disconnect()
-        return 0
+        return status
+    }
+
+    /// What a daemon that does not manage says about the one that does.
+    static func anotherManagerMessage(_ holder: PulseClient, server: String?, when: String) -> String {
+        let pid = holder.processID.map { "pid \($0), " } ?? ""
+        let socket = holder.properties[managerClaimKey] ?? "?"
+        let where_ = server ?? ProcessInfo.processInfo.environment["PULSE_SERVER"] ?? "the default server"
+        return "another interluded (\(pid)socket \(socket)) \(when) the streams of the audio server \(where_) "
+            + "for this user; one manager per audio server and user: this one exits with status \(anotherManagerStatus) "
+            + "(stop the other, or run this one with --private) [anotherManager]"
     }
 }
 
-/// Waits for SIGINT or SIGTERM. Written outside main.swift: signal handlers in main-actor code
-/// trap under Swift 6 (DESIGN.md).
-func waitForTerminationSignal(orParentExit watchParent: Bool) async {
+/// The sound side of a config: S2's folders, S1's default and limits. Checked at start and on
+/// every reload.
+struct SoundSettings {
+    let lookup: SoundLookup
+    let defaultName: String
+    let maxDuration: Double
+    let maxBytes: Int
+
+    /// - Throws: ``ConfigError`` when `sounds.default` names no sound in the folders (S1 falls back
+    ///   to it, so it must exist).
+    init(config: InterludeConfig, home: String?, environment env: [String: String]) throws(ConfigError) {
+        let dataHome = env["XDG_DATA_HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory() + "/.local/share"
+        lookup = SoundLookup(appFolders: config.strings("sounds.appFolders"),
+                             userFolder: config.string("sounds.userFolder") ?? dataHome + "/interlude/sounds",
+                             projectFolder: home.map { $0 + "/Sounds" },
+                             dataDirs: SoundLookup.standardDataDirs(environment: env),
+                             theme: config.string("sounds.theme") ?? "freedesktop")
+        defaultName = config.string("sounds.default") ?? "default"
+        guard case .file = lookup.resolve(defaultName) else {
+            let (file, line) = config.place(of: "sounds.default")
+            throw ConfigError(file: file, line: line, key: "sounds.default",
+                              message: "no sound named \(defaultName) in the sound folders", code: "configBadValue")
+        }
+        maxDuration = config.number("sounds.maxDurationSeconds")
+        maxBytes = Int(config.number("sounds.maxSampleBytes"))
+    }
+}
+
+/// SIGHUP → reload (the unit's `ExecReload`). Written outside main.swift: signal handlers in
+/// main-actor code trap under Swift 6 (DESIGN.md).
+enum ReloadSignal {
+    nonisolated(unsafe) static var source: DispatchSourceSignal?
+    static func install(_ handler: @escaping @Sendable () -> Void) {
+        signal(SIGHUP, SIG_IGN)
+        let s = DispatchSource.makeSignalSource(signal: SIGHUP, queue: DispatchQueue(label: "interlude.reload"))
+        s.setEventHandler { @Sendable in handler() }
+        s.resume()
+        source = s
+    }
+}
+
+/// Lets a part of the daemon ask the main loop to stop with an exit status (a lost manager
+/// claim), as SIGTERM does with 0.
+final class ExitRequest: @unchecked Sendable {
+    private let lock = NSLock()
+    private var status: Int32?
+    private var waiter: (() -> Void)?
+
+    /// Asks to stop with `status` (the first request wins).
+    func request(_ status: Int32) {
+        let wake: (() -> Void)? = lock.withLock {
+            if self.status == nil { self.status = status }
+            defer { waiter = nil }
+            return waiter
+        }
+        wake?()
+    }
+
+    /// Calls `wake` once a request is made (at once if one was made already).
+    func onRequest(_ wake: @escaping () -> Void) {
+        let now: Bool = lock.withLock {
+            if status != nil { return true }
+            waiter = wake
+            return false
+        }
+        if now { wake() }
+    }
+
+    /// The status asked for, or nil.
+    var requested: Int32? { lock.withLock { status } }
+}
+
+/// Waits for SIGINT or SIGTERM (returns 0), or a request of `exitRequest` (returns its status).
+/// Written outside main.swift: signal handlers in main-actor code trap under Swift 6 (DESIGN.md).
+func waitForTerminationSignal(orParentExit watchParent: Bool, or exitRequest: ExitRequest) async -> Int32 {
     let parent = getppid()
     signal(SIGINT, SIG_IGN)
     signal(SIGTERM, SIG_IGN)
     signal(SIGPIPE, SIG_IGN)
     await withCheckedContinuation { (k: CheckedContinuation<Void, Never>) in
         let once = OnceFlag()
+        exitRequest.onRequest { if once.claim() { k.resume() } }
         let queue = DispatchQueue(label: "interlude.signals")
         let sources = [SIGINT, SIGTERM].map { sig -> DispatchSourceSignal in
             let s = DispatchSource.makeSignalSource(signal: sig, queue: queue)
@@ -163,6 +283,7 @@ func waitForTerminationSignal(orParentExit watchParent: Bool) async {
             SignalSources.keepTimer(timer)
         }
     }
+    return exitRequest.requested ?? 0
 }
 
 /// Keeps signal sources alive for the process's life.

@@ -49,6 +49,13 @@ final class GainLedger: @unchecked Sendable {
         lock.withLock { if entries.removeValue(forKey: String(index)) != nil { saveLocked() } }
     }
 
+    /// Forgets every stream: the audio server went away and its streams with it (a gain left on a
+    /// stream of the old server must not be "undone" on a new stream that got the same index, pid
+    /// and app, such as a reference app's reopened stream: that wrote +14 dB, issue 7 hole 13).
+    func forgetAll() {
+        lock.withLock { if !entries.isEmpty { entries.removeAll(); saveLocked() } }
+    }
+
     /// What an earlier run left on this stream, if it is the same stream (pid and app match); the
     /// entry is removed.
     func take(_ index: UInt32, pid: Int32?, app: String?) -> Entry? {

@@ -13,9 +13,16 @@ final class PulseAudioBackend: AudioBackend, @unchecked Sendable {
     let ledger: GainLedger
     private let identities = StreamIdentities()
 
-    /// - Parameter ledger: where the gains left on streams are kept across a SIGKILL.
+    /// - Parameters:
+    ///   - ledger: where the gains left on streams are kept across a SIGKILL.
+    ///   - onClaimLost: with a connection that announces a ``PulseClaim`` (the daemon's
+    ///     `interlude.manager`): called once, with the holder, when another live client of this
+    ///     user holds it (after a reconnect another daemon announced itself first, or one that
+    ///     connected at the same moment won). From then on no event reaches the engine: this daemon
+    ///     manages nothing more (issue 7 hole 12: two managers fight over every volume).
     init(connection: PulseConnection, stepSeconds: Double, maxStepDb: Double, ledger: GainLedger,
-         log: @escaping @Sendable (String) -> Void = { _ in }) {
+         log: @escaping @Sendable (String) -> Void = { _ in },
+         onClaimLost: @escaping @Sendable (PulseClient) -> Void = { _ in }) {
         self.connection = connection
         self.stepSeconds = stepSeconds
         self.maxStepDb = maxStepDb
@@ -24,10 +31,32 @@ final class PulseAudioBackend: AudioBackend, @unchecked Sendable {
         let identities = self.identities
         events = AsyncStream { k in
             let t = Task {
+                var lost = false
                 for await e in source {
+                    if lost { continue }  // another daemon manages this server: hands off
                     switch e {
-                    case .connected: k.yield(.connected)
-                    case .disconnected: k.yield(.disconnected)
+                    case .connected:
+                        // Before the engine hears of the server (and re-applies ducks to its
+                        // streams): is this daemon still the one manager here?
+                        if let holder = await PulseAudioBackend.otherClaimHolder(connection) {
+                            lost = true
+                            onClaimLost(holder)
+                            continue
+                        }
+                        k.yield(.connected)
+                    case let .clientChanged(c):
+                        // Another daemon announced itself: it holds the claim if it came first
+                        // (the two connected at the same moment and this one decided first).
+                        guard let key = connection.claim?.key, c.properties[key] != nil,
+                              c.index != connection.clientIndex else { continue }
+                        if let holder = await PulseAudioBackend.otherClaimHolder(connection) {
+                            lost = true
+                            onClaimLost(holder)
+                        }
+                    case .clientRemoved: continue
+                    case .disconnected:
+                        ledger.forgetAll()  // the streams, and the gains on them, went with the server
+                        k.yield(.disconnected)
                     case let .sinkInputAdded(s):
                         // A gain or mute an earlier run left (it was killed during a duck): undone
                         // before the engine sees the stream, which then applies its own output.
@@ -51,6 +80,15 @@ final class PulseAudioBackend: AudioBackend, @unchecked Sendable {
             }
             k.onTermination = { _ in t.cancel() }
         }
+    }
+
+    /// The client that holds the connection's claim when it is not this connection; nil when this
+    /// connection holds it, announces none, or the server cannot say now (not connected: the next
+    /// `.connected` asks again).
+    static func otherClaimHolder(_ connection: PulseConnection) async -> PulseClient? {
+        guard connection.claim != nil, let holder = try? await connection.claimHolder(),
+              let own = connection.clientIndex, holder.index != own else { return nil }
+        return holder
     }
 
     /// Each stream's pid and application name, by sink-input index, for the ledger.

@@ -8,10 +8,10 @@ import InterludeWire
 /// A sound that cannot be used is replaced by the default sound, with a warning (S1).
 actor PulseSoundPlayer: SoundPlayer {
     let connection: PulseConnection
-    let lookup: SoundLookup
-    let defaultName: String
-    let maxDuration: Double
-    let maxBytes: Int
+    var lookup: SoundLookup
+    var defaultName: String
+    var maxDuration: Double
+    var maxBytes: Int
     /// Uploaded samples by resolved file path: sample name, duration (seconds), and the file's
     /// identity when it was decoded (a file changed since is decoded and uploaded again).
     var cache: [String: (sample: String, duration: Double, file: FileIdentity)] = [:]
@@ -38,6 +38,11 @@ actor PulseSoundPlayer: SoundPlayer {
     }
 
     func play(_ nameOrPath: String, volume: Double, properties: [String: String]) async throws(WireError) -> SoundPlayResult {
+        // S2: `NAME.disabled` means silent on purpose: nothing plays, not even the default.
+        if case let .disabled(marker) = lookup.resolve(nameOrPath) {
+            return SoundPlayResult(played: "none", warning: WireError(.silenced, "\(nameOrPath) is disabled on purpose (\(marker)) [S2]"),
+                                   duration: 0)
+        }
         var warning: WireError?
         let entry: (sample: String, duration: Double)
         do {
@@ -95,6 +100,13 @@ actor PulseSoundPlayer: SoundPlayer {
     }
 
     func cachedSamples() async -> [String] { cache.values.map(\.sample).sorted() }
+
+    /// A reloaded config's sound folders and limits (S1, S2). Samples already uploaded stay in the
+    /// cache, keyed by file: a name that now resolves to another file is decoded on its next use.
+    func reconfigure(lookup: SoundLookup, defaultName: String, maxDuration: Double, maxBytes: Int) {
+        self.lookup = lookup; self.defaultName = defaultName; self.maxDuration = maxDuration; self.maxBytes = maxBytes
+        _ = try? load(defaultName)
+    }
 
     /// Called on every connection to the server, the first included: the cache is gone with a
     /// restarted server, and the default sound goes back in at once (S3), so that no request (the

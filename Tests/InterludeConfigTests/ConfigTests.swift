@@ -15,11 +15,25 @@ import InterludePolicy
         #expect(v["d"] == .number(16))
         #expect(v["e"] == .number(-15))
     }
-    @Test(arguments: ["{ a: NaN }", "{ a: Infinity }"])
+    @Test(arguments: ["{ a: NaN }", "{ a: Infinity }", "{ a: -Infinity }", "{ a: +Infinity }", "{ a: -NaN }"])
     func nonFiniteNumbersAreRefusedByName(text: String) {
         do { _ = try JSON5.parse(text); Issue.record("accepted") } catch {
             #expect(error.message.contains("not allowed here: config numbers are finite"), "\(error.message)")
         }
+    }
+    /// Issue 7, hole 3: a file nested 40,000 deep overflowed the parser's stack (SIGSEGV); 35,000
+    /// was refused only by luck of the stack size. Any depth past the bound is a syntax error.
+    @Test(arguments: [33, 40_000, 200_000])
+    func deepNestingIsASyntaxErrorNotACrash(depth: Int) {
+        for (open, close) in [("[", "]"), ("{a:", "}")] {
+            let text = "{ x: " + String(repeating: open, count: depth) + "1" + String(repeating: close, count: depth) + " }"
+            do { _ = try JSON5.parse(text); Issue.record("accepted depth \(depth)") } catch {
+                #expect(error.message.contains("nested more than \(JSON5.maximumDepth) levels deep"), "\(error.message)")
+                #expect(error.line == 1)
+            }
+        }
+        let ok = "{ x: " + String(repeating: "[", count: JSON5.maximumDepth - 1) + String(repeating: "]", count: JSON5.maximumDepth - 1) + " }"
+        #expect(throws: Never.self) { _ = try JSON5.parse(ok) }
     }
     @Test func keysRememberTheirLines() throws {
         let v = try JSON5.parse("{\n  a: {\n    b: 2,\n  },\n}")
@@ -44,6 +58,24 @@ import InterludePolicy
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         try text.write(to: dir.appendingPathComponent(ConfigLoader.fileName), atomically: true, encoding: .utf8)
         return dir.path
+    }
+
+    /// Issue 7, hole 14: a file that is not UTF-8 is reported at the line and column of its
+    /// first bad byte (it said line 0).
+    @Test(arguments: [
+        ([UInt8]("{\n  audio: {\n    x: '".utf8) + [0xff] + [UInt8]("' }\n}".utf8), 3, 9),
+        ([0xc3], 1, 1),
+        ([UInt8]("{ a: 'caf\u{e9}' }\n// \u{1F514}\n".utf8) + [0xe2, 0x82], 3, 1),
+    ])
+    func notUTF8NamesLineAndColumn(bytes: [UInt8], line: Int, column: Int) throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("interlude-config-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        try Data(bytes).write(to: dir.appendingPathComponent(ConfigLoader.fileName))
+        do { _ = try ConfigLoader.load(folders: [dir.path]); Issue.record("accepted") } catch {
+            #expect(error.code == "configUnreadable")
+            #expect(error.line == line, "\(error)")
+            #expect(error.message.contains("not UTF-8 text (column \(column))"), "\(error)")
+        }
     }
 
     @Test func builtinDefaultsFileMatchesTheSchema() throws {

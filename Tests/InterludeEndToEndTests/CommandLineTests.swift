@@ -134,6 +134,133 @@ import InterludeWire
         let good = try interlude(["--socket", socket, "notify", "--app", "org.example.Chat", "--title", "hi again", "--sound", "default"])
         #expect(good.status == 0, "\(good.err)")
         #expect(!good.err.contains("warning"), "stderr: \(good.err)")
+
+        // Without --sound the CLI asks for no sound, as a protocol request without `sound` does
+        // (it used to ask for the default, unlike the protocol).
+        let silent = try interlude(["--socket", socket, "notify", "--app", "org.example.Other", "--title", "quiet", "--json"])
+        #expect(silent.status == 0, "\(silent.err)")
+        let decision = try JSONValue.parse(Data(silent.out.utf8))
+        #expect(decision["decision"]?["sound"] == nil, "\(silent.out)")
+    }
+
+    /// Issue 8 item 7: what the protocol has, the CLI has. `categories` registers an app's
+    /// actions (N14), `center respond` is the user's answer and reaches the app as an
+    /// `actionResponse` event, `focus off` says what the focus silenced (N7's missedDuringFocus),
+    /// and `COMMAND --help` prints that command's usage.
+    @Test func categoriesRespondFocusOffAndHelp() async throws {
+        let w = try WorkFolder("cli-n14")
+        defer { w.remove() }
+        try w.config(#"{ authorization: { default: "grant" } }"#)
+        let daemon = try DaemonProcess(socket: w.socket, work: w.path, environment: w.environment)
+        defer { daemon.stop() }
+        let s = w.socket
+
+        let help = try interlude(["explain", "--help"])
+        #expect(help.status == 0 && help.out.contains("explain ID [--app APP]"), "\(help)")
+        let badAction = try interlude(["--socket", s, "categories", "--app", "org.example.Chat", "reply", "--action", "nope"])
+        #expect(badAction.status == 2 && badAction.err.contains("ID:TITLE"), "\(badAction)")
+
+        let reg = try interlude(["--socket", s, "categories", "--app", "org.example.Chat", "reply",
+                                 "--action", "yes:Yes", "--action", "no:No:destructive", "--action", "say:Say:foreground",
+                                 "--text-input", "say:Your answer"])
+        #expect(reg.status == 0 && reg.out.contains("category reply with 3 actions (yes, no, say)"), "\(reg)")
+
+        let app = try await InterludeClient.connect(socket: s, app: "org.example.Chat")
+        try await app.subscribe()
+        let sent = try interlude(["--socket", s, "notify", "--app", "org.example.Chat", "--title", "lunch?", "--id", "q1", "--category", "reply"])
+        #expect(sent.status == 0, "\(sent)")
+        let answer = try interlude(["--socket", s, "center", "--app", "org.example.Chat", "respond", "q1", "say", "--text", "at noon"])
+        #expect(answer.status == 0 && answer.out.contains("responded say"), "\(answer)")
+        let response = await withTaskGroup(of: WireEvent?.self) { g in
+            // The app's own copy (PROTOCOL.md notification.respond), not the watchers' one.
+            g.addTask { for await e in app.events where e.event == NotificationEventName.actionResponse && e.data["actionIdentifier"] != nil { return e }; return nil }
+            g.addTask { try? await Task.sleep(nanoseconds: 5_000_000_000); return nil }
+            let first = await g.next() ?? nil
+            g.cancelAll()
+            return first
+        }
+        #expect(response?.data["actionIdentifier"]?.stringValue == "say", "\(String(describing: response))")
+        #expect(response?.data["notificationIdentifier"]?.stringValue == "q1", "\(String(describing: response))")
+        #expect(response?.data["text"]?.stringValue == "at noon", "\(String(describing: response))")
+        let unknown = try interlude(["--socket", s, "center", "--app", "org.example.Chat", "respond", "q1", "maybe"])
+        #expect(unknown.status == 1, "an action the category does not have is refused: \(unknown)")
+
+        #expect(try interlude(["--socket", s, "focus", "on", "sleep"]).status == 0)
+        _ = try interlude(["--socket", s, "notify", "--app", "org.example.Chat", "--title", "while asleep", "--id", "m1"])
+        let off = try interlude(["--socket", s, "focus", "off"])
+        #expect(off.status == 0, "\(off)")
+        #expect(off.out.contains("missed during sleep: 1 notification (org.example.Chat: 1)") && off.out.contains("while asleep"), "\(off.out)")
+        #expect(daemon.isRunning)
+    }
+
+    /// Issue 10: `interlude reload` and SIGHUP re-read the config while sessions and ducks stay: a
+    /// focus schedule added to the user's file takes effect at once; a broken file is refused with
+    /// file and line, and the running config keeps working.
+    @Test func reloadAppliesAScheduleAndRefusesABrokenFileKeepingSessionsAndDucks() async throws {
+        let w = try WorkFolder("cli-reload")
+        defer { w.remove() }
+        let base = #"{ timeZone: "UTC", authorization: { default: "grant" } }"#
+        try w.config(base)
+        let daemon = try DaemonProcess(socket: w.socket, work: w.path, environment: w.environment)
+        defer { daemon.stop() }
+        let s = w.socket
+
+        let music = try await InterludeClient.connect(socket: s, app: "org.example.Music")
+        let m = try await music.register(category: .playback)
+        _ = try await music.activate(m)
+        let nav = try await InterludeClient.connect(socket: s, app: "org.example.Nav")
+        let p = try await nav.register(category: .playback, mode: .voicePrompt, options: [.duckOthers])
+        _ = try await nav.activate(p)
+        func musicState() async throws -> SessionStatus? { try await music.status().sessions.first { $0.session == m } }
+        #expect(try await musicState()?.ducked == true)
+        #expect(try interlude(["--socket", s, "focus", "status"]).out.contains("focus: off"))
+
+        // A window from an hour ago to an hour ahead, on the day it starts (N8), in UTC.
+        var utc = Calendar(identifier: .gregorian)
+        utc.timeZone = TimeZone(identifier: "UTC")!
+        let start = Date().addingTimeInterval(-3600), end = Date().addingTimeInterval(3600)
+        let days = ["sunday", "monday", "tuesday", "wednesday", "thursday", "friday", "saturday"]
+        func hm(_ d: Date) -> String { String(format: "%02d:%02d", utc.component(.hour, from: d), utc.component(.minute, from: d)) }
+        let scheduled = """
+        { timeZone: "UTC", authorization: { default: "grant" },
+          focusModes: { work: { schedule: [{ weekdays: ["\(days[utc.component(.weekday, from: start) - 1])"], start: "\(hm(start))", end: "\(hm(end))" }] } } }
+        """
+        try w.config(scheduled)
+        let reload = try interlude(["--socket", s, "reload"])
+        #expect(reload.status == 0 && reload.out.contains("config reloaded from") && reload.out.contains(w.path + "/interlude.json5"), "\(reload)")
+        #expect(try interlude(["--socket", s, "focus", "status"]).out.contains("focus: work (schedule)"))
+        #expect(try await musicState()?.state == .active, "the session stays")
+        #expect(try await musicState()?.ducked == true, "the duck stays")
+        let status = try interlude(["--socket", s, "status"])
+        #expect(status.out.contains("config: ") && status.out.contains(w.path + "/interlude.json5"), "\(status.out)")
+
+        // A broken file: refused with file and line; the schedule in force stays.
+        try w.config("{\n  timeZone: 'UTC',\n  focusModes: { work: { schedule: [ }\n}")
+        let broken = try interlude(["--socket", s, "reload"])
+        #expect(broken.status == 1, "\(broken)")
+        #expect(broken.err.contains(w.path + "/interlude.json5:3") && broken.err.contains("running config stays"), "\(broken.err)")
+        #expect(try interlude(["--socket", s, "focus", "status"]).out.contains("focus: work (schedule)"))
+        let app = try await InterludeClient.connect(socket: s, app: "org.example.Chat")
+        _ = try await app.call(NotificationMethod.requestAuthorization, RequestAuthorizationParams(options: [.alert, .sound]), as: AuthorizationResult.self)
+        let silenced = try await app.call(NotificationMethod.add, AddNotificationParams(title: "during work", sound: "default"), as: AddNotificationResult.self)
+        #expect(silenced.decision.rules.contains("N7"), "the old config's focus still silences: \(silenced.decision.rules)")
+
+        // SIGHUP with the broken file: refused, the daemon lives; with the base file: focus off.
+        kill(daemon.process.processIdentifier, SIGHUP)
+        try await Task.sleep(nanoseconds: 300_000_000)
+        #expect(daemon.isRunning)
+        try w.config(base)
+        kill(daemon.process.processIdentifier, SIGHUP)
+        var off = false
+        for _ in 0..<40 where !off {
+            try await Task.sleep(nanoseconds: 50_000_000)
+            off = try interlude(["--socket", s, "focus", "status"]).out.contains("focus: off")
+        }
+        #expect(off, "SIGHUP put the base config in force")
+        #expect(try await musicState()?.ducked == true)
+        let log = (try? String(contentsOfFile: w.path + "/log", encoding: .utf8)) ?? ""
+        #expect(log.contains("reload refused, the running config stays"), "\(log)")
+        #expect(daemon.isRunning)
     }
 
     /// A reference app whose daemon dies says so and exits 1 (it used to wait for ever, then

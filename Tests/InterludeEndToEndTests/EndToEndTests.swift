@@ -146,6 +146,38 @@ extension SoundEndToEndTests {
     }
 }
 
+extension SoundEndToEndTests {
+    /// S2: a `NAME.disabled` marker means silent on purpose: `sound.play` of that name plays
+    /// nothing (it played the default sound, with a warning saying "disabled on purpose"), for the
+    /// user's tool and for an app's notification alike; the recording stays silent.
+    @Test(.enabled(if: AudioServer.required()))
+    func S2_aDisabledSoundIsSilentNotTheDefault() async throws {
+        let w = try WorkFolder("e2e-s2")
+        defer { w.remove() }
+        try "".write(toFile: w.sounds + "/message.disabled", atomically: true, encoding: .utf8)
+        let daemon = try DaemonProcess(socket: w.socket, work: w.path, config: false, environment: w.environment)
+        defer { daemon.stop() }
+        let pulse = PulseConnection(clientName: "interlude e2e s2")
+        try pulse.connect()
+        defer { pulse.disconnect() }
+        let recorder = try PulseRecorder(connection: pulse, source: try pulse.defaultSinkName() + ".monitor")
+        let client = try await InterludeClient.connect(socket: w.socket, app: "org.interlude.CLI")
+        try await Task.sleep(nanoseconds: 300_000_000)
+        let t0 = PulseClock.monotonicSeconds()
+        let r = try await client.play("message")
+        #expect(r.played == "none", "\(r)")
+        #expect(r.warning?.code == .silenced && r.warning?.message.contains("disabled on purpose") == true, "\(String(describing: r.warning))")
+        try await Task.sleep(nanoseconds: 1_200_000_000)
+        recorder.stop()
+        let samples = recorder.samples()
+        let from = max(0, Int((t0 - recorder.startTime) * 48000))
+        let window = samples[min(from, samples.count)..<min(samples.count, from + 48000)]
+        let peak = window.map { abs($0) }.max() ?? 0
+        #expect(peak < 0.001, "a disabled sound must be silent; peak \(peak) at the monitor")
+        #expect(daemon.isRunning)
+    }
+}
+
 /// N3 on a real server: an entitled critical alert plays at its volume through a muted output
 /// (the output is unmuted for the sound's length, then muted again), and an ordinary one does not.
 @Suite(.serialized) struct CriticalAlertEndToEndTests {
@@ -322,20 +354,28 @@ struct WorkFolder {
     func remove() { try? FileManager.default.removeItem(atPath: path) }
 }
 
-/// A real `interluded` process on a private socket (`--private`), with its log in `work/log`.
+/// A real `interluded` process on a private socket (`--private` unless `managing`), with its log in
+/// `work/log` (or `log`).
 final class DaemonProcess {
     let process = Process()
     /// - Parameters:
     ///   - config: whether `work/interlude.json5` is read (`--config work`).
-    init(socket: String, work: String, config: Bool = true, environment: [String: String]? = nil) throws {
+    ///   - managing: without `--private`: it manages every stream of its audio server (only on a
+    ///     server of the test's own).
+    ///   - log: the log file's name in `work`.
+    ///   - waitForSocket: wait (up to 5 s) until it listens or exits.
+    init(socket: String, work: String, config: Bool = true, environment: [String: String]? = nil,
+         managing: Bool = false, log: String = "log", state: String = "state", waitForSocket: Bool = true) throws {
         guard let path = ScenarioRunner.siblingExecutable("interluded") else { throw CocoaError(.fileNoSuchFile) }
         process.executableURL = URL(fileURLWithPath: path)
-        process.arguments = ["--socket", socket, "--private", "--state", work + "/state"] + (config ? ["--config", work] : [])
-        if !FileManager.default.fileExists(atPath: work + "/log") { FileManager.default.createFile(atPath: work + "/log", contents: nil) }
-        process.standardError = FileHandle(forWritingAtPath: work + "/log") ?? FileHandle.nullDevice
+        process.arguments = ["--socket", socket] + (managing ? [] : ["--private"]) + ["--state", work + "/" + state]
+            + (config ? ["--config", work] : [])
+        let logPath = work + "/" + log
+        if !FileManager.default.fileExists(atPath: logPath) { FileManager.default.createFile(atPath: logPath, contents: nil) }
+        process.standardError = FileHandle(forWritingAtPath: logPath) ?? FileHandle.nullDevice
         if let environment { process.environment = environment }
         try process.run()
-        for _ in 0..<100 where !SocketProbe.live(socket) { Thread.sleep(forTimeInterval: 0.05) }
+        for _ in 0..<100 where waitForSocket && !SocketProbe.live(socket) && process.isRunning { Thread.sleep(forTimeInterval: 0.05) }
     }
     var isRunning: Bool { process.isRunning }
     func kill9() { kill(process.processIdentifier, SIGKILL); process.waitUntilExit() }

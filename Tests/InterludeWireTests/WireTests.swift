@@ -187,3 +187,51 @@ struct SplitMix {
         return z ^ (z >> 31)
     }
 }
+
+/// Issue 7, holes 1 and 4: nesting is bounded before Foundation's decoder sees a line (it trapped
+/// with SIGILL on 513 `[`, and decoding cost grew with the square of the depth).
+@Suite struct NestingDepthTests {
+    func parse(_ s: String) -> Result<WireRequest, WireParseError> {
+        do { return .success(try WireRequest.parse(Array(s.utf8))) } catch { return .failure(error) }
+    }
+    func nested(_ depth: Int, open: String = "[", close: String = "]", leaf: String = "1") -> String {
+        String(repeating: open, count: depth) + leaf + String(repeating: close, count: depth)
+    }
+
+    @Test("a line of 513 '[' before hello is a badRequest, not a crash")
+    func brackets513() {
+        guard case let .failure(e) = parse(String(repeating: "[", count: 513)) else { Issue.record("accepted"); return }
+        #expect(e.error.code == .badRequest)
+        #expect(e.error.message.contains("nested more than \(JSONDepth.maximum) levels"), "\(e.error.message)")
+    }
+    @Test("params ending in 512 '[' are refused, and so is params nested 500 deep",
+          arguments: [512, 500, 40_000])
+    func deepParams(depth: Int) {
+        let unterminated = #"{"id":1,"method":"notification.add","params":{"title":"t","userInfo":{"a":"# + String(repeating: "[", count: depth)
+        let closed = #"{"id":1,"method":"notification.add","params":{"title":"t","userInfo":{"a":"# + nested(depth) + "}}}"
+        for line in [unterminated, closed] {
+            guard case let .failure(e) = parse(line) else { Issue.record("accepted"); continue }
+            #expect(e.error.code == .badRequest)
+        }
+    }
+    @Test("the bound counts the request itself: 32 levels pass, 33 do not")
+    func exactBound() throws {
+        // {"id":1,...,"params":{"a": <30 levels>}}: 2 + 30 = 32.
+        let ok = #"{"id":1,"method":"status","params":{"a":"# + nested(JSONDepth.maximum - 2) + "}}"
+        let r = try WireRequest.parse(Array(ok.utf8))
+        #expect(r.method == "status")
+        let over = #"{"id":1,"method":"status","params":{"a":"# + nested(JSONDepth.maximum - 1) + "}}"
+        guard case .failure = parse(over) else { Issue.record("33 levels accepted"); return }
+    }
+    @Test("brackets inside strings, escaped quotes included, do not count")
+    func bracketsInStrings() throws {
+        let s = String(repeating: "[{", count: 600) + #"\"]"#
+        let line = #"{"id":1,"method":"notification.add","params":{"title":""# + s + #""}}"#
+        let r = try WireRequest.parse(Array(line.utf8))
+        #expect(r.method == "notification.add")
+    }
+    @Test("the client refuses a daemon line nested beyond what the daemon sends")
+    func clientSide() {
+        #expect(throws: JSONDepth.TooDeep.self) { _ = try ServerMessage.parse(Array(String(repeating: "[", count: 600).utf8)) }
+    }
+}

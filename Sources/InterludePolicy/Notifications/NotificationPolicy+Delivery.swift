@@ -65,9 +65,11 @@ extension NotificationReducer {
         }
         guard record.settings.sound else { return (nil, ["N2"], ["sounds are off in the app's settings"], false) }
         guard record.granted(.sound) else { return (nil, ["N1"], ["the app did not ask for sound authorization"], false) }
-        let ts = level == .timeSensitive ? ["N4"] : []
-        if state.callActive { return (nil, ts + ["A4"], ["a call is in progress: no sound"], false) }
-        if state.ringerSilent { return (nil, ts + ["A12"], ["the ringer is silent: no sound"], false) }
+        // N16 cites the rules that changed the outcome: the call (A4) or the ringer (A12) silences
+        // it, whatever its level; that time-sensitive does not bypass them (N4) is said in a note.
+        let ts = level == .timeSensitive ? " (time-sensitive does not bypass it, N4)" : ""
+        if state.callActive { return (nil, ["A4"], ["a call is in progress: no sound" + ts], false) }
+        if state.ringerSilent { return (nil, ["A12"], ["the ringer is silent: no sound" + ts], false) }
         let bursts = config.bursts
         let thread = thread ?? ""
         let previous = state.history.lastAlert[app]?[thread]
@@ -145,7 +147,10 @@ extension NotificationReducer {
 
         // N10: the same identifier replaces the delivered one; it alerts again unless alertOnce.
         let existing = state.delivered.firstIndex { $0.app == app && $0.request.identifier == id }
-        var alerts = !silenced
+        // A badge-only request (a badge, and no title, subtitle or body) is an N12 update, not an
+        // alert: no sound gate, and no N11 limit cited for a sound it was never meant to make.
+        let badgeOnly = content.isEmpty && content.badge != nil
+        var alerts = !silenced && !badgeOnly
         if existing != nil {
             rules.append("N10")
             notes.append("replaces the delivered notification with this identifier")
@@ -205,7 +210,15 @@ extension NotificationReducer {
             effects.append(.emit(.decided(app: app, identifier: id, decision: decision)))
         } else {
             let late = origin == .trigger(late: true)
-            let e = DeliveredNotification(app: app, request: request, deliveredAt: t, late: late, decision: decision)
+            var e = DeliveredNotification(app: app, request: request, deliveredAt: t, late: late, decision: decision)
+            // N16: a replacement (N10) keeps the decisions of the entries it replaced, the newest
+            // `decisionHistoryPerNotification` of them, so explain can show every one.
+            if let existing {
+                let old = state.delivered[existing]
+                e.earlierDecisions = Array(((old.earlierDecisions ?? []) + [NotificationDecisionRecord(
+                    app: app, identifier: id, time: old.deliveredAt, decision: old.decision)])
+                    .suffix(max(0, config.decisionHistoryPerNotification)))
+            }
             // Replacement is one entry, moved to the newest place.
             if let i = state.delivered.firstIndex(where: { $0.app == app && $0.request.identifier == id }) {
                 state.delivered.remove(at: i)

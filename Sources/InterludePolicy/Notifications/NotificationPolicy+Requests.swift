@@ -17,6 +17,9 @@ extension NotificationReducer {
         case .removeDelivered(let app, let ids):
             removeWaiting(app: app, identifiers: ids, pending: false, held: true)
             removeDelivered(app: app, where: { ids?.contains($0.request.identifier) ?? true }, reason: "request")
+            // N12 both ways: a content badge of 0 empties the center, and emptying the center
+            // (all, not some) sets the badge to 0, so an empty center never shows an old count.
+            if ids == nil, state.apps[app]?.badgesOn == true { setBadge(app, 0) }
             effects.append(.reply(.done))
         case .setBadge(let app, let count): setBadgeRequest(app: app, count: count)
         case .registerCategories(let app, let categories): registerCategories(app: app, categories)

@@ -50,6 +50,18 @@ public enum NotificationPolicy {
         if let r = state.decisionLog.last(where: { $0.app == app && $0.identifier == identifier }) { return r.decision }
         return state.delivered.last(where: { $0.app == app && $0.request.identifier == identifier })?.decision
     }
+
+    /// Every decision known about one notification, oldest first (N16): those of the center entry
+    /// and of the entries it replaced (N10), and those still in the decision log (holds,
+    /// refusals, deliveries), each once.
+    public static func history(app: String, identifier: String, in state: NotificationState) -> [NotificationDecisionRecord] {
+        var records: [NotificationDecisionRecord] = []
+        if let e = state.delivered.last(where: { $0.app == app && $0.request.identifier == identifier }) {
+            records = (e.earlierDecisions ?? []) + [NotificationDecisionRecord(app: app, identifier: identifier, time: e.deliveredAt, decision: e.decision)]
+        }
+        for r in state.decisionLog where r.app == app && r.identifier == identifier && !records.contains(r) { records.append(r) }
+        return records.sorted { $0.time < $1.time }
+    }
 }
 
 /// One `reduce` call's working set: the state being changed, the config, the wall clock of the

@@ -34,6 +34,8 @@ public struct NotificationPolicyConfig: Codable, Sendable, Equatable {
     public var missedTriggerTolerance: Double
     /// How many recent decisions (including rejections) the state keeps for explanation (N16).
     public var decisionLogLimit: Int
+    /// N16: decisions of replaced entries (N10) kept with each notification in the center.
+    public var decisionHistoryPerNotification: Int
 
     /// The defaults named by POLICY.md.
     public init(
@@ -49,7 +51,8 @@ public struct NotificationPolicyConfig: Codable, Sendable, Equatable {
         maxActionsPerCategory: Int = 4,
         defaultCriticalVolume: Double = 1,
         missedTriggerTolerance: Double = 60,
-        decisionLogLimit: Int = 200
+        decisionLogLimit: Int = 200,
+        decisionHistoryPerNotification: Int = 20
     ) {
         self.authorization = authorization
         self.entitledCriticalApps = entitledCriticalApps
@@ -64,12 +67,13 @@ public struct NotificationPolicyConfig: Codable, Sendable, Equatable {
         self.defaultCriticalVolume = defaultCriticalVolume
         self.missedTriggerTolerance = missedTriggerTolerance
         self.decisionLogLimit = decisionLogLimit
+        self.decisionHistoryPerNotification = decisionHistoryPerNotification
     }
 
     private enum CodingKeys: String, CodingKey {
         case authorization, entitledCriticalApps, focusModes, summaryTimes, bursts, repeatedCallWindow
         case minimumRepeatingInterval, placeholderText, timeZone, maxActionsPerCategory
-        case defaultCriticalVolume, missedTriggerTolerance, decisionLogLimit
+        case defaultCriticalVolume, missedTriggerTolerance, decisionLogLimit, decisionHistoryPerNotification
     }
 
     /// Decodes; every missing key takes its default.
@@ -89,6 +93,7 @@ public struct NotificationPolicyConfig: Codable, Sendable, Equatable {
         defaultCriticalVolume = try c.notificationValue(.defaultCriticalVolume, d.defaultCriticalVolume)
         missedTriggerTolerance = try c.notificationValue(.missedTriggerTolerance, d.missedTriggerTolerance)
         decisionLogLimit = try c.notificationValue(.decisionLogLimit, d.decisionLogLimit)
+        decisionHistoryPerNotification = try c.notificationValue(.decisionHistoryPerNotification, d.decisionHistoryPerNotification)
     }
 
     /// Human-readable problems with values that decode but make no sense (unknown time zone,

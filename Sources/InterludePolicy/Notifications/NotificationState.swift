@@ -158,6 +158,9 @@ public struct DeliveredNotification: Codable, Sendable, Equatable {
     public var late: Bool
     /// The decision that delivered it (N16).
     public var decision: NotificationDecision
+    /// The decisions of the entries this one replaced (N10), oldest first, at most the config's
+    /// `decisionHistoryPerNotification`; nil when it replaced none (N16).
+    public var earlierDecisions: [NotificationDecisionRecord]?
 
     /// Makes a delivered entry.
     public init(app: String, request: NotificationRequest, deliveredAt: NotificationTime, late: Bool,

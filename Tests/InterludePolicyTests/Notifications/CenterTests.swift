@@ -258,6 +258,58 @@ private func granted(_ config: NotificationPolicyConfig = .init(authorization: .
         #expect(h.events().contains(.removed(app: chat, identifiers: ["a", "b"], reason: "N12")))
     }
 
+    /// Issue 8 item 7: clearing the whole center left the badge at its old count beside an empty
+    /// center. The two ways of clearing now agree: all removed → badge 0; some removed → the badge
+    /// stays (the app owns the count it set).
+    @Test func N12_clearingTheWholeCenterSetsTheBadgeToZero() {
+        var h = granted()
+        h.post("a", from: chat, .test(sound: nil))
+        h.post("b", from: chat, .test(sound: nil))
+        h.post("x", from: news, .test(sound: nil))
+        h.send(.removeDelivered(app: chat, identifiers: ["a"]))
+        #expect(h.state.apps[chat]?.badge == 2)
+        h.send(.removeDelivered(app: chat, identifiers: nil))
+        #expect(h.reply == .done)
+        #expect(h.center(chat) == [])
+        #expect(h.state.apps[chat]?.badge == 0)
+        #expect(h.last.contains(.badgeChanged(app: chat, count: 0)))
+        #expect(h.state.apps[news]?.badge == 1)
+    }
+
+    /// Issue 8 item 7: a badge-only request is an N12 update, not an alert: it neither plays its
+    /// sound nor cites N11's audible limit (it did, right after another alert of the app).
+    @Test func N12_aBadgeOnlyRequestNeverAlertsNorCitesN11() {
+        var h = granted()
+        h.post("a", from: chat, .test())
+        #expect(h.sounds().count == 1)
+        let d = h.post("b", from: chat, NotificationContent(sound: "default", badge: 4))
+        #expect(d?.sound == nil)
+        #expect(d?.rules.contains("N11") == false, "\(String(describing: d?.rules))")
+        #expect(h.sounds().isEmpty)
+        #expect(h.state.apps[chat]?.badge == 4)
+    }
+
+    /// N16 with N10: a replaced notification's earlier decisions stay explainable, even when the
+    /// decision log has moved on (it kept only the latest).
+    @Test func N16_aReplacedNotificationKeepsEveryDecision() throws {
+        var config = NotificationPolicyConfig()
+        config.decisionLogLimit = 10
+        config.decisionHistoryPerNotification = 3
+        var h = NotificationHarness(config: config)
+        h.authorize(chat)
+        h.authorize(news)
+        for i in 0..<5 {
+            h.now = h.now + 120  // past N11's cooldown: each delivery plays
+            h.post("q", from: chat, .test(title: "version \(i)"))
+        }
+        for i in 0..<20 { h.post("other\(i)", from: news, .test(sound: nil)) }  // pushes q out of the log
+        let history = NotificationPolicy.history(app: chat, identifier: "q", in: h.state)
+        #expect(history.count == 4, "3 kept earlier decisions and the latest: \(history.map(\.time))")
+        #expect(history.map(\.time) == history.map(\.time).sorted())
+        #expect(history.dropFirst().allSatisfy { $0.decision.rules.contains("N10") })
+        #expect(history.last?.decision == h.state.delivered.last { $0.request.identifier == "q" }?.decision)
+    }
+
     @Test func N12_badgesCanBeTurnedOffPerApp() {
         var h = granted()
         h.send(.setSettings(app: chat, .init(badge: false)))

@@ -1,0 +1,47 @@
+import InterludeConfig
+import InterludePolicy
+import InterludeWire
+
+/// Re-reading the config while the daemon runs (`SIGHUP`, `config.reload`): the new config
+/// replaces the old one whole, or not at all; sessions, ducks, interruptions and the notification
+/// state are kept.
+extension Engine {
+    /// What the daemon does to reload: re-read the config files, check them, and hand a good
+    /// config to ``reload(config:)`` (and the sound folders to the sound player). It returns the
+    /// files read, or the config error (file, line, key) with the running config left as it was.
+    public typealias Reloader = @Sendable () async -> Result<[String], WireError>
+
+    /// Sets the daemon's ``Reloader`` (the composition root knows the folders and the sound player).
+    public func setReloader(_ r: @escaping Reloader) { reloader = r }
+
+    /// Puts a new config in force at once: focus modes and schedules (N7, N8), summary times (N9),
+    /// entitlements (N3), burst limits (N11), the audio numbers (A2 duck level and ramps, A8 grace,
+    /// A9 expiry) and the user's tools. The notification policy re-evaluates now (a schedule that
+    /// now covers the present turns its focus on), the audio deadlines are re-armed. Sessions,
+    /// ducks in effect and the notification state are untouched. Server limits (clients, bytes)
+    /// and the socket keep the values they started with.
+    public func reload(config new: InterludeConfig) {
+        config = new
+        audioConfig = new.audioPolicy
+        notifConfig = new.notificationPolicy
+        userTools = Set(new.strings("server.userTools"))
+        log("config reloaded from \(new.files.isEmpty ? "built-in defaults" : new.files.joined(separator: ", "))")
+        _ = try? notify(.tick)  // a failed save is logged; the next event tries again
+        scheduleTick()
+    }
+
+    /// `config.reload`: the user's tool asks the daemon to re-read its config (like `SIGHUP`).
+    /// - Throws: `notAuthorized` for an app (the config is the user's), `badRequest` with the
+    ///   config error (file, line, key) when a file is bad (the running config stays),
+    ///   `internalError` when the daemon cannot reload.
+    public func requestReload(client: Int) async throws(WireError) -> ReloadResult {
+        guard actsForUser(try appOf(client)) else {
+            throw WireError(.notAuthorized, "the config is the user's: reload it with the interlude CLI (interlude reload) or SIGHUP")
+        }
+        guard let reloader else { throw WireError(.internalError, "this daemon cannot reload its config") }
+        switch await reloader() {
+        case let .success(files): return ReloadResult(files: files)
+        case let .failure(error): throw error
+        }
+    }
+}

@@ -1,0 +1,390 @@
+import Foundation
+import Testing
+import InterludeClient
+import InterludePulse
+import InterludeScenario
+import InterludeTestSupport
+import InterludeWire
+
+/// The audio server as the daemon and the CLI's reference app share it, on a private server of each
+/// test's own (``PrivateAudioServer``: PulseAudio, or PipeWire in the PipeWire pass), which the test
+/// can kill and restart, with levels measured in the recording of its null sink's monitor.
+/// Issue 7 holes 12 (two daemons on one audio server) and 13 (the reference app after a restart).
+@Suite(.serialized) struct AudioServerEndToEndTests {
+    /// What the test hears: a recording of the private server's monitor, on a connection of its own.
+    final class Ears {
+        let pulse: PulseConnection
+        let recorder: PulseRecorder
+        init(_ server: String) throws {
+            pulse = PulseConnection(server: server, clientName: "interlude e2e ears")
+            try pulse.connect()
+            recorder = try PulseRecorder(connection: pulse, source: try pulse.defaultSinkName() + ".monitor")
+        }
+        /// Levels (dB, 0 = a 0.25 sine) of `hz` in 40 ms windows whose centres lie in the `seconds`
+        /// just past, waiting for them to be recorded.
+        func levels(_ hz: Double, last seconds: Double) async -> [Double] {
+            let t1 = PulseClock.monotonicSeconds(), t0 = t1 - seconds
+            let deadline = t1 + 5
+            while recorder.startTime + Double(recorder.samples().count) / 48000 < t1 + 0.1, PulseClock.monotonicSeconds() < deadline {
+                try? await Task.sleep(for: .milliseconds(10))
+            }
+            let all = ToneAnalysis.levels(samples: recorder.samples(), sampleRate: 48000, frequency: hz)
+            return all.enumerated().filter { i, _ in
+                let centre = recorder.startTime + Double(i) * 0.02 + 0.02
+                return centre >= t0 && centre <= t1
+            }.map(\.element)
+        }
+        /// The median level of `hz` over the `seconds` just past.
+        func median(_ hz: Double, last seconds: Double = 0.5) async -> Double {
+            let l = await levels(hz, last: seconds).sorted()
+            return l.isEmpty ? -.infinity : l[l.count / 2]
+        }
+        func stop() { recorder.stop(); pulse.disconnect() }
+    }
+
+    /// `paplay` of a looped-long sine as an unmodified app (no `interlude.daemon`): managed by
+    /// every daemon that manages all streams, with an implicit session from its role (A10).
+    static func player(_ server: String, _ file: String, role: String, name: String) throws -> Process {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/paplay")
+        p.arguments = ["--server=\(server)", "--property=media.role=\(role)", "--client-name=\(name)", file]
+        try p.run()
+        return p
+    }
+
+    static func end(_ p: Process) {
+        if p.isRunning { kill(p.processIdentifier, SIGKILL) }
+        p.waitUntilExit()
+    }
+
+    /// The sink input of the client named `name`, on `pulse`.
+    static func stream(_ pulse: PulseConnection, _ name: String) -> PulseSinkInput? {
+        (try? pulse.sinkInputs())?.first { $0.applicationName == name }
+    }
+
+    static func waitFor(_ seconds: Double, _ condition: () -> Bool) async -> Bool {
+        let deadline = PulseClock.monotonicSeconds() + seconds
+        while !condition() {
+            if PulseClock.monotonicSeconds() > deadline { return false }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        return true
+    }
+
+    /// Music (470 Hz, role `music`) ducked by an unmodified event sound (1000 Hz, role `event`,
+    /// an implicit ducker, A10): with one manager the music sits at the duck level (−14 dB) and
+    /// comes back to 0 dB when the event sound ends. Two managers each took the other's duck for
+    /// the user's volume (A7) and ducked it again: −213 dB, for good.
+    static func checkOneManagerDucks(_ audio: PrivateAudioServer, work: String, label: String) async throws {
+        let music = work + "/music.wav", event = work + "/event.wav"
+        try WAVFile.writeSine(path: music, frequency: 470, amplitude: 0.25, seconds: 30, sampleRate: 48000)
+        try WAVFile.writeSine(path: event, frequency: 1000, amplitude: 0.25, seconds: 30, sampleRate: 48000)
+        let ears = try Ears(audio.server)
+        defer { ears.stop() }
+        let m = try player(audio.server, music, role: "music", name: "e2e-music")
+        defer { end(m) }
+        #expect(await waitFor(5) { stream(ears.pulse, "e2e-music") != nil })
+        try await Task.sleep(for: .milliseconds(700))
+        let e = try player(audio.server, event, role: "event", name: "e2e-event")
+        defer { end(e) }
+        // Volumes as pactl would list them, every 50 ms for 2.5 s: ducked, never below the duck level.
+        var lowest = 0.0, last = 0.0
+        let until = PulseClock.monotonicSeconds() + 2.5
+        while PulseClock.monotonicSeconds() < until {
+            if let v = stream(ears.pulse, "e2e-music")?.volumeDb { lowest = min(lowest, v); last = v }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        #expect(lowest > -15, "\(label): the music's volume went down to \(lowest) dB (duck level -14)")
+        #expect(abs(last + 14) < 0.5, "\(label): the music's volume \(last) dB while the event sound plays")
+        let heard = await ears.median(470)
+        #expect(abs(heard + 14) < 1.5, "\(label): the music recorded at \(heard) dB while ducked")
+        end(e)
+        try await Task.sleep(for: .milliseconds(1500))
+        let back = stream(ears.pulse, "e2e-music")?.volumeDb ?? -.infinity
+        let heardBack = await ears.median(470)
+        #expect(abs(back) < 0.2, "\(label): the music's volume \(back) dB after the event sound")
+        #expect(abs(heardBack) < 1, "\(label): the music recorded at \(heardBack) dB after the event sound")
+        print("[measured] \(label): music lowest \(String(format: "%.1f", lowest)) dB, ducked \(String(format: "%.1f", heard)) dB recorded, after \(String(format: "%.1f", heardBack)) dB")
+    }
+
+    /// The built `interlude` with `args` on `socket`, its standard output collected.
+    static func cli(_ socket: String, _ env: [String: String], _ args: [String]) throws -> (Process, CommandLineEndToEndTests.ReadAll) {
+        guard let cli = ScenarioRunner.siblingExecutable("interlude") else { throw CocoaError(.fileNoSuchFile) }
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: cli)
+        p.arguments = ["--socket", socket] + args
+        p.environment = env
+        let out = Pipe()
+        p.standardOutput = out
+        p.standardError = FileHandle.nullDevice
+        try p.run()
+        return (p, CommandLineEndToEndTests.ReadAll(out.fileHandleForReading))
+    }
+
+    static func log(_ work: String, _ name: String) -> String {
+        (try? String(contentsOfFile: work + "/" + name, encoding: .utf8)) ?? ""
+    }
+
+    @Test(.enabled(if: AudioServer.required()))
+    func oneManagerPerAudioServer_aSecondDaemonRefusesWithStatus75() async throws {
+        let audio = try PrivateAudioServer("e2e-managers")
+        defer { audio.stop() }
+        try await audio.start()
+        let w = try WorkFolder("e2e-managers")
+        defer { w.remove() }
+        var env = w.environment
+        env["PULSE_SERVER"] = audio.server
+        let first = try DaemonProcess(socket: w.path + "/first", work: w.path, config: false, environment: env,
+                                      managing: true, log: "first.log", state: "state1")
+        defer { first.stop() }
+        #expect(first.isRunning)
+        let started = PulseClock.monotonicSeconds()
+        let second = try DaemonProcess(socket: w.path + "/second", work: w.path, config: false, environment: env,
+                                       managing: true, log: "second.log", state: "state2")
+        defer { second.stop() }
+        #expect(await Self.waitFor(5) { !second.isRunning }, "the second daemon keeps running")
+        #expect(!second.isRunning && second.process.terminationStatus == 75,
+                "second daemon: \(second.isRunning ? "running" : "status \(second.process.terminationStatus)")")
+        let said = Self.log(w.path, "second.log")
+        #expect(said.contains("another interluded") && said.contains(w.path + "/first") && said.contains("[anotherManager]"), "\(said)")
+        #expect(!SocketProbe.live(w.path + "/second"), "a refusing daemon must not listen")
+        if !second.isRunning { print("[measured] second daemon refused \(String(format: "%.2f", PulseClock.monotonicSeconds() - started)) s after it started") }
+        try await Self.checkOneManagerDucks(audio, work: w.path, label: "two daemons started")
+        #expect(first.isRunning)
+
+        // A SIGKILLed manager leaves no claim behind: the next daemon starts and manages.
+        first.kill9()
+        let third = try DaemonProcess(socket: w.path + "/third", work: w.path, config: false, environment: env,
+                                      managing: true, log: "third.log", state: "state3")
+        defer { third.stop() }
+        try await Task.sleep(for: .milliseconds(1000))
+        #expect(third.isRunning && SocketProbe.live(w.path + "/third"), "after a SIGKILL of the manager: \(Self.log(w.path, "third.log"))")
+        try await Self.checkOneManagerDucks(audio, work: w.path, label: "after the manager was SIGKILLed")
+    }
+
+    /// Two daemons started at the same moment: whichever decides first, exactly one keeps managing
+    /// (the other sees the earlier announcement, at start or when it arrives, and exits 75).
+    @Test(.enabled(if: AudioServer.required()))
+    func twoDaemonsStartedAtOnceLeaveOneManager() async throws {
+        let audio = try PrivateAudioServer("e2e-managers-race")
+        defer { audio.stop() }
+        try await audio.start()
+        let w = try WorkFolder("e2e-managers-race")
+        defer { w.remove() }
+        var env = w.environment
+        env["PULSE_SERVER"] = audio.server
+        let a = try DaemonProcess(socket: w.path + "/a", work: w.path, config: false, environment: env,
+                                  managing: true, log: "a.log", state: "stateA", waitForSocket: false)
+        defer { a.stop() }
+        let b = try DaemonProcess(socket: w.path + "/b", work: w.path, config: false, environment: env,
+                                  managing: true, log: "b.log", state: "stateB", waitForSocket: false)
+        defer { b.stop() }
+        #expect(await Self.waitFor(10) { !a.isRunning || !b.isRunning }, "both daemons still manage")
+        try await Task.sleep(for: .milliseconds(1000))
+        #expect(a.isRunning != b.isRunning, "exactly one daemon stays")
+        let gone = a.isRunning ? b : a
+        #expect(!gone.isRunning && gone.process.terminationStatus == 75)
+        let said = Self.log(w.path, gone === a ? "a.log" : "b.log")
+        #expect(said.contains("[anotherManager]"), "\(said)")
+        print("[measured] two started at once: the other exited \(said.contains("already manages") ? "at its start-up check" : "when it saw the earlier announcement")")
+        try await Self.checkOneManagerDucks(audio, work: w.path, label: "two started at once")
+    }
+
+    /// The watch: a manager that sees a client announce the claim earlier than its own (here a
+    /// `paplay` given the properties of one, stamped 1 ns after 1970: what a daemon that connected
+    /// at the same moment and decided later looks like) hands off and exits 75.
+    @Test(.enabled(if: AudioServer.required()))
+    func aManagerHandsOffToAnEarlierAnnouncement() async throws {
+        let audio = try PrivateAudioServer("e2e-managers-watch")
+        defer { audio.stop() }
+        try await audio.start()
+        let w = try WorkFolder("e2e-managers-watch")
+        defer { w.remove() }
+        var env = w.environment
+        env["PULSE_SERVER"] = audio.server
+        let daemon = try DaemonProcess(socket: w.socket, work: w.path, config: false, environment: env, managing: true)
+        defer { daemon.stop() }
+        try await Task.sleep(for: .milliseconds(500))
+        #expect(daemon.isRunning)
+        let file = w.path + "/quiet.wav"
+        try WAVFile.writeSine(path: file, frequency: 300, amplitude: 0.01, seconds: 20, sampleRate: 48000)
+        let earlier = Process()
+        earlier.executableURL = URL(fileURLWithPath: "/usr/bin/paplay")
+        earlier.arguments = ["--server=\(audio.server)", file]
+        var pe = env
+        pe["PULSE_PROP"] = "interlude.manager=/earlier/socket interlude.manager.uid=\(PulseClaim.currentUID) interlude.manager.since=1"
+        earlier.environment = pe
+        try earlier.run()
+        defer { Self.end(earlier) }
+        #expect(await Self.waitFor(5) { !daemon.isRunning }, "the manager ignored an earlier announcement")
+        #expect(!daemon.isRunning && daemon.process.terminationStatus == 75)
+        let said = Self.log(w.path, "log")
+        #expect(said.contains("announced itself first") && said.contains("/earlier/socket"), "\(said)")
+    }
+
+    /// After an audio-server restart both daemons reconnect: the first to announce itself again
+    /// holds the claim; the other exits 75 instead of fighting. The second daemon here starts while
+    /// the server is down (it cannot check at start, so it waits for the server like the first).
+    @Test(.enabled(if: AudioServer.required()))
+    func oneManagerAfterAnAudioServerRestart() async throws {
+        let audio = try PrivateAudioServer("e2e-managers-restart")
+        defer { audio.stop() }
+        try await audio.start()
+        let w = try WorkFolder("e2e-managers-restart")
+        defer { w.remove() }
+        var env = w.environment
+        env["PULSE_SERVER"] = audio.server
+        let first = try DaemonProcess(socket: w.path + "/first", work: w.path, config: false, environment: env,
+                                      managing: true, log: "first.log", state: "state1")
+        defer { first.stop() }
+        try audio.kill()
+        try await Task.sleep(for: .milliseconds(300))
+        let second = try DaemonProcess(socket: w.path + "/second", work: w.path, config: false, environment: env,
+                                       managing: true, log: "second.log", state: "state2")
+        defer { second.stop() }
+        #expect(second.isRunning, "a daemon that cannot reach the server waits for it")
+        try await audio.start()
+        #expect(await Self.waitFor(15) { !first.isRunning || !second.isRunning }, "both daemons still manage")
+        try await Task.sleep(for: .milliseconds(500))
+        let (gone, kept) = first.isRunning ? (second, first) : (first, second)
+        #expect(!gone.isRunning && gone.process.terminationStatus == 75)
+        #expect(kept.isRunning, "exactly one daemon stays")
+        let said = Self.log(w.path, "first.log") + Self.log(w.path, "second.log")
+        #expect(said.contains("announced itself first"), "\(said)")
+        print("[measured] after the restart the \(kept === first ? "first" : "second") daemon manages")
+        try await Self.checkOneManagerDucks(audio, work: w.path, label: "after a restart")
+        #expect(kept.isRunning)
+    }
+
+    /// Hole 13: `interlude session` and `interlude interrupt prompt` across an audio-server crash
+    /// and restart. Both reopen their streams (same sessions; the music still ducked by the prompt),
+    /// the prompt does not expire under A9 (its stream is back well inside the 10 s expiry), ends
+    /// when its time is up, and a new prompt ducks the music again. Levels from the recording.
+    @Test(.enabled(if: AudioServer.required()))
+    func theReferenceAppReopensItsStreamAfterAnAudioServerRestart() async throws {
+        let audio = try PrivateAudioServer("e2e-session-restart")
+        defer { audio.stop() }
+        try await audio.start()
+        let w = try WorkFolder("e2e-session-restart")
+        defer { w.remove() }
+        var env = w.environment
+        env["PULSE_SERVER"] = audio.server
+        let daemon = try DaemonProcess(socket: w.socket, work: w.path, config: false, environment: env)
+        defer { daemon.stop() }
+        func run(_ args: [String]) throws -> (Process, CommandLineEndToEndTests.ReadAll) { try Self.cli(w.socket, env, args) }
+        let (music, musicOut) = try run(["session", "--app", "org.example.Music", "--category", "playback", "--tone", "440"])
+        defer { Self.end(music) }
+        var ears = try Ears(audio.server)
+        defer { ears.stop() }
+        func musicStream(_ pulse: PulseConnection) -> PulseSinkInput? {
+            (try? pulse.sinkInputs())?.first { $0.applicationName == "org.example.Music" }
+        }
+        #expect(await Self.waitFor(5) { musicStream(ears.pulse) != nil })
+        try await Task.sleep(for: .milliseconds(800))
+        let before = await ears.median(440)
+        #expect(abs(before) < 1, "music before: \(before) dB")
+        let status0 = try await InterludeClient.connect(socket: w.socket, app: "org.interlude.CLI").status()
+        let musicSession = status0.sessions.first { $0.app == "org.example.Music" }?.session
+
+        let (prompt, promptOut) = try run(["interrupt", "prompt", "--for", "10"])
+        defer { Self.end(prompt) }
+        try await Task.sleep(for: .milliseconds(1200))
+        let ducked = await ears.median(440)
+        #expect(abs(ducked + 14) < 1.5, "music under the prompt: \(ducked) dB")
+
+        // The server crashes and comes back.
+        ears.stop()
+        let killed = PulseClock.monotonicSeconds()
+        try audio.kill()
+        try await Task.sleep(for: .milliseconds(500))
+        try await audio.start()
+        let back = PulseClock.monotonicSeconds()
+        ears = try Ears(audio.server)
+        let reopened = await Self.waitFor(10) {
+            let all = (try? ears.pulse.sinkInputs()) ?? []
+            return all.contains { $0.applicationName == "org.example.Music" } && all.contains { $0.applicationName == "org.interlude.Prompt" }
+        }
+        let reopenedAt = PulseClock.monotonicSeconds()
+        #expect(reopened, "the reference apps' streams did not come back")
+        #expect(music.isRunning && prompt.isRunning)
+        if reopened { print("[measured] streams back \(String(format: "%.2f", reopenedAt - killed)) s after the crash, "
+              + "\(String(format: "%.2f", reopenedAt - back)) s after the server was back") }
+        try await Task.sleep(for: .milliseconds(1000))
+        let duckedAfter = await ears.median(440), promptHeard = await ears.median(1320)
+        #expect(abs(duckedAfter + 14) < 1.5, "music after the restart, the prompt still on: \(duckedAfter) dB; daemon log:\n\(Self.log(w.path, "log"))")
+        #expect(abs(promptHeard) < 1.5, "the prompt after the restart: \(promptHeard) dB")
+        let status = try await InterludeClient.connect(socket: w.socket, app: "org.interlude.CLI").status()
+        let musicNow = status.sessions.first { $0.app == "org.example.Music" }
+        #expect(musicNow?.session == musicSession && musicNow?.state == .active, "\(status.sessions)")
+
+        // The prompt ends when its 10 s are up (not expired under A9 meanwhile); the music comes back.
+        #expect(await Self.waitFor(12) { !prompt.isRunning })
+        #expect(prompt.terminationStatus == 0)
+        let promptText = promptOut.text()
+        #expect(promptText.contains("\"streamReopened\"") && !promptText.contains("\"expired\""), "\(promptText)")
+        try await Task.sleep(for: .milliseconds(1200))
+        let restored = await ears.median(440)
+        #expect(abs(restored) < 1, "music after the prompt: \(restored) dB")
+
+        // A new prompt ducks the reopened stream.
+        let (again, _) = try run(["interrupt", "prompt", "--for", "2"])
+        defer { Self.end(again) }
+        try await Task.sleep(for: .milliseconds(1300))
+        let duckedAgain = await ears.median(440)
+        #expect(abs(duckedAgain + 14) < 1.5, "music under a new prompt: \(duckedAgain) dB")
+        #expect(await Self.waitFor(5) { !again.isRunning })
+        kill(music.processIdentifier, SIGTERM)
+        #expect(await Self.waitFor(5) { !music.isRunning })
+        #expect(music.terminationStatus == 0)
+        #expect(musicOut.text().contains("\"streamReopened\""))
+        print("[measured] music: before \(String(format: "%.1f", before)), ducked \(String(format: "%.1f", ducked)), after the restart \(String(format: "%.1f", duckedAfter)), after the prompt \(String(format: "%.1f", restored)), new prompt \(String(format: "%.1f", duckedAgain)) dB")
+    }
+
+    /// Hole 13, interrupted: a session paused by a call when the server crashes reopens its stream
+    /// paused (corked, silent at the output), and resumes when the call ends (`shouldResume`).
+    @Test(.enabled(if: AudioServer.required()))
+    func anInterruptedReferenceAppReopensItsStreamPaused() async throws {
+        let audio = try PrivateAudioServer("e2e-paused-restart")
+        defer { audio.stop() }
+        try await audio.start()
+        let w = try WorkFolder("e2e-paused-restart")
+        defer { w.remove() }
+        var env = w.environment
+        env["PULSE_SERVER"] = audio.server
+        let daemon = try DaemonProcess(socket: w.socket, work: w.path, config: false, environment: env)
+        defer { daemon.stop() }
+        let (music, musicOut) = try Self.cli(w.socket, env, ["session", "--app", "org.example.Music", "--category", "playback", "--tone", "440"])
+        defer { Self.end(music) }
+        var ears = try Ears(audio.server)
+        defer { ears.stop() }
+        #expect(await Self.waitFor(5) { Self.stream(ears.pulse, "org.example.Music") != nil })
+        try await Task.sleep(for: .milliseconds(800))
+        let (call, _) = try Self.cli(w.socket, env, ["interrupt", "call", "--for", "8"])
+        defer { Self.end(call) }
+        try await Task.sleep(for: .milliseconds(1000))
+        let paused = await ears.median(440)
+        #expect(paused < -50, "music during the call: \(paused) dB")
+
+        ears.stop()
+        try audio.kill()
+        try await Task.sleep(for: .milliseconds(500))
+        try await audio.start()
+        ears = try Ears(audio.server)
+        #expect(await Self.waitFor(10) { Self.stream(ears.pulse, "org.example.Music") != nil && Self.stream(ears.pulse, "org.interlude.Call") != nil })
+        try await Task.sleep(for: .milliseconds(800))
+        let reopened = Self.stream(ears.pulse, "org.example.Music")
+        #expect(reopened?.corked == true, "the reopened stream of an interrupted session must be paused: \(String(describing: reopened))")
+        let pausedAfter = await ears.median(440), callHeard = await ears.median(990)
+        #expect(pausedAfter < -50, "music during the call, after the restart: \(pausedAfter) dB")
+        #expect(abs(callHeard) < 1.5, "the call after the restart: \(callHeard) dB")
+        #expect(await Self.waitFor(10) { !call.isRunning })
+        try await Task.sleep(for: .milliseconds(1200))
+        let resumed = await ears.median(440)
+        #expect(abs(resumed) < 1, "music after the call: \(resumed) dB")
+        kill(music.processIdentifier, SIGTERM)
+        #expect(await Self.waitFor(5) { !music.isRunning })
+        let out = musicOut.text()
+        #expect(out.contains("\"streamReopened\"") && out.contains("\"shouldResume\":true"), "\(out)")
+        print("[measured] interrupted across a restart: music \(String(format: "%.1f", paused)) dB during the call, \(String(format: "%.1f", pausedAfter)) dB after the restart, \(String(format: "%.1f", resumed)) dB after the call")
+    }
+}
