@@ -1,30 +1,6 @@
 // Shared by every fuzz target (Scripts/fuzz compiles this file into each fuzzer binary).
 import Foundation
 
-/// The deepest nesting of `[` and `{` in `bytes`, counting brackets inside strings too (an
-/// over-estimate, which is what a cap wants).
-func nestingDepth(_ bytes: UnsafeBufferPointer<UInt8>) -> Int {
-    var depth = 0, deepest = 0
-    for b in bytes {
-        switch b {
-        case UInt8(ascii: "["), UInt8(ascii: "{"): depth += 1; deepest = max(deepest, depth)
-        case UInt8(ascii: "]"), UInt8(ascii: "}"): depth = max(0, depth - 1)
-        default: break
-        }
-    }
-    return deepest
-}
-
-/// Inputs nested deeper than this are skipped (the harness returns -1, so libFuzzer does not keep
-/// them). 0 (the default) means no cap. Set by Scripts/fuzz from INTERLUDE_FUZZ_MAX_DEPTH; it
-/// exists so that a fuzzer can run past a known depth crash while its fix is on the way.
-let fuzzDepthCap: Int = Int(ProcessInfo.processInfo.environment["INTERLUDE_FUZZ_MAX_DEPTH"] ?? "") ?? 0
-
-/// Whether the input goes over ``fuzzDepthCap``.
-func overDepthCap(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
-    fuzzDepthCap > 0 && nestingDepth(bytes) > fuzzDepthCap
-}
-
 /// A property the target checks failed: stop with the input's reproducer (libFuzzer writes it).
 func fuzzCheck(_ ok: @autoclosure () -> Bool, _ what: @autoclosure () -> String) {
     if !ok() {

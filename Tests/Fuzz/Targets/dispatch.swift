@@ -50,7 +50,6 @@ public func fuzzInitialize(_ argc: UnsafeMutablePointer<Int32>?, _ argv: UnsafeM
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzDispatch(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
     let input = UnsafeBufferPointer(start: data, count: size)
-    if overDepthCap(input) { return -1 }
     let lines = input.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: true).map(Array.init)
     runAsync {
         let engine: Engine
