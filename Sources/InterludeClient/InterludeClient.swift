@@ -27,6 +27,12 @@ public final class InterludeClient: @unchecked Sendable {
     var nextID = 1
     var pending: [Int: CheckedContinuation<WireReply, Error>] = [:]
     var closed = false
+    /// Why the connection ended, once it has: the daemon's refusal of the connection (a reply
+    /// with id null, such as `rateLimited` past `server.maxClients`) when one came, else nil
+    /// ("the connection is closed"). Every request made after that fails with it.
+    var closedBy: Error?
+    /// Bytes read with the greeting that belong to the next line (handed to the reader thread).
+    private var framerAfterGreeting = LineFramer(maxLineBytes: 16 << 20)
     let eventSink: AsyncStream<WireEvent>.Continuation
 
     /// The default of how long a request waits for its reply, and `connect` for the greeting, in
@@ -48,7 +54,9 @@ public final class InterludeClient: @unchecked Sendable {
     ///   - app: our app id (reverse-DNS).
     ///   - replyTimeout: seconds to wait for the greeting and for each reply.
     /// - Throws: ``ConnectionError`` when no daemon answers (or not within `replyTimeout`);
-    ///   ``WireError`` when `hello` is refused.
+    ///   ``WireError`` when `hello` is refused, or the connection itself: `rateLimited` past
+    ///   `server.maxClients`, `notAuthorized` for another user, whenever the refusal arrives
+    ///   (with the greeting, after it, or after the daemon closed and the `hello` write failed).
     public static func connect(socket: String? = nil, app: String,
                                replyTimeout: Double = defaultReplyTimeout) async throws -> InterludeClient {
         let fd = try openSocket(socket ?? defaultSocketPath(environment: ProcessInfo.processInfo.environment))
@@ -77,7 +85,11 @@ public final class InterludeClient: @unchecked Sendable {
         out.append(0x0a)
         out += try encoder.encode(RequestLine(id: 2, method: method, params: params))
         out.append(0x0a)
-        guard sendAll(fd, out) else { throw ConnectionError(description: "write failed: \(String(cString: strerror(errno)))") }
+        // A daemon that refuses the connection (id null: `rateLimited`, `notAuthorized`) writes its
+        // greeting and the refusal and closes: a write that fails (EPIPE) is read past, so the
+        // refusal is what is thrown.
+        var writeError: ConnectionError?
+        if !sendAll(fd, out) { writeError = ConnectionError(description: "write failed: \(String(cString: strerror(errno)))") }
         var framer = LineFramer(maxLineBytes: 16 << 20)
         var buf = [UInt8](repeating: 0, count: 65536)
         var greeted = false
@@ -85,7 +97,7 @@ public final class InterludeClient: @unchecked Sendable {
             let n = buf.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
             if n < 0 && errno == EINTR { continue }
             if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) { throw noReply(method, after: replyTimeout) }
-            guard n > 0 else { throw ConnectionError(description: "the daemon closed the connection") }
+            guard n > 0 else { throw writeError ?? ConnectionError(description: "the daemon closed the connection") }
             guard let lines = try? framer.feed(buf[0..<n]) else { throw ConnectionError(description: "a line from the daemon is too long") }
             for line in lines {
                 guard let message = try? ServerMessage.parse(line) else { continue }
@@ -165,7 +177,7 @@ public final class InterludeClient: @unchecked Sendable {
         // timeout keeps a wedged daemon from hanging us. The reader thread then waits for ever.
         Self.setReceiveTimeout(fd, seconds: replyTimeout)
         defer { Self.setReceiveTimeout(fd, seconds: 0) }
-        var framer = LineFramer()
+        var framer = LineFramer(maxLineBytes: 16 << 20)
         var buf = [UInt8](repeating: 0, count: 4096)
         while true {
             let n = buf.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
@@ -180,12 +192,13 @@ public final class InterludeClient: @unchecked Sendable {
                     Glibc.close(fd); throw ConnectionError(description: "no greeting from the daemon")
                 }
                 greeting = g
-                if lines.count > 1 || framer.pendingBytes > 0 {
-                    // The daemon only speaks after the greeting when asked; anything else is an error line.
-                    if let second = lines.dropFirst().first, case let .reply(r)? = try? ServerMessage.parse(second), let e = r.error {
-                        Glibc.close(fd); throw e
-                    }
+                // The daemon only speaks after the greeting when asked; anything else is an error line.
+                if let second = lines.dropFirst().first, case let .reply(r)? = try? ServerMessage.parse(second), let e = r.error {
+                    Glibc.close(fd); throw e
                 }
+                // A refusal cut by the read (or still on its way) is read by the reader thread: the
+                // bytes of it read here go with it, not lost with this framer.
+                framerAfterGreeting = framer
                 return
             }
         }
@@ -198,7 +211,7 @@ public final class InterludeClient: @unchecked Sendable {
     }
 
     private func readLoop() {
-        var framer = LineFramer(maxLineBytes: 16 << 20)
+        var framer = framerAfterGreeting
         var buf = [UInt8](repeating: 0, count: 65536)
         while true {
             let n = buf.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
@@ -214,6 +227,7 @@ public final class InterludeClient: @unchecked Sendable {
                     let k: CheckedContinuation<WireReply, Error>?
                     if case let .number(n) = r.id { k = pending.removeValue(forKey: Int(n)) } else { k = nil }
                     let orphanError = k == nil ? r.error : nil
+                    if let orphanError, r.id == .null { closedBy = orphanError }  // a refusal of the connection
                     lock.unlock()
                     k?.resume(returning: r)
                     if let orphanError { failAll(orphanError) }
@@ -221,7 +235,7 @@ public final class InterludeClient: @unchecked Sendable {
                 }
             }
         }
-        failAll(ConnectionError(description: "the daemon closed the connection"))
+        failAll(lock.withLock { closedBy } ?? ConnectionError(description: "the daemon closed the connection"))
     }
 
     private func failAll(_ error: Error) {
@@ -247,7 +261,12 @@ public final class InterludeClient: @unchecked Sendable {
     public func raw(_ method: String, params: JSONValue) async throws -> WireReply {
         try await withCheckedThrowingContinuation { (k: CheckedContinuation<WireReply, Error>) in
             lock.lock()
-            if closed { lock.unlock(); k.resume(throwing: ConnectionError(description: "the connection is closed")); return }
+            if closed {
+                // A refusal that arrived before this request (the reader saw it and the close first)
+                // is this request's error too: `connect` throws `rateLimited`, not "closed".
+                let error = closedBy ?? ConnectionError(description: "the connection is closed")
+                lock.unlock(); k.resume(throwing: error); return
+            }
             let id = nextID
             nextID += 1
             pending[id] = k
@@ -263,7 +282,13 @@ public final class InterludeClient: @unchecked Sendable {
             do {
                 var line = try WireRequest(id: .number(Double(id)), method: method, params: params.objectValue ?? [:]).encoded()
                 line.append(0x0a)
-                if !Self.sendAll(fd, line) { throw ConnectionError(description: "write failed: \(String(cString: strerror(errno)))") }
+                if !Self.sendAll(fd, line) {
+                    // The daemon closed: EPIPE / ECONNRESET. What it wrote before closing (a refusal
+                    // of the connection) is still to be read: the reader fails this request with it,
+                    // or with "closed", when it reaches the end (it must: the peer is gone).
+                    if errno == EPIPE || errno == ECONNRESET { return }
+                    throw ConnectionError(description: "write failed: \(String(cString: strerror(errno)))")
+                }
             } catch {
                 lock.lock()
                 let kk = pending.removeValue(forKey: id)

@@ -58,8 +58,9 @@ extension PulseConnection {
             let now = try await describeSinkInput(sinkInput)
             withLock {
                 if gains[sinkInput] == nil {
-                    gains[sinkInput] = GainState(user: Self.initialUserVolume(reported: now.volumes), gainDb: 0,
-                                                 lastConfirmed: now.volumes, generation: 0)
+                    let user = Self.initialUserVolume(reported: now.volumes)
+                    gains[sinkInput] = GainState(user: user, gainDb: 0, lastConfirmed: now.volumes, generation: 0)
+                    userVolumeObserver?(sinkInput, user)  // before the first write of a gain
                 }
             }
         }
@@ -105,6 +106,57 @@ extension PulseConnection {
             let user = now.volumes.map { pa_volume_t(min(UInt64(pa_sw_volume_multiply($0, undo)), UInt64(PA_VOLUME_MAX))) }
             gains[sinkInput] = GainState(user: user, gainDb: gainDb, lastConfirmed: now.volumes, generation: 0)
         }
+    }
+
+    /// The user's volume of a sink input (raw `pa_volume_t` per channel, 65536 = 100 %) as the
+    /// adapter tracks it under its gain (A7); nil if the adapter applies no gain to it.
+    public func userVolume(sinkInput: UInt32) -> [UInt32]? { withLock { gains[sinkInput]?.user } }
+
+    /// Sets the function told the user's volume of a sink input (raw per channel, as
+    /// ``userVolume(sinkInput:)``) each time the adapter starts to track one (before it first writes
+    /// a gain on it) and each time it sees the user change it under a gain (A7). The function runs
+    /// on the mainloop thread with the connection's lock held: it must not call back into the
+    /// connection, and should be quick (the daemon writes its gain ledger there, so that the
+    /// ledger holds the user's volume before any write of a gain can reach the server).
+    public func observeUserVolumes(_ observer: @escaping @Sendable (_ sinkInput: UInt32, _ user: [UInt32]) -> Void) {
+        withLock { userVolumeObserver = observer }
+    }
+
+    /// Takes over a sink input an earlier run of the daemon left under a gain, knowing the user's
+    /// volume it recorded (A7): if the volume now is `user × g` for one gain `g` ≤ 0 dB on every
+    /// channel (within 0.5 dB; silence counts as any `g`), the adapter tracks `user` as the user's
+    /// volume with `g` applied, and a later ramp to 0 dB writes `user` back exactly, wherever a ramp
+    /// the earlier run was killed in got to. Otherwise (someone changed the volume since: louder
+    /// than `user`, or channels no longer in the same ratio) the volume now is the user's and
+    /// nothing is taken over. Does nothing if the adapter already tracks the sink input.
+    /// - Parameter user: the recorded user volume, raw per channel.
+    /// - Returns: whether the sink input was taken over.
+    /// - Throws: `noSuchEntity`, `notConnected`, `timeout`.
+    public func adoptUserVolume(sinkInput: UInt32, user: [UInt32]) async throws -> Bool {
+        guard !user.isEmpty, withLock({ gains[sinkInput] == nil }) else { return false }
+        let now = try await describeSinkInput(sinkInput)
+        guard let gainDb = Self.commonGain(volumes: now.volumes, user: user) else { return false }
+        return withLock {
+            guard gains[sinkInput] == nil else { return false }
+            gains[sinkInput] = GainState(user: user, gainDb: gainDb, lastConfirmed: now.volumes, generation: 0)
+            return true
+        }
+    }
+
+    /// The gain (dB, ≤ 0) that makes `user` into `volumes` on every channel, or nil if there is none
+    /// (channel counts differ, a channel is louder than the user's by more than 0.05 dB, or two
+    /// channels differ in gain by more than 0.5 dB). All-silent `volumes` give ``silenceDb``.
+    static func commonGain(volumes: [pa_volume_t], user: [pa_volume_t]) -> Double? {
+        guard volumes.count == user.count, !user.isEmpty else { return nil }
+        if volumes.allSatisfy({ $0 == 0 }) { return silenceDb }
+        var gains: [Double] = []
+        for (v, u) in zip(volumes, user) {
+            if u == 0 { if v == 0 { continue } else { return nil } }
+            if v == 0 { return nil }
+            gains.append(volumeToDb(v) - volumeToDb(u))
+        }
+        guard let low = gains.min(), let high = gains.max(), high <= 0.05, high - low <= 0.5 else { return gains.isEmpty ? 0 : nil }
+        return min(gains.reduce(0, +) / Double(gains.count), 0)
     }
 
     /// The user's volume of a sink input the adapter has not touched yet, from the volume the server

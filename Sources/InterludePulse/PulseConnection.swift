@@ -60,6 +60,9 @@ public final class PulseConnection: @unchecked Sendable {
     private var knownSinkInputs: Set<UInt32> = []
     var clientPIDs: [UInt32: Int32] = [:]
     var gains: [UInt32: GainState] = [:]
+    /// Told every user volume the adapter starts to track or sees change (A7); see
+    /// ``observeUserVolumes(_:)``. Called on the mainloop thread with the lock held.
+    var userVolumeObserver: (@Sendable (UInt32, [UInt32]) -> Void)?
     /// `server_name` of the server this context talks to, asked for on every connect; nil until the
     /// answer arrives (``connect(timeout:)`` waits for it).
     private(set) var serverNameLocked: String?
@@ -421,6 +424,7 @@ public final class PulseConnection: @unchecked Sendable {
         gain.user = observed
         gain.lastConfirmed = observed
         gains[index] = gain
+        userVolumeObserver?(index, observed)
         return true
     }
 

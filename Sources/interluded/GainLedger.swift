@@ -14,6 +14,15 @@ final class GainLedger: @unchecked Sendable {
         var gainDb: Double
         /// Whether the daemon left it muted (A8, A12).
         var muted: Bool
+        /// The user's volume under the gain, raw `pa_volume_t` per channel (65536 = 100 %), as the
+        /// adapter tracks it: written before the daemon's first write of a gain on the stream and
+        /// again whenever the user changes the volume during a duck. Absent in files written
+        /// before it existed (then `gainDb` is divided out, as those runs did).
+        var user: [UInt32]?
+        /// True in every entry this version writes: then a missing `user` means the daemon had not
+        /// yet written a gain on the stream (killed between the entry and the adapter's first
+        /// read), so its volume is still the user's. Absent (nil) in files of older versions.
+        var keepsUser: Bool?
     }
 
     private let path: String?
@@ -33,14 +42,32 @@ final class GainLedger: @unchecked Sendable {
     var count: Int { lock.withLock { entries.count } }
 
     /// Records what the daemon leaves on a stream now; a stream at 0 dB and unmuted is forgotten.
-    func record(_ index: UInt32, pid: Int32?, app: String?, gainDb: Double?, muted: Bool?) {
+    /// - Parameter user: the stream's user volume (raw per channel) if known; nil keeps the one
+    ///   recorded.
+    func record(_ index: UInt32, pid: Int32?, app: String?, gainDb: Double?, muted: Bool?, user: [UInt32]? = nil) {
         lock.withLock {
             var e = entries[String(index)] ?? Entry(pid: pid, app: app, gainDb: 0, muted: false)
             if let gainDb { e.gainDb = gainDb }
             if let muted { e.muted = muted }
+            if let user { e.user = user }
+            e.keepsUser = true
             let before = entries[String(index)]
             entries[String(index)] = (e.gainDb == 0 && !e.muted) ? nil : e
             if entries[String(index)] != before { saveLocked() }
+        }
+    }
+
+    /// Records the user's volume of a stream the ledger holds (the adapter saw it set or changed
+    /// under a gain, A7); a stream the ledger does not hold (nothing left on it) is not added.
+    /// Written at once, like every change: `Data.write(options: .atomic)` is a write() and a
+    /// rename(), no fsync, so it is quick enough for the adapter's mainloop thread and a SIGKILL
+    /// right after it loses nothing (the kernel has the data; only a power cut could).
+    func recordUser(_ index: UInt32, _ user: [UInt32]) {
+        lock.withLock {
+            guard var e = entries[String(index)], e.user != user else { return }
+            e.user = user
+            entries[String(index)] = e
+            saveLocked()
         }
     }
 

@@ -29,6 +29,14 @@ final class PulseAudioBackend: AudioBackend, @unchecked Sendable {
         self.ledger = ledger
         let source = connection.events
         let identities = self.identities
+        // The ledger keeps the user's volume itself (A7), not only the gain: a SIGKILL in the middle
+        // of a ramp leaves the stream at some step between the ramp's ends, and no gain written
+        // before or after the ramp says which (the torture row "daemon SIGKILLed during load" saw 58
+        // of 100 streams off, by up to 11.3 dB). Recording every step instead would still leave one
+        // step (up to maxRampStepDb) unknown between the ledger's write and the server's, and cost
+        // a file write per 15 ms; the user's volume changes only when the daemon first touches a
+        // stream or the user moves it, and the next run can set it back exactly.
+        connection.observeUserVolumes { index, user in ledger.recordUser(index, user) }
         events = AsyncStream { k in
             let t = Task {
                 var lost = false
@@ -61,10 +69,27 @@ final class PulseAudioBackend: AudioBackend, @unchecked Sendable {
                         // A gain or mute an earlier run left (it was killed during a duck): undone
                         // before the engine sees the stream, which then applies its own output.
                         if let left = ledger.take(s.index, pid: s.processID, app: s.applicationName) {
-                            log("stream \(s.index): undoing gain \(left.gainDb) dB\(left.muted ? " and mute" : "") left by an earlier run [A7]")
-                            try? await connection.adoptGain(sinkInput: s.index, gainDb: left.gainDb)
-                            try? await connection.rampGain(sinkInput: s.index, toDb: 0, duration: 0)
-                            if left.muted { try? await connection.setMute(sinkInput: s.index, false) }
+                            if let user = left.user {
+                                // The user's volume back as it was recorded, if the stream is still
+                                // under one gain of ours; a volume changed since is the user's.
+                                if (try? await connection.adoptUserVolume(sinkInput: s.index, user: user)) == true {
+                                    log("stream \(s.index): putting back the user's volume \(user) left under a gain by an earlier run [A7]")
+                                    try? await connection.rampGain(sinkInput: s.index, toDb: 0, duration: 0)
+                                } else {
+                                    log("stream \(s.index): its volume changed since an earlier run left a gain on it; kept as the user's [A7]")
+                                }
+                            } else if left.keepsUser == true {
+                                // Recorded by this version before any gain was written: the
+                                // volume is still the user's.
+                            } else {  // a ledger written by an older daemon: the gain divided out
+                                log("stream \(s.index): undoing gain \(left.gainDb) dB left by an earlier run [A7]")
+                                try? await connection.adoptGain(sinkInput: s.index, gainDb: left.gainDb)
+                                try? await connection.rampGain(sinkInput: s.index, toDb: 0, duration: 0)
+                            }
+                            if left.muted {
+                                log("stream \(s.index): undoing the mute left by an earlier run [A8, A12]")
+                                try? await connection.setMute(sinkInput: s.index, false)
+                            }
                         }
                         identities.remember(s)
                         k.yield(.streamAdded(PulseAudioBackend.stream(s)))
@@ -111,7 +136,12 @@ final class PulseAudioBackend: AudioBackend, @unchecked Sendable {
         let who = identity(stream)
         // The ledger holds the worst of where the ramp starts and where it goes, written before the
         // ramp, then what the adapter applies when it ends (a newer ramp may have taken over).
-        ledger.record(stream, pid: who.pid, app: who.app, gainDb: min(gainDb, connection.appliedGain(sinkInput: stream) ?? 0), muted: nil)
+        // With the user's volume when the adapter already tracks it (a second duck); else the
+        // adapter reports it through `observeUserVolumes` before its first write. (Read before
+        // `record` takes the ledger's lock: the observer runs under the connection's lock.)
+        let user = connection.userVolume(sinkInput: stream)
+        ledger.record(stream, pid: who.pid, app: who.app, gainDb: min(gainDb, connection.appliedGain(sinkInput: stream) ?? 0),
+                      muted: nil, user: user)
         try? await connection.rampGain(sinkInput: stream, toDb: gainDb, duration: duration,
                                        stepSeconds: stepSeconds, maxStepDb: maxStepDb)
         ledger.record(stream, pid: who.pid, app: who.app, gainDb: connection.appliedGain(sinkInput: stream) ?? 0, muted: nil)

@@ -1,0 +1,58 @@
+import Foundation
+import Testing
+import InterludeClient
+import InterludeServer
+import InterludeWire
+
+/// A connection past `server.maxClients` is refused with `rateLimited` (PROTOCOL.md "Limits"), and
+/// the client library must say so whatever the timing: the daemon writes the greeting and the
+/// refusal (id null) and closes, which can reach the client in one read or two, before or after its
+/// reader thread starts, before or after its `hello` is written (a write after the close fails with
+/// EPIPE). The torture row "500 concurrent clients" saw a few of ~244 refused clients get "the
+/// connection is closed" or "write failed: Broken pipe" instead.
+@Suite(.serialized) struct RefusalTests {
+    @Test func aClientPastMaxClientsAlwaysGetsRateLimited() async throws {
+        let d = try TestDaemon()
+        await d.start()
+        let path = d.dir + "/one"
+        let server = SocketServer(path: path, engine: d.engine, maxClients: 1, log: { _ in })
+        try server.start()
+        defer { server.stop() }
+        let first = try await InterludeClient.connect(socket: path, app: "org.example.First", replyTimeout: 5)
+        var other: [String] = []
+        for _ in 0..<400 {
+            do {
+                let c = try await InterludeClient.connect(socket: path, app: "org.example.Second", replyTimeout: 5)
+                other.append("served: \(c.hello)")
+            } catch let e as WireError where e.code == .rateLimited {
+            } catch {
+                other.append("\(error)")
+            }
+        }
+        #expect(other.count == 0, "\(other.count) of 400 refused otherwise, e.g. \(other.prefix(3))")
+        _ = try await first.status()  // the one served is still served
+    }
+
+    @Test func aOneShotRequestPastMaxClientsAlwaysGetsRateLimited() async throws {
+        let d = try TestDaemon()
+        await d.start()
+        let path = d.dir + "/one"
+        let server = SocketServer(path: path, engine: d.engine, maxClients: 1, log: { _ in })
+        try server.start()
+        defer { server.stop() }
+        let first = try await InterludeClient.connect(socket: path, app: "org.example.First", replyTimeout: 5)
+        var other: [String] = []
+        for _ in 0..<400 {
+            do {
+                _ = try InterludeClient.request(socket: path, app: "org.example.Second", WireMethod.status, StatusParams(),
+                                                as: StatusResult.self, replyTimeout: 5)
+                other.append("served")
+            } catch let e as WireError where e.code == .rateLimited {
+            } catch {
+                other.append("\(error)")
+            }
+        }
+        #expect(other.count == 0, "\(other.count) of 400 refused otherwise, e.g. \(other.prefix(3))")
+        _ = first
+    }
+}
