@@ -78,6 +78,13 @@ import Testing
                     }
                 }
             }
+            // The kill lands 100–300 ms after the burst's first acknowledgement (on a loaded
+            // machine the clients' first commit can take longer than the random wait itself).
+            let before = totalAcknowledged
+            let firstAck = Date().addingTimeInterval(10)
+            while tally.acknowledged.withLock({ $0.values.reduce(0) { $0 + $1.count } }) == before, Date() < firstAck {
+                try await Task.sleep(nanoseconds: 5_000_000)
+            }
             try await Task.sleep(nanoseconds: UInt64.random(in: 100_000_000...300_000_000))
             if tally.inFlight.withLock({ $0 }) > 0 { killedWithRequestsInFlight += 1 }
             daemon.kill9()
