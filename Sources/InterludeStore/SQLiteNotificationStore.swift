@@ -1,4 +1,5 @@
 import Dispatch
+import Foundation
 import InterludeEngine
 import InterludePolicy
 import Synchronization
@@ -47,8 +48,21 @@ public final class SQLiteNotificationStore: NotificationStoring, Sendable {
         var changesWritten = 0
     }
 
+    /// `Shared` under a pthread mutex (NSLock). Not `Synchronization.Mutex`: on Linux it locks with
+    /// raw futex calls that ThreadSanitizer cannot see, so the TSan pass of Scripts/test reported
+    /// every hand-over between the engine's submit and the committer as a race.
+    private final class Locked: @unchecked Sendable {
+        private let lock = NSLock()
+        private var value = Shared()
+        func withLock<R>(_ body: (inout Shared) -> R) -> R {
+            lock.lock()
+            defer { lock.unlock() }
+            return body(&value)
+        }
+    }
+
     private let confined: Confined
-    private let shared = Mutex(Shared())
+    private let shared = Locked()
     private let committer = DispatchQueue(label: "interlude.store.commit", qos: .userInitiated)
 
     /// Opens (or creates) `DIR/interlude.sqlite3`.

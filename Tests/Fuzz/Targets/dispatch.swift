@@ -29,7 +29,7 @@ final class FrozenClock: EngineClock {
 }
 
 /// RequestHandler needs a connection; dispatch does not use it. Never started, never written to.
-let idleConnection = Connection(fd: -1, pid: 0, maxOutputBytes: 1 << 20, log: { _ in })
+let idleConnection = Connection(fd: -1, pid: 0, limits: ConnectionLimits(), log: { _ in })
 
 /// Runs `body` on the concurrency pool and waits for it (libFuzzer calls us synchronously).
 func runAsync(_ body: @escaping @Sendable () async -> Void) {
