@@ -46,7 +46,8 @@ import InterludeWire
         let script = Self.root.appendingPathComponent("Scripts/install").path
         let install = try run(script, ["--prefix", prefix, "--from", built, "--no-enable"])
         #expect(install.status == 0, "\(install.out)")
-        for f in ["bin/interluded", "bin/interlude", "bin/interlude-audio", "share/interlude/Config/interlude.json5",
+        for f in ["bin/interluded", "bin/interlude", "bin/interlude-audio", "bin/interlude-push", "share/interlude/Config/interlude.json5",
+                  "share/doc/interlude/REMOTE.md", "share/doc/interlude/SECURITY.md",
                   "share/interlude/Sounds/default.wav", "share/systemd/user/interlude.service"] {
             #expect(FileManager.default.fileExists(atPath: prefix + "/" + f), "\(f) installed")
         }
