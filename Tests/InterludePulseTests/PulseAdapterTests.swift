@@ -55,7 +55,11 @@ import InterludeScenario
         #expect(written.count >= 15)
         #expect((steps.max() ?? 99) <= 1.5)
         #expect(abs(ducked + 14) <= 1.5)
-        #expect((recordedSteps.max() ?? 99) <= 2, "the recording shows a step, not a ramp")
+        // PipeWire applies volume writes at its quantum boundaries: after a scheduling hiccup two or
+        // three of our ≤ 0.7 dB writes land in one 20 ms window (3.0 dB seen once in a CI pass, 1.1 dB
+        // the run before). A step, the fault this guards against, is 14 dB and shows as ≥ 7 dB.
+        let recordedBound = ProcessInfo.processInfo.environment["INTERLUDE_AUDIO_SERVER"] == "pipewire" ? 4.0 : 2.0
+        #expect((recordedSteps.max() ?? 99) <= recordedBound, "the recording shows a step, not a ramp")
         if case let .sinkInputChanged(input)? = last {
             #expect(abs(input.gainDb + 14) < 0.01)
             #expect(abs(input.userVolumeDb) < 0.05)
