@@ -11,7 +11,9 @@ import InterludeWire
 /// EPIPE). The torture row "500 concurrent clients" saw a few of ~244 refused clients get "the
 /// connection is closed" or "write failed: Broken pipe" instead.
 @Suite(.serialized) struct RefusalTests {
-    @Test func aClientPastMaxClientsAlwaysGetsRateLimited() async throws {
+    /// A server with `maxClients` 1 and one client served; `attempt` tries a second client 400
+    /// times. Returns how each attempt that did not end in `rateLimited` ended.
+    func refusedOtherwise(_ attempt: @escaping (String) async throws -> String) async throws -> [String] {
         let d = try TestDaemon()
         await d.start()
         let path = d.dir + "/one"
@@ -22,37 +24,30 @@ import InterludeWire
         var other: [String] = []
         for _ in 0..<400 {
             do {
-                let c = try await InterludeClient.connect(socket: path, app: "org.example.Second", replyTimeout: 5)
-                other.append("served: \(c.hello)")
+                other.append(try await attempt(path))
             } catch let e as WireError where e.code == .rateLimited {
             } catch {
                 other.append("\(error)")
             }
         }
-        #expect(other.count == 0, "\(other.count) of 400 refused otherwise, e.g. \(other.prefix(3))")
         _ = try await first.status()  // the one served is still served
+        return other
+    }
+
+    @Test func aClientPastMaxClientsAlwaysGetsRateLimited() async throws {
+        let other = try await refusedOtherwise { path in
+            let c = try await InterludeClient.connect(socket: path, app: "org.example.Second", replyTimeout: 5)
+            return "served: \(c.hello)"
+        }
+        #expect(other.count == 0, "\(other.count) of 400 refused otherwise, e.g. \(other.prefix(3))")
     }
 
     @Test func aOneShotRequestPastMaxClientsAlwaysGetsRateLimited() async throws {
-        let d = try TestDaemon()
-        await d.start()
-        let path = d.dir + "/one"
-        let server = SocketServer(path: path, engine: d.engine, maxClients: 1, log: { _ in })
-        try server.start()
-        defer { server.stop() }
-        let first = try await InterludeClient.connect(socket: path, app: "org.example.First", replyTimeout: 5)
-        var other: [String] = []
-        for _ in 0..<400 {
-            do {
-                _ = try InterludeClient.request(socket: path, app: "org.example.Second", WireMethod.status, StatusParams(),
-                                                as: StatusResult.self, replyTimeout: 5)
-                other.append("served")
-            } catch let e as WireError where e.code == .rateLimited {
-            } catch {
-                other.append("\(error)")
-            }
+        let other = try await refusedOtherwise { path in
+            _ = try InterludeClient.request(socket: path, app: "org.example.Second", WireMethod.status, StatusParams(),
+                                            as: StatusResult.self, replyTimeout: 5)
+            return "served"
         }
         #expect(other.count == 0, "\(other.count) of 400 refused otherwise, e.g. \(other.prefix(3))")
-        _ = first
     }
 }
