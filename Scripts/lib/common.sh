@@ -84,7 +84,12 @@ interlude_stop_daemon() {
 interlude_run_with_deadline() {
     local limit=$1 pid waited=0 x
     shift
-    stdbuf -oL -eL "$@" &
+    if [ -n "${INTERLUDE_PASS_LOG:-}" ]; then
+        # A copy of the pass's output (stderr folded in) for interlude_print_failures.
+        ( set -o pipefail; stdbuf -oL -eL "$@" 2>&1 | tee -a "$INTERLUDE_PASS_LOG" ) &
+    else
+        stdbuf -oL -eL "$@" &
+    fi
     pid=$!
     while kill -0 "$pid" 2>/dev/null; do
         if [ "$waited" -ge "$limit" ]; then
@@ -103,4 +108,18 @@ interlude_run_with_deadline() {
         waited=$((waited + 1))
     done
     wait "$pid"
+}
+
+# Prints the lines of a pass's log (INTERLUDE_PASS_LOG of interlude_run_with_deadline) that name a
+# failure: Swift Testing's ✘ lines, XCTest's failed cases and their "error:" lines, fatal errors and
+# crashes. CI keeps only the tail of a run's output; this puts the reasons next to the verdict.
+#   interlude_print_failures LOG TITLE
+interlude_print_failures() {
+    local log=$1 title=$2 lines
+    [ -s "$log" ] || return 0
+    lines=$(grep -aE '✘ |Test Case .* failed|: error: |error: -\[|Fatal error|crashed|Exited with unexpected signal|still running after|WARNING: ThreadSanitizer|ERROR: AddressSanitizer' "$log" \
+        | grep -avE '✘ Test run with|passed after' | cut -c1-300 | head -n 60)
+    [ -n "$lines" ] || return 0
+    say "failures of the $title:"
+    printf '%s\n' "$lines" >&2
 }
