@@ -60,7 +60,8 @@ public final class InterludeClient: @unchecked Sendable {
     public static func connect(socket: String? = nil, app: String,
                                replyTimeout: Double = defaultReplyTimeout) async throws -> InterludeClient {
         let fd = try openSocket(socket ?? defaultSocketPath(environment: ProcessInfo.processInfo.environment))
-        let client = try InterludeClient(fd: fd, replyTimeout: replyTimeout)
+        let (greeting, framer) = try readGreeting(fd: fd, replyTimeout: replyTimeout)
+        let client = InterludeClient(fd: fd, replyTimeout: replyTimeout, greeting: greeting, framerAfterGreeting: framer)
         client.startReader()
         client.hello = try await client.call(WireMethod.hello, HelloParams(app: app), as: HelloResult.self)
         return client
@@ -167,40 +168,53 @@ public final class InterludeClient: @unchecked Sendable {
         return "/tmp/interlude-\(getuid())/socket"
     }
 
-    private init(fd: Int32, replyTimeout: Double) throws {
+    /// Takes over `fd` once the greeting has been read: from here on `deinit` is what closes it.
+    /// Not throwing, so that no path closes the socket and then lets `deinit` close the same
+    /// number again (by then possibly another connection's: issue 7, the 500-client row).
+    private init(fd: Int32, replyTimeout: Double, greeting: Greeting, framerAfterGreeting: LineFramer) {
         self.fd = fd
         self.replyTimeout = replyTimeout
         (events, eventSink) = AsyncStream.makeStream(of: WireEvent.self, bufferingPolicy: .unbounded)
-        greeting = Greeting(version: "?")
+        self.greeting = greeting
         hello = HelloResult(client: 0, pid: 0)
-        // Read the greeting synchronously: it is the first line. The daemon greets at once; the
-        // timeout keeps a wedged daemon from hanging us. The reader thread then waits for ever.
-        Self.setReceiveTimeout(fd, seconds: replyTimeout)
-        defer { Self.setReceiveTimeout(fd, seconds: 0) }
+        self.framerAfterGreeting = framerAfterGreeting
+    }
+
+    /// Reads the greeting, the first line, synchronously. The daemon greets at once; the timeout
+    /// keeps a wedged daemon from hanging us. Closes `fd` when it throws (and only then): the
+    /// caller owns it again only on success.
+    /// - Returns: the greeting and the framer holding any bytes read past it (the start of a
+    ///   refusal cut by the read, or still on its way, is read by the reader thread with them).
+    /// - Throws: ``ConnectionError`` (no greeting within `replyTimeout` seconds, closed, not a
+    ///   greeting); ``WireError`` when the line after the greeting is the daemon's refusal.
+    private static func readGreeting(fd: Int32, replyTimeout: Double) throws -> (Greeting, LineFramer) {
+        setReceiveTimeout(fd, seconds: replyTimeout)
+        defer { setReceiveTimeout(fd, seconds: 0) }
         var framer = LineFramer(maxLineBytes: 16 << 20)
         var buf = [UInt8](repeating: 0, count: 4096)
-        while true {
-            let n = buf.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if n < 0 && errno == EINTR { continue }
-            if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) {
-                Glibc.close(fd); throw ConnectionError(description: "no greeting within \(replyTimeout) s; the daemon is not answering")
-            }
-            guard n > 0 else { Glibc.close(fd); throw ConnectionError(description: "the daemon closed the connection before greeting") }
-            let lines = (try? framer.feed(buf[0..<n])) ?? []
-            if let first = lines.first {
-                guard case let .greeting(g)? = try? ServerMessage.parse(first) else {
-                    Glibc.close(fd); throw ConnectionError(description: "no greeting from the daemon")
+        do {
+            while true {
+                let n = buf.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+                if n < 0 && errno == EINTR { continue }
+                if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) {
+                    throw ConnectionError(description: "no greeting within \(replyTimeout) s; the daemon is not answering")
                 }
-                greeting = g
+                if n < 0 { throw ConnectionError(description: "reading the greeting failed: \(String(cString: strerror(errno)))") }
+                guard n > 0 else { throw ConnectionError(description: "the daemon closed the connection before greeting") }
+                let lines = (try? framer.feed(buf[0..<n])) ?? []
+                guard let first = lines.first else { continue }
+                guard case let .greeting(g)? = try? ServerMessage.parse(first) else {
+                    throw ConnectionError(description: "no greeting from the daemon")
+                }
                 // The daemon only speaks after the greeting when asked; anything else is an error line.
                 if let second = lines.dropFirst().first, case let .reply(r)? = try? ServerMessage.parse(second), let e = r.error {
-                    Glibc.close(fd); throw e
+                    throw e
                 }
-                // A refusal cut by the read (or still on its way) is read by the reader thread: the
-                // bytes of it read here go with it, not lost with this framer.
-                framerAfterGreeting = framer
-                return
+                return (g, framer)
             }
+        } catch {
+            Glibc.close(fd)
+            throw error
         }
     }
 

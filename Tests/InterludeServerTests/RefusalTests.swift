@@ -50,4 +50,41 @@ import InterludeWire
         }
         #expect(other.count == 0, "\(other.count) of 400 refused otherwise, e.g. \(other.prefix(3))")
     }
+
+    /// Refused clients connecting at the same time, in one process: each must read its own refusal.
+    /// The client's failed init used to close its socket and then close it again in deinit; between
+    /// the two closes another client's new socket could get the same number and be closed under it
+    /// ("the daemon closed the connection before greeting": 6 of 244 in the torture row).
+    @Test func refusedClientsConnectingAtOnceEachGetRateLimited() async throws {
+        let d = try TestDaemon()
+        await d.start()
+        let path = d.dir + "/one"
+        let server = SocketServer(path: path, engine: d.engine, maxClients: 1, log: { _ in })
+        try server.start()
+        defer { server.stop() }
+        let first = try await InterludeClient.connect(socket: path, app: "org.example.First", replyTimeout: 5)
+        var other: [String] = []
+        for _ in 0..<5 {
+            let round = await withTaskGroup(of: String?.self) { group in
+                for _ in 0..<100 {
+                    group.addTask {
+                        do {
+                            let c = try await InterludeClient.connect(socket: path, app: "org.example.Second", replyTimeout: 5)
+                            return "served: \(c.hello)"
+                        } catch let e as WireError where e.code == .rateLimited {
+                            return nil
+                        } catch {
+                            return "\(error)"
+                        }
+                    }
+                }
+                var out: [String] = []
+                for await r in group { if let r { out.append(r) } }
+                return out
+            }
+            other += round
+        }
+        _ = try await first.status()
+        #expect(other.count == 0, "\(other.count) of 500 refused otherwise, e.g. \(other.prefix(3))")
+    }
 }
