@@ -13,7 +13,19 @@ import InterludeWire
 @Suite(.serialized) struct RefusalTests {
     /// A server with `maxClients` 1 and one client served; `attempt` tries a second client 400
     /// times. Returns how each attempt that did not end in `rateLimited` ended.
-    func refusedOtherwise(_ attempt: @escaping (String) async throws -> String) async throws -> [String] {
+    func refusedOtherwise(_ attempt: @escaping @Sendable (String) async throws -> String) async throws -> [String] {
+        try await withOneServed { path in
+            var other: [String] = []
+            for _ in 0..<400 {
+                if let r = await Self.outcome(path, attempt) { other.append(r) }
+            }
+            return other
+        }
+    }
+
+    /// Runs `body` with the socket path of a server with `maxClients` 1 whose one client is served,
+    /// and checks that client is still served afterwards.
+    func withOneServed(_ body: (String) async throws -> [String]) async throws -> [String] {
         let d = try TestDaemon()
         await d.start()
         let path = d.dir + "/one"
@@ -21,24 +33,29 @@ import InterludeWire
         try server.start()
         defer { server.stop() }
         let first = try await InterludeClient.connect(socket: path, app: "org.example.First", replyTimeout: 5)
-        var other: [String] = []
-        for _ in 0..<400 {
-            do {
-                other.append(try await attempt(path))
-            } catch let e as WireError where e.code == .rateLimited {
-            } catch {
-                other.append("\(error)")
-            }
-        }
+        let other = try await body(path)
         _ = try await first.status()  // the one served is still served
         return other
     }
 
-    @Test func aClientPastMaxClientsAlwaysGetsRateLimited() async throws {
-        let other = try await refusedOtherwise { path in
-            let c = try await InterludeClient.connect(socket: path, app: "org.example.Second", replyTimeout: 5)
-            return "served: \(c.hello)"
+    /// nil when `attempt` ended in `rateLimited`, else how it ended.
+    static func outcome(_ path: String, _ attempt: (String) async throws -> String) async -> String? {
+        do {
+            return try await attempt(path)
+        } catch let e as WireError where e.code == .rateLimited {
+            return nil
+        } catch {
+            return "\(error)"
         }
+    }
+
+    static func connectSecond(_ path: String) async throws -> String {
+        let c = try await InterludeClient.connect(socket: path, app: "org.example.Second", replyTimeout: 5)
+        return "served: \(c.hello)"
+    }
+
+    @Test func aClientPastMaxClientsAlwaysGetsRateLimited() async throws {
+        let other = try await refusedOtherwise(Self.connectSecond)
         #expect(other.count == 0, "\(other.count) of 400 refused otherwise, e.g. \(other.prefix(3))")
     }
 
@@ -56,35 +73,18 @@ import InterludeWire
     /// the two closes another client's new socket could get the same number and be closed under it
     /// ("the daemon closed the connection before greeting": 6 of 244 in the torture row).
     @Test func refusedClientsConnectingAtOnceEachGetRateLimited() async throws {
-        let d = try TestDaemon()
-        await d.start()
-        let path = d.dir + "/one"
-        let server = SocketServer(path: path, engine: d.engine, maxClients: 1, log: { _ in })
-        try server.start()
-        defer { server.stop() }
-        let first = try await InterludeClient.connect(socket: path, app: "org.example.First", replyTimeout: 5)
-        var other: [String] = []
-        for _ in 0..<5 {
-            let round = await withTaskGroup(of: String?.self) { group in
-                for _ in 0..<100 {
-                    group.addTask {
-                        do {
-                            let c = try await InterludeClient.connect(socket: path, app: "org.example.Second", replyTimeout: 5)
-                            return "served: \(c.hello)"
-                        } catch let e as WireError where e.code == .rateLimited {
-                            return nil
-                        } catch {
-                            return "\(error)"
-                        }
-                    }
+        let other = try await withOneServed { path in
+            var other: [String] = []
+            for _ in 0..<5 {
+                other += await withTaskGroup(of: String?.self) { group in
+                    for _ in 0..<100 { group.addTask { await Self.outcome(path, Self.connectSecond) } }
+                    var out: [String] = []
+                    for await r in group { if let r { out.append(r) } }
+                    return out
                 }
-                var out: [String] = []
-                for await r in group { if let r { out.append(r) } }
-                return out
             }
-            other += round
+            return other
         }
-        _ = try await first.status()
         #expect(other.count == 0, "\(other.count) of 500 refused otherwise, e.g. \(other.prefix(3))")
     }
 }
