@@ -128,16 +128,25 @@ public enum JSON5 {
             try enter()
             defer { depth -= 1 }
             var members: [(key: String, line: Int, value: ConfigValue)] = []
+            var firstLine: [String: Int] = [:]
             while true {
                 skipSpace()
                 guard let c = peek else { throw error("unexpected end of file inside an object") }
                 if c == UInt8(ascii: "}") { advance(); return .object(members) }
                 let keyLine = line
+                let keyAt = error("")  // the key's place, for a duplicate
                 let key: String
                 if c == UInt8(ascii: "\"") || c == UInt8(ascii: "'") { key = try string() } else {
                     key = identifier()
                     if key.isEmpty { throw error("expected a key") }
                 }
+                // A key given twice in one object is refused: JSON5 lets the last win, which makes a
+                // typo or a pasted block silently undo an earlier setting.
+                if let first = firstLine[key] {
+                    throw JSON5SyntaxError(line: keyAt.line, column: keyAt.column,
+                                           message: "duplicate key '\(key)' (first given on line \(first))")
+                }
+                firstLine[key] = keyLine
                 skipSpace()
                 guard peek == UInt8(ascii: ":") else { throw error("expected ':' after key '\(key)'") }
                 advance(); skipSpace()

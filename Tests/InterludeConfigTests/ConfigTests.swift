@@ -47,6 +47,22 @@ import InterludePolicy
     func syntaxErrorsNameTheLine(text: String, line: Int) {
         do { _ = try JSON5.parse(text); Issue.record("accepted \(text)") } catch { #expect(error.line == line) }
     }
+
+    /// A key given twice in one object is refused at the second, naming the first (JSON5 itself
+    /// lets the last win: a pasted block would silently undo an earlier setting). The same key in
+    /// two different objects is fine.
+    @Test(arguments: [
+        ("{\n  audio: { duckLevelDb: -14 },\n  audio: { duckRampDownMs: 300 },\n}", 3, 3, "duplicate key 'audio' (first given on line 2)"),
+        ("{ a: { x: 1,\n   'x': 2 } }", 2, 4, "duplicate key 'x' (first given on line 1)"),
+    ])
+    func duplicateKeysAreRefusedWhereTheyRepeat(text: String, line: Int, column: Int, message: String) {
+        do { _ = try JSON5.parse(text); Issue.record("accepted \(text)") } catch {
+            #expect(error.line == line)
+            #expect(error.column == column)
+            #expect(error.message == message)
+        }
+        #expect(throws: Never.self) { _ = try JSON5.parse("{ a: { x: 1 }, b: { x: 1 }, c: [{ x: 1 }, { x: 2 }] }") }
+    }
 }
 
 @Suite struct ConfigLoaderTests {
