@@ -212,9 +212,11 @@ extension Engine {
                 "app": .string(p.app), "requested": .string(name), "volume": .number(volume),
                 "notification": .string(p.notificationIdentifier ?? ""),
             ]
+            let key = p.notificationIdentifier.map { PlayedSounds.Key(app: p.app, identifier: $0) }
             do {
                 let r = try await sounds.play(name, volume: volume, properties: props)
                 if let w = r.warning { log("sound \(name): \(w) → played \(r.played) [S1]") }
+                if let key { self.playedSounds.record(PlayedSound(requested: name, played: r.played, warning: r.warning), for: key) }
                 played["played"] = .string(r.played)
                 played["duration"] = .number(r.duration)
                 if let w = r.warning { played["warning"] = (try? JSONValue(encoding: w)) ?? .null }
@@ -225,6 +227,7 @@ extension Engine {
             } catch {
                 log("sound \(name) failed: \(error)")
                 let e = (error as? WireError) ?? WireError(.soundFailed, "\(error)")
+                if let key { self.playedSounds.record(PlayedSound(requested: name, played: "none", warning: e), for: key) }
                 played["played"] = .string("none")
                 played["duration"] = .number(0)
                 played["warning"] = (try? JSONValue(encoding: e)) ?? .null
@@ -463,7 +466,8 @@ extension Engine {
             throw WireError(.notFound, "no decision recorded for \(p.identifier)")
         }
         return ExplainResult(app: app, identifier: p.identifier, decision: d,
-                             history: NotificationPolicy.history(app: app, identifier: p.identifier, in: notifState))
+                             history: NotificationPolicy.history(app: app, identifier: p.identifier, in: notifState),
+                             sound: playedSounds[PlayedSounds.Key(app: app, identifier: p.identifier)])
     }
 
     /// `notification.getSettings`.
@@ -506,5 +510,39 @@ extension Engine {
         if case let .on(_, u)? = notifState.focus.override { until = u?.secondsSince1970 }
         return FocusStatusResult(focus: notifState.focus.active?.name, manual: notifState.focus.active?.manual ?? false,
                                  until: until, modes: notifConfig.focusModes.keys.sorted())
+    }
+}
+
+/// The last ``PlayedSound`` of each of the newest `capacity` notifications (by app and identifier),
+/// for `notification.explain` (S1). Bounded: an app that floods the daemon with sounds pushes out
+/// only the oldest entries, never grows it.
+struct PlayedSounds {
+    struct Key: Hashable { var app: String; var identifier: String }
+    static let capacity = 1000
+    private var entries: [Key: (serial: Int, sound: PlayedSound)] = [:]
+    private var order: [(serial: Int, key: Key)] = []
+    private var head = 0
+    private var serial = 0
+
+    subscript(_ key: Key) -> PlayedSound? { entries[key]?.sound }
+
+    mutating func record(_ sound: PlayedSound, for key: Key) {
+        serial += 1
+        entries[key] = (serial, sound)
+        order.append((serial, key))
+        // Evict the oldest keys (order entries superseded by a newer record of the same key are skipped).
+        while entries.count > Self.capacity, head < order.count {
+            let (s, k) = order[head]
+            head += 1
+            if entries[k]?.serial == s { entries[k] = nil }
+        }
+        if order.count - head > 4 * Self.capacity {
+            // One key recorded again and again: rebuild the order from the entries themselves.
+            order = entries.map { (serial: $0.value.serial, key: $0.key) }.sorted { $0.serial < $1.serial }
+            head = 0
+        } else if head > 4096 && head * 2 > order.count {
+            order.removeFirst(head)
+            head = 0
+        }
     }
 }

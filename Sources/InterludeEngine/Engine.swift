@@ -63,6 +63,10 @@ public actor Engine {
     /// replies wait for the commit (N15), in order (see `notifyDurably`).
     var awaitingCommit = CommitQueue()
     var generatedIDs = 0
+    /// What the latest sound of each notification actually played (S1), for `notification.explain`:
+    /// the policy decides the requested sound; whether it could be used is known only once the
+    /// sample cache has tried. Kept in memory for the newest ``PlayedSounds/capacity`` notifications.
+    var playedSounds = PlayedSounds()
     /// This daemon's identity on the audio server (its socket path), and whether it manages only
     /// streams marked with it (`--private`, the scenario runner's daemon).
     var identity: String?

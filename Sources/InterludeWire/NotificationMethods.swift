@@ -235,8 +235,27 @@ public struct ExplainResult: Codable, Sendable, Equatable {
     /// Every decision known about it, oldest first, the latest included (N16; replaced entries'
     /// decisions too, N10).
     public var history: [NotificationDecisionRecord]?
-    public init(app: String, identifier: String, decision: NotificationDecision, history: [NotificationDecisionRecord]? = nil) {
-        self.app = app; self.identifier = identifier; self.decision = decision; self.history = history
+    /// What the latest decided sound played (S1), when the daemon played one since it started;
+    /// nil otherwise (not kept across restarts: the decision is).
+    public var sound: PlayedSound?
+    public init(app: String, identifier: String, decision: NotificationDecision, history: [NotificationDecisionRecord]? = nil,
+                sound: PlayedSound? = nil) {
+        self.app = app; self.identifier = identifier; self.decision = decision; self.history = history; self.sound = sound
+    }
+}
+
+/// What a notification's decided sound actually played (POLICY.md S1): the sound the decision
+/// named, what played (that sound, the default sound it fell back to, or `"none"`), and why it was
+/// not the requested one (the S1 warning, or the error when nothing played).
+public struct PlayedSound: Codable, Sendable, Equatable {
+    /// The sound the decision named (a name, a path or `"default"`).
+    public var requested: String
+    /// What played: the requested sound, the default it fell back to, or `"none"`.
+    public var played: String
+    /// The S1 warning (the requested sound could not be used) or the error (nothing played).
+    public var warning: WireError?
+    public init(requested: String, played: String, warning: WireError? = nil) {
+        self.requested = requested; self.played = played; self.warning = warning
     }
 }
 

@@ -132,6 +132,10 @@ enum NotificationCommands {
         let r = try await c.call(NotificationMethod.explain, ExplainParams(app: a.value("app"), identifier: a.positionals[0]), as: ExplainResult.self)
         if a.has("json") { CommandOutput.printJSONLine(r); return 0 }
         print("\(r.app)/\(r.identifier): \(CommandOutput.describe(r.decision))")
+        // S1: what the sound the decision named actually played, when it was not that sound.
+        if let s = r.sound, s.played != s.requested || s.warning != nil {
+            print("sound: \(s.requested) was requested, \(s.played) played" + (s.warning.map { " (\($0.code.rawValue): \($0.message)) [S1]" } ?? " [S1]"))
+        }
         // N16: the decisions before the latest (replaced entries, holds, refusals), oldest first.
         let earlier = (r.history ?? []).dropLast()
         if !earlier.isEmpty {

@@ -130,14 +130,23 @@ import InterludeWire
         let daemon = try DaemonProcess(socket: socket, work: w.path, environment: w.environment)
         defer { daemon.stop() }
 
-        let bad = try interlude(["--socket", socket, "notify", "--app", "org.example.Chat", "--title", "hi", "--sound", sounds + "/empty.wav"])
+        let bad = try interlude(["--socket", socket, "notify", "--app", "org.example.Chat", "--title", "hi", "--sound", sounds + "/empty.wav", "--id", "s1"])
         #expect(bad.status == 0, "\(bad.err)")
         #expect(bad.out.contains("delivered"), "\(bad.out)")
         #expect(bad.err.contains("warning:") && bad.err.contains("played default instead"), "stderr: \(bad.err)")
+        // explain says what played, not only what the decision named (N16 with S1).
+        let explained = try interlude(["--socket", socket, "explain", "s1", "--app", "org.example.Chat"])
+        #expect(explained.status == 0, "\(explained.err)")
+        #expect(explained.out.contains("sound: \(sounds)/empty.wav was requested, default played") && explained.out.contains("[S1]"),
+                "\(explained.out)")
+        let json = try JSONValue.parse(Data(try interlude(["--socket", socket, "explain", "s1", "--app", "org.example.Chat", "--json"]).out.utf8))
+        #expect(json["sound"]?["played"] == .string("default"), "\(json)")
 
-        let good = try interlude(["--socket", socket, "notify", "--app", "org.example.Chat", "--title", "hi again", "--sound", "default"])
+        let good = try interlude(["--socket", socket, "notify", "--app", "org.example.Chat", "--title", "hi again", "--sound", "default", "--id", "s2"])
         #expect(good.status == 0, "\(good.err)")
         #expect(!good.err.contains("warning"), "stderr: \(good.err)")
+        let plain = try interlude(["--socket", socket, "explain", "s2", "--app", "org.example.Chat"])
+        #expect(!plain.out.contains("sound:"), "a sound that played as decided needs no line: \(plain.out)")
 
         // Without --sound the CLI asks for no sound, as a protocol request without `sound` does
         // (it used to ask for the default, unlike the protocol).
