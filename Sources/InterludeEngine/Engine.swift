@@ -48,6 +48,9 @@ public actor Engine {
     /// The duck level (dB) last told to each session with `duckChanged`.
     var duckReported: [AudioSessionID: Double] = [:]
     var streams: [UInt32: AudioStream] = [:]
+    /// The latest output change of each stream still being carried out (see `apply`).
+    var outputChanges: [UInt32: (serial: Int, task: Task<Void, Never>)] = [:]
+    var outputSerial = 0
     var audioConnected = false
     /// Wakes the audio policy at its next deadline (A4 delay, A8 grace, A9 expiry).
     var audioTimer = DeadlineTimer()
@@ -401,14 +404,27 @@ public actor Engine {
         for s in changed { await apply(.unity, to: s.index, ramp: 0).value }
     }
 
-    /// Applies a session output to one stream: mute at once, gain ramped.
+    /// Applies a session output to one stream: mute at once, gain ramped. Changes to one stream
+    /// are carried out in the order they were decided: a newer change cancels the one before it
+    /// (a ramp stops where it got to, A2) and starts once that one has returned, so a slow server
+    /// call of an older change can never land after a newer one (a duck's unmute after A12's mute).
+    /// The task ends when the change is done, or early when a newer change superseded it (A11).
     func apply(_ out: SessionOutput, to stream: UInt32, ramp: Double) -> Task<Void, Never> {
         let audio = self.audio
-        return Task {
-            guard let audio else { return }
-            await audio.setMute(stream: stream, out.muted)
-            await audio.rampGain(stream: stream, toDb: out.gainDb, duration: ramp)
+        let previous = outputChanges[stream]
+        previous?.task.cancel()
+        outputSerial += 1
+        let serial = outputSerial
+        let task = Task {
+            await previous?.task.value
+            if let audio, !Task.isCancelled {
+                await audio.setMute(stream: stream, out.muted)
+                if !Task.isCancelled { await audio.rampGain(stream: stream, toDb: out.gainDb, duration: ramp) }
+            }
+            if self.outputChanges[stream]?.serial == serial { self.outputChanges[stream] = nil }
         }
+        outputChanges[stream] = (serial, task)
+        return task
     }
 
     func scheduleTick() {

@@ -21,8 +21,19 @@ public final class FakeAudioBackend: AudioBackend, @unchecked Sendable {
         lock.withLock { _ramps.append((stream, gainDb, duration)) }
     }
     public func setMute(stream: UInt32, _ muted: Bool) async {
+        let (call, delay) = lock.withLock { () -> (Int, (@Sendable (UInt32, Int) -> Double)?) in
+            _muteCalls += 1
+            return (_muteCalls, _muteDelay)
+        }
+        // A slow server round trip, as a loaded audio server has (seconds, per call: 1 = the first).
+        if let seconds = delay?(stream, call), seconds > 0 { try? await Task.sleep(nanoseconds: UInt64(seconds * 1e9)) }
         lock.withLock { _mutes[stream] = muted }
     }
+    var _muteCalls = 0
+    var _muteDelay: (@Sendable (UInt32, Int) -> Double)?
+    /// Makes `setMute` take `delay(stream, call)` seconds before it takes effect (`call` counts
+    /// every `setMute` from 1), to test that output changes are carried out in order.
+    public func delayMutes(_ delay: @escaping @Sendable (UInt32, Int) -> Double) { lock.withLock { _muteDelay = delay } }
     var _outputMuted = false
     public func outputMuted() async -> Bool? { lock.withLock { _outputMuted } }
     public func setOutputMuted(_ muted: Bool) async { lock.withLock { _outputMuted = muted } }
@@ -34,6 +45,8 @@ public final class FakeAudioBackend: AudioBackend, @unchecked Sendable {
     /// The last gain requested for a stream (dB), nil if none.
     public func lastGain(_ stream: UInt32) -> Double? { lock.withLock { _ramps.last { $0.stream == stream }?.db } }
     public func muted(_ stream: UInt32) -> Bool { lock.withLock { _mutes[stream] ?? false } }
+    /// How many `setMute` calls so far.
+    public var muteCallCount: Int { lock.withLock { _muteCalls } }
 }
 
 /// A fake sound player that records what it was asked to play.

@@ -117,6 +117,7 @@ struct ClientsRow {
                 + "\(book.unanswered) without a reply in 60 s, \(book.notSent) not sent by the \(Int(deadline)) s deadline"
                 + (codes.isEmpty ? "" : " (errors: \(codes))") + "; p50 \(ms(s.median)), p99 \(ms(s.quantile(0.99))), "
                 + String(format: "%.0f requests/s over %.0f s", Double(book.answered) / max(seconds, 0.001), seconds)
+                + "; slowest calls (p50/p99 ms): \(book.slowestMethods(3))"
                 + "; daemon RSS \(mb(rss.before)) before, \(mb(rss.peak)) peak, \(mb(rss.after)) after; daemon crashes \(crashes.count)",
             problems: problems)
     }

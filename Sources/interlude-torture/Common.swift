@@ -145,14 +145,26 @@ func writeConfig(_ dir: String, _ json5: String) throws -> String {
 /// refused ones, and the ones never answered (lost: the connection closed or the reply timed out).
 struct RequestBook: Sendable {
     var latencies: [Double] = []
+    /// The same latencies by method, to say which calls are the slow ones.
+    var byMethod: [String: [Double]] = [:]
     var codes: [String: Int] = [:]
     var unanswered = 0
     /// Requests never sent because the row's deadline had passed (the daemon was too slow).
     var notSent = 0
     var unansweredExamples: [String] = []
 
+    /// The `count` methods with the highest median latency: "name p50/p99 ms", slowest first.
+    func slowestMethods(_ count: Int) -> String {
+        byMethod.map { ($0.key, Stats($0.value)) }
+            .sorted { ($0.1.median ?? 0) > ($1.1.median ?? 0) }
+            .prefix(count)
+            .map { "\($0.0) \(String(format: "%.0f/%.0f", ($0.1.median ?? 0) * 1000, ($0.1.quantile(0.99) ?? 0) * 1000))" }
+            .joined(separator: ", ")
+    }
+
     mutating func merge(_ o: RequestBook) {
         latencies += o.latencies
+        for (k, v) in o.byMethod { byMethod[k, default: []] += v }
         for (k, v) in o.codes { codes[k, default: 0] += v }
         unanswered += o.unanswered
         notSent += o.notSent
@@ -165,8 +177,10 @@ struct RequestBook: Sendable {
         do {
             try await body()
             latencies.append(now() - t0)
+            byMethod[what, default: []].append(now() - t0)
         } catch let e as WireError {
             latencies.append(now() - t0)
+            byMethod[what, default: []].append(now() - t0)
             codes[e.code.rawValue, default: 0] += 1
         } catch {
             unanswered += 1

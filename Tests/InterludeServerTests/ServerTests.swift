@@ -220,6 +220,34 @@ final class RawPeer {
         #expect(d.backend.lastGain(7) == 0)
     }
 
+    /// Output changes to one stream are carried out in the order the policy decided them, however
+    /// long each server call takes: a duck whose mute call is slow, then the ringer switched to
+    /// silent (A12 mutes the ambient stream): the stream must end muted. Each change used to be its
+    /// own Task, and the duck's "unmuted", written when its slow call returned, came last: the
+    /// stream played on with the ringer silent.
+    @Test func outputChangesToOneStreamAreAppliedInOrder_A12() async throws {
+        let d = try TestDaemon()
+        await d.start()
+        let game = try await InterludeClient.connect(socket: d.socket, app: "org.example.Game")
+        let g = try await game.register(category: .ambient)
+        d.backend.push(.streamAdded(AudioStream(index: 7, sessionTag: g.rawValue)))
+        _ = try await game.activate(g)
+        // The next mute call on stream 7 (the duck's) takes 0.3 s, the ones after it none.
+        let calls = d.backend.muteCallCount
+        d.backend.delayMutes { stream, call in stream == 7 && call == calls + 1 ? 0.3 : 0 }
+        let nav = try await InterludeClient.connect(socket: d.socket, app: "org.example.Maps")
+        let n = try await nav.register(category: .playback, mode: .voicePrompt, options: [.duckOthers])
+        let activation = Task { _ = try? await nav.activate(n) }  // replies after the duck (A11)
+        try await Task.sleep(nanoseconds: 50_000_000)
+        let cli = try await InterludeClient.connect(socket: d.socket, app: Engine.userToolApp)
+        try await cli.setRinger(silent: true)  // while the duck's mute call is still on its way
+        _ = await activation.value
+        try await Task.sleep(nanoseconds: 500_000_000)
+        #expect(d.backend.muteCallCount > calls + 1, "the ringer's mute was not asked for")
+        #expect(d.backend.muted(7), "stream 7 plays with the ringer silent (A12)")
+        #expect(d.backend.lastGain(7) == -14, "gains written: \(d.backend.ramps.filter { $0.stream == 7 }.map(\.db))")
+    }
+
     @Test func unmodifiedPhoneStreamInterruptsMusic_A10() async throws {
         let d = try TestDaemon()
         await d.start()
