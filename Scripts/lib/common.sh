@@ -100,6 +100,7 @@ interlude_run_with_deadline() {
                     | grep -E '^(Thread |#)' | cut -c1-240 >&2
             done
             pkill -KILL -f 'PackageTests\.xctest'
+            pkill -TERM -P "$pid" 2>/dev/null  # the pass under the log's tee runs in a subshell
             kill "$pid" 2>/dev/null
             wait "$pid" 2>/dev/null
             return 124
