@@ -159,6 +159,11 @@ enum CLI {
                       + "  volume \(CommandOutput.fmt(st.userVolumeDb)) dB, gain \(CommandOutput.fmt(st.gainDb)) dB\(st.muted ? ", muted" : "")")
             }
         }
+        for p in s.players ?? [] {
+            print("player \(p.player)  \(p.session)  pid \(p.pid.map(String.init) ?? "?")  \(p.status)"
+                  + (p.canControl ? (p.canPause ? "" : ", cannot pause") : ", cannot be controlled")
+                  + "  Interlude: \(p.action)\(p.rule.map { " [\($0)]" } ?? "")")
+        }
         if !s.unmatchedStreams.isEmpty { print("unmatched streams: \(s.unmatchedStreams.map { String($0.index) }.joined(separator: ", "))") }
         if !s.samples.isEmpty { print("sample cache: \(s.samples.joined(separator: ", "))") }
         if let files = s.configFiles { print("config: \(files.isEmpty ? "built-in defaults" : files.joined(separator: ", "))") }
