@@ -90,7 +90,8 @@ enum DemoPlayer {
             let l = level(t)
             let ok = range.contains(l)
             if !ok { failures += 1 }
-            print(String(format: "  %-34@ %6.1f dB   expected %@  %@", label as NSString, max(l, -99), expect as NSString, ok ? "ok" : "MISMATCH"))
+            print("  " + label.padding(toLength: 32, withPad: " ", startingAt: 0)
+                  + String(format: "%6.1f dB   expected %@  %@", max(l, -99), expect as NSString, ok ? "ok" : "MISMATCH"))
         }
         check("mpv before the call", before - 0.3, -1...1, "0 dB")
         check("mpv 100 ms into the call", activated + 0.15, -200...(-50), "paused (silent)")
