@@ -13,7 +13,6 @@ import InterludePolicy
 /// mpv-mpris, playerctl or dbus-daemon outside CI; under CI=true a missing tool is a failure.
 @Suite(.serialized) struct MprisEndToEndTests {
     static let mprisPlugin = ["/usr/lib/mpv-mpris/mpris.so", "/etc/mpv/scripts/mpris.so"].first { FileManager.default.fileExists(atPath: $0) }
-    static let python = "/usr/bin/python3"
 
     /// Whether every tool is there; under CI a missing one is recorded as a failure.
     static func required() -> Bool {
@@ -23,8 +22,7 @@ import InterludePolicy
         if !FileManager.default.isExecutableFile(atPath: "/usr/bin/mpv") { missing.append("mpv") }
         if mprisPlugin == nil { missing.append("mpv-mpris") }
         if !FileManager.default.isExecutableFile(atPath: "/usr/bin/playerctl") { missing.append("playerctl") }
-        if !FileManager.default.fileExists(atPath: "/usr/lib/python3/dist-packages/gi")
-            || !FileManager.default.fileExists(atPath: "/usr/lib/python3/dist-packages/dbus") { missing.append("python3-dbus/python3-gi") }
+        if !FakeMprisPlayer.available { missing.append("python3-dbus/python3-gi") }
         if !missing.isEmpty, ProcessInfo.processInfo.environment["CI"] == "true" {
             Issue.record("missing \(missing.joined(separator: ", ")): the MPRIS end-to-end tests may not skip under CI (Scripts/test installs them)")
         }
@@ -145,9 +143,8 @@ import InterludePolicy
         /// as `application.process.id`; `canPause` false, or ignoring `Pause`.
         @discardableResult
         func fake(_ name: String, hz: Double, canPause: Bool, obeys: Bool) throws -> Child {
-            let script = work.path + "/fake-player.py"
-            try MprisEndToEndTests.fakePlayer.write(toFile: script, atomically: true, encoding: .utf8)
-            let c = try Child(MprisEndToEndTests.python, [script, name, canPause ? "1" : "0", obeys ? "1" : "0", try tone(hz), work.socket],
+            let script = try FakeMprisPlayer.write(into: work.path)
+            let c = try Child(FakeMprisPlayer.python, [script, name, canPause ? "1" : "0", obeys ? "1" : "0", try tone(hz), work.socket],
                               env: bus.environment, stderr: work.path + "/fake-\(name).log")
             children.append(c)
             return c
@@ -221,6 +218,9 @@ import InterludePolicy
             Issue.record("the daemon never showed mpv playing with a matched stream:\n\(w.log)"); return
         }
         #expect(before.canPause && before.action == "none")
+        // One app, one session (A10): mpv's stream is in its player session, not in one of its own.
+        let sessions = try w.status().sessions
+        #expect(sessions.filter { $0.streams.contains { $0.pid == mpv.pid } }.map(\.session) == [before.session], "\(sessions)")
         try await Task.sleep(nanoseconds: 700_000_000)
         let follow = try w.follow(name)
         try await Task.sleep(nanoseconds: 300_000_000)
@@ -385,56 +385,4 @@ import InterludePolicy
         #expect(w.level(440, at: PulseClock.monotonicSeconds() - 0.3) > Self.heard)
         #expect(w.level(550, at: PulseClock.monotonicSeconds() - 0.3) < Self.silent)
     }
-
-    /// A minimal MPRIS player in python3-dbus: `NAME CANPAUSE OBEYS TONE SOCKET`. It plays TONE
-    /// through paplay with its own pid as `application.process.id` (so the daemon matches the
-    /// stream to it) and `interlude.daemon=SOCKET`; Pause stops paplay only when OBEYS.
-    static let fakePlayer = #"""
-    import ctypes, os, signal, subprocess, sys
-    import dbus, dbus.service, dbus.mainloop.glib
-    from gi.repository import GLib
-    name, can_pause, obeys, tone, socket = sys.argv[1], sys.argv[2] == "1", sys.argv[3] == "1", sys.argv[4], sys.argv[5]
-    ROOT, PLAYER, PROPS = "org.mpris.MediaPlayer2", "org.mpris.MediaPlayer2.Player", "org.freedesktop.DBus.Properties"
-    state = {"status": "Playing", "child": None}
-    def start():
-        env = dict(os.environ, PULSE_PROP="application.process.id=%d interlude.daemon=%s" % (os.getpid(), socket))
-        # PR_SET_PDEATHSIG(SIGKILL): paplay ends with this player, even when the test kills it.
-        state["child"] = subprocess.Popen(["paplay", tone], env=env, preexec_fn=lambda: ctypes.CDLL("libc.so.6").prctl(1, 9))
-    def stop():
-        if state["child"]: state["child"].kill(); state["child"].wait(); state["child"] = None
-    class Player(dbus.service.Object):
-        def props(self):
-            return {"PlaybackStatus": state["status"], "CanPause": dbus.Boolean(can_pause), "CanPlay": dbus.Boolean(True),
-                    "CanControl": dbus.Boolean(True)}
-        @dbus.service.method(PROPS, in_signature="ss", out_signature="v")
-        def Get(self, iface, prop):
-            return self.GetAll(iface)[prop]
-        @dbus.service.method(PROPS, in_signature="s", out_signature="a{sv}")
-        def GetAll(self, iface):
-            if iface == ROOT: return {"Identity": "Fake " + name, "DesktopEntry": "fake", "CanQuit": dbus.Boolean(False)}
-            return self.props()
-        @dbus.service.signal(PROPS, signature="sa{sv}as")
-        def PropertiesChanged(self, iface, changed, invalidated): pass
-        def set(self, status):
-            if status == state["status"]: return
-            state["status"] = status
-            stop() if status != "Playing" else start()
-            self.PropertiesChanged(PLAYER, {"PlaybackStatus": status}, [])
-        @dbus.service.method(PLAYER)
-        def Pause(self):
-            if can_pause and obeys: self.set("Paused")
-        @dbus.service.method(PLAYER)
-        def Play(self): self.set("Playing")
-        @dbus.service.method(PLAYER)
-        def PlayPause(self): self.set("Paused" if state["status"] == "Playing" else "Playing")
-    dbus.mainloop.glib.DBusGMainLoop(set_as_default=True)
-    bus = dbus.SessionBus()
-    player = Player(bus, "/org/mpris/MediaPlayer2")
-    bus_name = dbus.service.BusName("org.mpris.MediaPlayer2." + name, bus)
-    start()
-    loop = GLib.MainLoop()
-    signal.signal(signal.SIGTERM, lambda *a: (stop(), loop.quit()))
-    GLib.timeout_add(100, lambda: True)  # lets the SIGTERM handler run
-    loop.run()
-    """#
 }
