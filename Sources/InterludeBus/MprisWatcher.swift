@@ -122,11 +122,14 @@ public final class MprisWatcher: MediaPlayerControl, @unchecked Sendable {
     /// A method of `org.mpris.MediaPlayer2.Player` without arguments; nil when it returned, else the error.
     func call(_ player: String, _ member: String) async -> String? {
         await withCheckedContinuation { (k: CheckedContinuation<String?, Never>) in
-            connection.perform { [self] _ in
+            // Not `perform`: it skips its body on a closed connection, and the caller would wait
+            // for ever. On a closed connection sd_bus_call fails at once (ENOTCONN).
+            connection.queue.async { [self] in
                 switch blockingCall(player, Self.path, "org.mpris.MediaPlayer2.Player", member, []) {
                 case let .success(reply): sd_bus_message_unref(reply); k.resume(returning: nil)
                 case let .failure(e): k.resume(returning: e.text)
                 }
+                connection.pump()
             }
         }
     }

@@ -16,7 +16,7 @@ enum CLI {
     usage: interlude [--socket PATH] COMMAND [OPTIONS]
 
     Commands:
-      status [--json]                         sessions, their state and duck level, streams matched
+      status [--json]                         sessions, their state and duck level, streams matched, MPRIS players
       play NAME|PATH [--volume 0..1]          play a sound through the daemon (S1-S3)
       ringer silent|ring                      the ringer switch (A12)
       reload                                  the daemon re-reads its config files (like SIGHUP); a bad file is refused

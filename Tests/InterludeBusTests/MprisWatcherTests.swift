@@ -142,6 +142,21 @@ import Testing
                 "the player gone, its stream gets an implicit session again")
     }
 
+    @Test(.enabled(if: required()))
+    func aCallToAPlayerAfterTheWatcherStoppedFailsInsteadOfWaitingForEver() async throws {
+        let rig = try await Rig("stopped")
+        defer { rig.stop() }
+        try rig.player("gone")
+        try await rig.watch()
+        rig.watcher?.stop()
+        let watcher = try #require(rig.watcher)
+        // Polled, not awaited: a call that never returns must fail the test, not hang it.
+        let answer = LogLines()
+        Task { answer.append(await watcher.pause("org.mpris.MediaPlayer2.gone") ?? "no error") }
+        #expect(await rig.until(3) { !answer.all.isEmpty }, "Pause on a closed connection returns")
+        #expect(answer.all.first.map { $0 != "no error" } == true, "and reports an error: \(answer.all)")
+    }
+
     /// A call session of a socket client (the real `interlude interrupt call` is in the end-to-end test).
     func startCall(_ rig: Rig) async throws -> (Int, AudioSessionID) {
         let c = await rig.engine.connect(pid: getpid(), sink: { _ in })
