@@ -157,6 +157,33 @@ import Testing
         #expect(answer.all.first.map { $0 != "no error" } == true, "and reports an error: \(answer.all)")
     }
 
+    @Test(.enabled(if: required()))
+    func A3_aPromptPausesAPodcastPlayerListedInSpokenAudioPlayersAndDucksAMusicPlayer() async throws {
+        let rig = try await Rig("spoken")
+        defer { rig.stop() }
+        try rig.player("gpodder")  // in audio.spokenAudioPlayers by default
+        let radio = try rig.player("radio")
+        rig.audio.push(.streamAdded(AudioStream(index: 11, pid: radio.processIdentifier, role: "music", appName: "fake")))
+        try await rig.watch()
+        #expect(await rig.until { await rig.status().players?.count == 2 })
+        let modes = await rig.status().sessions.filter { $0.session.rawValue.hasPrefix("p") }.map(\.mode)
+        #expect(modes.contains(.spokenAudio) && modes.contains(.default), "\(modes)")
+        #expect(await rig.until { await rig.status().sessions.contains { $0.streams.map(\.index) == [11] } })
+
+        let c = await rig.engine.connect(pid: getpid(), sink: { _ in })
+        _ = try await rig.engine.hello(client: c, app: "org.example.Maps")
+        let nav = try await rig.engine.register(client: c, RegisterParams(category: .playback, mode: .voicePrompt,
+                                                                           options: [.duckOthers, .interruptSpokenAudioAndMixWithOthers])).session
+        try await rig.engine.setPlaying(client: c, SetPlayingParams(session: nav, playing: true))
+        _ = try await rig.engine.activate(client: c, ActivateParams(session: nav))
+        #expect(await rig.until { await rig.player(named: "gpodder")?.status == "Paused" }, "the podcast player is paused (A3)")
+        #expect(await rig.player(named: "gpodder")?.rule == "A3")
+        #expect(await rig.player(named: "radio")?.status == "Playing", "the music player is not paused")
+        #expect(rig.audio.lastGain(11) == -14, "but ducked (A2)")
+        try await rig.engine.deactivate(client: c, DeactivateParams(session: nav))
+        #expect(await rig.until { await rig.player(named: "gpodder")?.status == "Playing" }, "and resumed after the prompt (A5)")
+    }
+
     /// A call session of a socket client (the real `interlude interrupt call` is in the end-to-end test).
     func startCall(_ rig: Rig) async throws -> (Int, AudioSessionID) {
         let c = await rig.engine.connect(pid: getpid(), sink: { _ in })
