@@ -13,7 +13,7 @@ import Glibc
 /// (match `arg0namespace='org.mpris.MediaPlayer2'`). For each player it reads the bus peer's pid
 /// (`GetConnectionUnixProcessID`), `Identity` and `DesktopEntry` (`org.mpris.MediaPlayer2`), and
 /// `PlaybackStatus`, `CanPause`, `CanPlay`, `CanControl` (`org.mpris.MediaPlayer2.Player`), and
-/// reads them again on every `PropertiesChanged` from that peer. What it sees goes to the engine
+/// follows the values each `PropertiesChanged` from that peer carries. What it sees goes to the engine
 /// in order (``Engine/playerAppeared(_:)``, ``Engine/playerChanged(_:_:)``,
 /// ``Engine/playerVanished(_:)``); the engine's `pausePlayer`/`resumePlayer` effects come back as
 /// `Pause`, `Play` or `PlayPause` calls.
@@ -47,6 +47,8 @@ public final class MprisWatcher: MediaPlayerControl, @unchecked Sendable {
     private var slots: [OpaquePointer] = []
     /// Well-known player name → the unique name that owns it.
     private var owners: [String: String] = [:]
+    /// Each player's `org.mpris.MediaPlayer2.Player` properties as last read or signalled.
+    private var playerProperties: [String: [String: BusHintValue]] = [:]
     private var consumer: Task<Void, Never>?
 
     /// Opens its own connection to the bus at `address`.
@@ -229,6 +231,7 @@ public final class MprisWatcher: MediaPlayerControl, @unchecked Sendable {
             return
         }
         func str(_ k: String) -> String? { if case let .string(s)? = root[k], !s.isEmpty { return s } else { return nil } }
+        playerProperties[name] = player
         sink.yield(.appeared(MediaPlayerInfo(busName: name, pid: pid, identity: str("Identity"), desktopEntry: str("DesktopEntry"),
                                              facts: Self.facts(player))))
     }
@@ -236,15 +239,30 @@ public final class MprisWatcher: MediaPlayerControl, @unchecked Sendable {
     /// `NameOwnerChanged(name, old, new)` for a player name.
     func nameOwnerChanged(_ name: String, old: String, new: String) {
         guard name.hasPrefix(Self.prefix) else { return }
-        if !old.isEmpty, owners.removeValue(forKey: name) != nil { sink.yield(.vanished(name)) }
+        if !old.isEmpty, owners.removeValue(forKey: name) != nil {
+            playerProperties[name] = nil
+            sink.yield(.vanished(name))
+        }
         if !new.isEmpty { appear(name) }
     }
 
-    /// `PropertiesChanged` from the unique name `sender`: the players it owns are read again.
-    func propertiesChanged(sender: String) {
+    /// `PropertiesChanged` of `org.mpris.MediaPlayer2.Player` from the unique name `sender`, with
+    /// the values it carries (in the order the player sent them: a `Paused` then a user's
+    /// `Playing` are two changes, not one read after both). Properties it names as invalidated
+    /// are read again (`GetAll`), after this dispatch.
+    func propertiesChanged(sender: String, changed: [String: BusHintValue], invalidated: [String]) {
         for (name, owner) in owners where owner == sender {
-            guard let p = properties(name, "org.mpris.MediaPlayer2.Player") else { continue }
+            var p = playerProperties[name] ?? [:]
+            p.merge(changed) { _, new in new }
+            playerProperties[name] = p
             sink.yield(.changed(name, Self.facts(p)))
+            if !invalidated.isEmpty {
+                connection.perform { [self] _ in
+                    guard owners[name] == sender, let fresh = properties(name, "org.mpris.MediaPlayer2.Player") else { return }
+                    playerProperties[name] = fresh
+                    sink.yield(.changed(name, Self.facts(fresh)))
+                }
+            }
         }
     }
 }
@@ -260,11 +278,18 @@ let mprisNameOwnerChangedCallback: sd_bus_message_handler_t = { m, userdata, _ i
     return 0
 }
 
-/// `PropertiesChanged` on `/org/mpris/MediaPlayer2` (on the bus queue).
+/// `PropertiesChanged(interface, changed a{sv}, invalidated as)` on `/org/mpris/MediaPlayer2` (on
+/// the bus queue). Read here, in order; a malformed one is ignored.
 let mprisPropertiesChangedCallback: sd_bus_message_handler_t = { m, userdata, _ in
     guard let m, let userdata, let sender = sd_bus_message_get_sender(m).map({ String(cString: $0) }),
-          let interface = try? MessageReader.string(m, "interface"), interface == "org.mpris.MediaPlayer2.Player" else { return 0 }
+          let interface = try? MessageReader.string(m, "interface"), interface == "org.mpris.MediaPlayer2.Player",
+          let changed = try? MprisWatcher.readProperties(m) else { return 0 }
+    var invalidated: [String] = []
+    if sd_bus_message_enter_container(m, CChar(UInt8(ascii: "a")), "s") > 0 {
+        while let s = try? MessageReader.string(m, "an invalidated property") { invalidated.append(s) }
+        sd_bus_message_exit_container(m)
+    }
     let w = Unmanaged<MprisWatcher>.fromOpaque(userdata).takeUnretainedValue()
-    w.connection.perform { _ in w.propertiesChanged(sender: sender) }
+    w.propertiesChanged(sender: sender, changed: changed, invalidated: invalidated)
     return 0
 }

@@ -22,13 +22,15 @@ public enum FakeMprisPlayer {
     /// at `/org/mpris/MediaPlayer2` and starts in STATUS (default `Playing`). With TONE other
     /// than `-` it plays TONE through paplay while Playing, with its own pid as
     /// `application.process.id` (so a daemon matches the stream to it) and `interlude.daemon=SOCKET`.
-    /// `Pause` pauses it only when CANPAUSE and OBEYS are 1 (else it is a no-op, as some real
-    /// players' is); `Play` and `PlayPause` work. Each change is a `PropertiesChanged` signal.
+    /// `Pause` pauses it only when CANPAUSE is 1 and OBEYS is 1 or 2 (else it is a no-op, as some
+    /// real players' is); with OBEYS 2 it plays again right after (two `PropertiesChanged` signals
+    /// in a row, as when its user presses play at once). `Play` and `PlayPause` work. Each change
+    /// is a `PropertiesChanged` signal carrying the new `PlaybackStatus`.
     public static let script = #"""
     import ctypes, os, signal, subprocess, sys
     import dbus, dbus.service, dbus.mainloop.glib
     from gi.repository import GLib
-    name, can_pause, obeys, tone, socket = sys.argv[1], sys.argv[2] == "1", sys.argv[3] == "1", sys.argv[4], sys.argv[5]
+    name, can_pause, obeys, tone, socket = sys.argv[1], sys.argv[2] == "1", sys.argv[3], sys.argv[4], sys.argv[5]
     ROOT, PLAYER, PROPS = "org.mpris.MediaPlayer2", "org.mpris.MediaPlayer2.Player", "org.freedesktop.DBus.Properties"
     state = {"status": sys.argv[6] if len(sys.argv) > 6 else "Playing", "child": None}
     def start():
@@ -58,7 +60,8 @@ public enum FakeMprisPlayer {
             self.PropertiesChanged(PLAYER, {"PlaybackStatus": status}, [])
         @dbus.service.method(PLAYER)
         def Pause(self):
-            if can_pause and obeys: self.set("Paused")
+            if can_pause and obeys != "0": self.set("Paused")
+            if can_pause and obeys == "2": self.set("Playing")  # and its user plays it again at once
         @dbus.service.method(PLAYER)
         def Play(self): self.set("Playing")
         @dbus.service.method(PLAYER)

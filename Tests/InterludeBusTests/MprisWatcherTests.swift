@@ -47,10 +47,10 @@ import Testing
 
         /// Starts a fake player and waits until it owns its name.
         @discardableResult
-        func player(_ name: String, canPause: Bool = true, obeys: Bool = true, status: String = "Playing") throws -> Process {
+        func player(_ name: String, canPause: Bool = true, obeys: Bool = true, status: String = "Playing", flicker: Bool = false) throws -> Process {
             let p = Process()
             p.executableURL = URL(fileURLWithPath: FakeMprisPlayer.python)
-            p.arguments = [try FakeMprisPlayer.write(into: folder), name, canPause ? "1" : "0", obeys ? "1" : "0", "-", "-", status]
+            p.arguments = [try FakeMprisPlayer.write(into: folder), name, canPause ? "1" : "0", flicker ? "2" : obeys ? "1" : "0", "-", "-", status]
             p.environment = bus.environment
             p.standardOutput = FileHandle.nullDevice
             p.standardError = FileHandle.nullDevice
@@ -182,6 +182,23 @@ import Testing
         #expect(rig.audio.lastGain(11) == -14, "but ducked (A2)")
         try await rig.engine.deactivate(client: c, DeactivateParams(session: nav))
         #expect(await rig.until { await rig.player(named: "gpodder")?.status == "Playing" }, "and resumed after the prompt (A5)")
+    }
+
+    @Test(.enabled(if: required()))
+    func A5_PausedThenPlayingInTwoSignalsInARowAreTwoChanges_theUsersPlayIsSeenAndNotMuted() async throws {
+        let rig = try await Rig("flicker")
+        defer { rig.stop() }
+        let p = try rig.player("quick", flicker: true)
+        rig.audio.push(.streamAdded(AudioStream(index: 12, pid: p.processIdentifier, role: "music", appName: "fake")))
+        try await rig.watch()
+        #expect(await rig.until { await rig.status().sessions.contains { $0.streams.map(\.index) == [12] && $0.session.rawValue.hasPrefix("p") } })
+        let (client, call) = try await startCall(rig)
+        let seen = await rig.until { await rig.player(named: "quick")?.action == "leftAloneUserTouched" }
+        let quick = await rig.player(named: "quick")
+        #expect(seen, "Paused (obeying) then Playing (its user): left alone: \(String(describing: quick))")
+        try await Task.sleep(nanoseconds: 800_000_000)  // past the grace period
+        #expect(!rig.audio.muted(12), "a player its user resumed is not muted (A5), \(rig.lines.all)")
+        try await rig.engine.deactivate(client: client, DeactivateParams(session: call))
     }
 
     /// A call session of a socket client (the real `interlude interrupt call` is in the end-to-end test).

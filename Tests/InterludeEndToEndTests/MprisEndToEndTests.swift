@@ -332,7 +332,8 @@ import InterludePolicy
         }
         try await Task.sleep(nanoseconds: 1_200_000_000)
         // Cannot pause: muted at once. Ignores Pause: muted after the 500 ms grace period.
-        let mutedFrom = activated + (canPause ? 0.5 : 0) + 0.15
+        // (+0.3 s: the grace timer and the mute run late on a loaded machine.)
+        let mutedFrom = activated + (canPause ? 0.5 : 0) + 0.3
         var worst = -200.0
         var t = mutedFrom
         while t < ended - 0.05 { worst = max(worst, w.level(hz, at: t)); t += 0.1 }

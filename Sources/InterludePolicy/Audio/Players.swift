@@ -190,11 +190,12 @@ extension AudioPolicy {
             guard case let .interruptionEnded(id, shouldResume) = e, let s = state.sessions[id], var p = s.player else { continue }
             if p.userTouched {
                 p.lastAction = .leftAloneUserTouched
-            } else if p.lastAction == .muted {
-                // A8 muted it (it cannot pause, or ignored Pause): unmuted now, not resumed.
             } else if p.pausedByInterlude, shouldResume, p.facts.status == .paused, p.facts.canControl {
+                // Also when A8 muted it first: it obeyed Pause only after the grace period.
                 p.lastAction = .resumed
                 out.append(.resumePlayer(id, usePlayPause: !p.facts.canPlay))
+            } else if p.lastAction == .muted {
+                // A8 muted it (it cannot pause, or ignored Pause): unmuted now, not resumed.
             } else if p.pausedByInterlude {
                 p.lastAction = .leftAloneNoResume
             } else if p.lastAction != .muted {
