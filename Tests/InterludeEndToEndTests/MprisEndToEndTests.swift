@@ -261,7 +261,9 @@ import InterludePolicy
         #expect(w.log.contains("Play: Interlude paused it, still Paused, untouched by its user [A5]"), "\(w.log)")
         print("mpris e2e: Paused \(Int((paused - activated) * 1000)) ms after the activate reply (\(Int((paused - launched) * 1000)) ms after launching the CLI); "
               + "Playing \(Int((playing - ended) * 1000)) ms after the call ended; silent at \(worst) dB, back at \(back) dB; "
-              + "position \(positionPaused) → \(positionAfter) s")
+              + "position \(positionPaused) → \(positionAfter) s; daemon: "
+              + w.log.split(separator: "\n").filter { $0.contains("answered in") }.map { $0.replacingOccurrences(of: "interluded: ", with: "") }
+                .joined(separator: "; "))
     }
 
     // MARK: A5: the user's own pause and resume
