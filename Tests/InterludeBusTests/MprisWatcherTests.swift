@@ -45,9 +45,10 @@ import Testing
             watcher = w
         }
 
-        /// Starts a fake player and waits until it owns its name.
+        /// Starts a fake player and waits (up to 10 s, without blocking a thread of the test's
+        /// pool) until it owns its name.
         @discardableResult
-        func player(_ name: String, canPause: Bool = true, obeys: Bool = true, status: String = "Playing", flicker: Bool = false) throws -> Process {
+        func player(_ name: String, canPause: Bool = true, obeys: Bool = true, status: String = "Playing", flicker: Bool = false) async throws -> Process {
             let p = Process()
             p.executableURL = URL(fileURLWithPath: FakeMprisPlayer.python)
             p.arguments = [try FakeMprisPlayer.write(into: folder), name, canPause ? "1" : "0", flicker ? "2" : obeys ? "1" : "0", "-", "-", status]
@@ -58,7 +59,7 @@ import Testing
             players.append(p)
             let probe = try BusConnection(address: bus.address)
             defer { probe.stop() }
-            for _ in 0..<250 where probe.nameOwner("org.mpris.MediaPlayer2." + name) == nil { usleep(20_000) }
+            for _ in 0..<500 where probe.nameOwner("org.mpris.MediaPlayer2." + name) == nil { try await Task.sleep(nanoseconds: 20_000_000) }
             return p
         }
 
@@ -87,8 +88,8 @@ import Testing
         }
 
         /// `gdbus call` of an `org.mpris.MediaPlayer2.Player` method, as another app would.
-        func callPlayer(_ name: String, _ method: String) throws {
-            _ = try bus.run("/usr/bin/gdbus", ["call", "--session", "-d", "org.mpris.MediaPlayer2." + name, "-o", "/org/mpris/MediaPlayer2",
+        func callPlayer(_ name: String, _ method: String) async throws {
+            _ = try await bus.exec("/usr/bin/gdbus", ["call", "--session", "-d", "org.mpris.MediaPlayer2." + name, "-o", "/org/mpris/MediaPlayer2",
                                                "-m", "org.mpris.MediaPlayer2.Player." + method], timeout: 5)
         }
     }
@@ -105,18 +106,18 @@ import Testing
     func listNamesAtStartAndNameOwnerChangedLater_withPidIdentityAndFacts() async throws {
         let rig = try await Rig("names")
         defer { rig.stop() }
-        let before = try rig.player("before")
+        let before = try await rig.player("before")
         try await rig.watch()
         #expect(await rig.until { await rig.player(named: "before") != nil }, "a player already on the bus is found by ListNames")
         let b = await rig.player(named: "before")
         #expect(b?.pid == before.processIdentifier && b?.status == "Playing" && b?.canPause == true && b?.app == "Fake before")
 
-        let after = try rig.player("after", canPause: false, status: "Paused")
+        let after = try await rig.player("after", canPause: false, status: "Paused")
         #expect(await rig.until { await rig.player(named: "after") != nil }, "a player that appears later is found by NameOwnerChanged")
         let a = await rig.player(named: "after")
         #expect(a?.pid == after.processIdentifier && a?.status == "Paused" && a?.canPause == false && a?.canPlay == true)
 
-        try rig.callPlayer("after", "Play")
+        try await rig.callPlayer("after", "Play")
         #expect(await rig.until { await rig.player(named: "after")?.status == "Playing" }, "PropertiesChanged is followed")
 
         rig.end(after)
@@ -128,7 +129,7 @@ import Testing
     func A10_oneAppOneSession_aStreamOfThePlayersPidJoinsItsSessionAndGetsItsOwnBackWhenItLeaves() async throws {
         let rig = try await Rig("pid")
         defer { rig.stop() }
-        let p = try rig.player("music")
+        let p = try await rig.player("music")
         rig.audio.push(.streamAdded(AudioStream(index: 7, pid: p.processIdentifier, role: "music", appName: "fake")))
         #expect(await rig.until { await rig.status().sessions.contains { $0.session.rawValue == "i7" } }, "before the watcher: an implicit stream session")
         try await rig.watch()
@@ -146,7 +147,7 @@ import Testing
     func aCallToAPlayerAfterTheWatcherStoppedFailsInsteadOfWaitingForEver() async throws {
         let rig = try await Rig("stopped")
         defer { rig.stop() }
-        try rig.player("gone")
+        try await rig.player("gone")
         try await rig.watch()
         rig.watcher?.stop()
         let watcher = try #require(rig.watcher)
@@ -161,8 +162,8 @@ import Testing
     func A3_aPromptPausesAPodcastPlayerListedInSpokenAudioPlayersAndDucksAMusicPlayer() async throws {
         let rig = try await Rig("spoken")
         defer { rig.stop() }
-        try rig.player("gpodder")  // in audio.spokenAudioPlayers by default
-        let radio = try rig.player("radio")
+        try await rig.player("gpodder")  // in audio.spokenAudioPlayers by default
+        let radio = try await rig.player("radio")
         rig.audio.push(.streamAdded(AudioStream(index: 11, pid: radio.processIdentifier, role: "music", appName: "fake")))
         try await rig.watch()
         #expect(await rig.until { await rig.status().players?.count == 2 })
@@ -176,7 +177,8 @@ import Testing
                                                                            options: [.duckOthers, .interruptSpokenAudioAndMixWithOthers])).session
         try await rig.engine.setPlaying(client: c, SetPlayingParams(session: nav, playing: true))
         _ = try await rig.engine.activate(client: c, ActivateParams(session: nav))
-        #expect(await rig.until { await rig.player(named: "gpodder")?.status == "Paused" }, "the podcast player is paused (A3)")
+        let paused = await rig.until { await rig.player(named: "gpodder")?.status == "Paused" }
+        #expect(paused, "the podcast player is paused (A3): \(rig.lines.all)")
         #expect(await rig.player(named: "gpodder")?.rule == "A3")
         #expect(await rig.player(named: "radio")?.status == "Playing", "the music player is not paused")
         #expect(rig.audio.lastGain(11) == -14, "but ducked (A2)")
@@ -188,14 +190,14 @@ import Testing
     func A5_PausedThenPlayingInTwoSignalsInARowAreTwoChanges_theUsersPlayIsSeenAndNotMuted() async throws {
         let rig = try await Rig("flicker")
         defer { rig.stop() }
-        let p = try rig.player("quick", flicker: true)
+        let p = try await rig.player("quick", flicker: true)
         rig.audio.push(.streamAdded(AudioStream(index: 12, pid: p.processIdentifier, role: "music", appName: "fake")))
         try await rig.watch()
         #expect(await rig.until { await rig.status().sessions.contains { $0.streams.map(\.index) == [12] && $0.session.rawValue.hasPrefix("p") } })
         let (client, call) = try await startCall(rig)
         let seen = await rig.until { await rig.player(named: "quick")?.action == "leftAloneUserTouched" }
         let quick = await rig.player(named: "quick")
-        #expect(seen, "Paused (obeying) then Playing (its user): left alone: \(String(describing: quick))")
+        #expect(seen, "Paused (obeying) then Playing (its user): left alone: \(String(describing: quick))\n\(rig.lines.all.joined(separator: "\n"))")
         try await Task.sleep(nanoseconds: 800_000_000)  // past the grace period
         #expect(!rig.audio.muted(12), "a player its user resumed is not muted (A5), \(rig.lines.all)")
         try await rig.engine.deactivate(client: client, DeactivateParams(session: call))
@@ -215,8 +217,8 @@ import Testing
     func A4_A5_A8_aCallPausesThroughTheBusResumesAfter_andMutesOneThatIgnoresPause() async throws {
         let rig = try await Rig("call")
         defer { rig.stop() }
-        try rig.player("obedient")
-        let stubborn = try rig.player("stubborn", obeys: false)
+        try await rig.player("obedient")
+        let stubborn = try await rig.player("stubborn", obeys: false)
         rig.audio.push(.streamAdded(AudioStream(index: 9, pid: stubborn.processIdentifier, role: "music", appName: "fake")))
         try await rig.watch()
         #expect(await rig.until { await rig.status().players?.count == 2 })

@@ -174,11 +174,11 @@ import InterludePolicy
             return nil
         }
 
-        /// `playerctl -p NAME ARGS…` as the user.
+        /// `playerctl -p NAME ARGS…` as the user (off the test's thread pool).
         @discardableResult
-        func playerctl(_ name: String, _ args: [String]) throws -> String {
+        func playerctl(_ name: String, _ args: [String]) async throws -> String {
             let short = name.replacingOccurrences(of: "org.mpris.MediaPlayer2.", with: "")
-            return try PrivateBus.run("/usr/bin/playerctl", ["-p", short] + args, environment: bus.environment, timeout: 5)
+            return try await bus.exec("/usr/bin/playerctl", ["-p", short] + args, timeout: 5)
                 .stdout.trimmingCharacters(in: .whitespacesAndNewlines)
         }
         /// `playerctl --follow status`: each PlaybackStatus change, timestamped when it arrives.
@@ -235,13 +235,13 @@ import InterludePolicy
         // The activation happens between the launch and its reply line; Paused must follow it within 100 ms.
         #expect(paused - activated <= 0.1, "Paused \(Int((paused - activated) * 1000)) ms after the activate reply arrived")
         try await Task.sleep(nanoseconds: 1_000_000_000)
-        let positionPaused = Double(try w.playerctl(name, ["position"])) ?? -1
+        let positionPaused = Double(try await w.playerctl(name, ["position"])) ?? -1
         #expect(w.player(name)?.status == "Paused" && w.player(name)?.action == "paused" && w.player(name)?.rule == "A4")
         guard let ended = await call.out.first(timeout: 10, { $0.contains("\"deactivated\"") }),
               let playing = await follow.out.first(after: paused, timeout: 5, { $0 == "Playing" }) else {
             Issue.record("the call did not end or mpv did not play again: \(follow.out.all)\n\(w.log)"); return
         }
-        let positionAfter = Double(try w.playerctl(name, ["position"])) ?? -1
+        let positionAfter = Double(try await w.playerctl(name, ["position"])) ?? -1
         let readAt = PulseClock.monotonicSeconds()
         #expect(playing - ended <= 0.3, "Playing \(Int((playing - ended) * 1000)) ms after the call's end")
         try await Task.sleep(nanoseconds: 800_000_000)
@@ -277,17 +277,17 @@ import InterludePolicy
             Issue.record("no player:\n\(w.log)"); return
         }
         // Paused by the user before the call: stays paused after it.
-        try w.playerctl(name, ["pause"])
+        try await w.playerctl(name, ["pause"])
         #expect(await w.waitForPlayer(name, status: "Paused") != nil)
         let first = try w.call(seconds: 1.5)
         _ = await first.out.first(timeout: 10, { $0.contains("\"deactivated\"") })
         try await Task.sleep(nanoseconds: 800_000_000)
-        #expect(try w.playerctl(name, ["status"]) == "Paused", "the user's pause holds after the call")
+        #expect(try await w.playerctl(name, ["status"]) == "Paused", "the user's pause holds after the call")
         #expect(w.player(name)?.action == "leftAlonePausedBefore" && w.player(name)?.rule == "A5", "\(String(describing: w.player(name)))")
         #expect(w.log.contains("left alone: it was Paused, not playing, when interrupted"), "\(w.log)")
 
         // Resumed by the user during the call: Interlude neither pauses, mutes nor resumes it again.
-        try w.playerctl(name, ["play"])
+        try await w.playerctl(name, ["play"])
         #expect(await w.waitForPlayer(name) != nil)
         let follow = try w.follow(name)
         try await Task.sleep(nanoseconds: 300_000_000)
@@ -297,7 +297,7 @@ import InterludePolicy
             Issue.record("the call did not pause mpv: \(follow.out.all)\n\(w.log)"); return
         }
         try await Task.sleep(nanoseconds: 500_000_000)
-        try w.playerctl(name, ["play"])
+        try await w.playerctl(name, ["play"])
         let resumedByUser = PulseClock.monotonicSeconds()
         guard let ended = await second.out.first(timeout: 10, { $0.contains("\"deactivated\"") }) else {
             Issue.record("the call did not end"); return
@@ -359,7 +359,7 @@ import InterludePolicy
               await w.waitForPlayer(n1) != nil, await w.waitForPlayer(n2) != nil else {
             Issue.record("no two players:\n\(w.log)"); return
         }
-        try w.playerctl(n2, ["pause"])  // the user paused the second one before the call
+        try await w.playerctl(n2, ["pause"])  // the user paused the second one before the call
         #expect(await w.waitForPlayer(n2, status: "Paused") != nil)
         let app = try await InterludeClient.connect(socket: w.work.socket, app: "org.example.Music")
         defer { app.close() }
@@ -377,8 +377,8 @@ import InterludePolicy
         let call = try w.call(seconds: 2)
         _ = await call.out.first(timeout: 10, { $0.contains("\"deactivated\"") })
         try await Task.sleep(nanoseconds: 800_000_000)
-        #expect(try w.playerctl(n1, ["status"]) == "Playing", "the playing player is resumed (A5)")
-        #expect(try w.playerctl(n2, ["status"]) == "Paused", "the user-paused player stays paused (A5)")
+        #expect(try await w.playerctl(n1, ["status"]) == "Playing", "the playing player is resumed (A5)")
+        #expect(try await w.playerctl(n2, ["status"]) == "Paused", "the user-paused player stays paused (A5)")
         #expect(w.player(n1)?.action == "resumed" && w.player(n2)?.action == "leftAlonePausedBefore")
         events.cancel()
         let seen = await events.value
