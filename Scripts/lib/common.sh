@@ -17,6 +17,10 @@ INTERLUDE_PACKAGES=(pulseaudio pulseaudio-utils libpulse-dev libsndfile1-dev lib
 # libnotify-bin (notify-send), libglib2.0-bin (gdbus), dunst + xvfb (a display daemon for
 # companion mode): the D-Bus tests' real clients. mosquitto (+ clients): the private broker.
 INTERLUDE_TEST_PACKAGES=(gdb systemd libnotify-bin libglib2.0-bin python3-dbus dunst xvfb mosquitto mosquitto-clients)
+# mpv + mpv-mpris (a real MPRIS player), playerctl (acts as the user), python3-gi (the GLib main
+# loop of the tests' fake MPRIS player): the MPRIS tests (issue 10). Installed without recommends
+# (~88 MB instead of a desktop's worth).
+INTERLUDE_PLAYER_PACKAGES=(mpv mpv-mpris playerctl python3-gi)
 
 say() { printf '==> %s\n' "$*" >&2; }
 
@@ -30,7 +34,12 @@ interlude_install_packages() {
     say "installing Debian packages: ${missing[*]}"
     local sudo=""
     [ "$(id -u)" -ne 0 ] && sudo=sudo
-    $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+    $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq ${INTERLUDE_APT_FLAGS:-} "${missing[@]}" >/dev/null
+}
+
+# The same, without recommended packages (for INTERLUDE_PLAYER_PACKAGES).
+interlude_install_packages_lean() {
+    INTERLUDE_APT_FLAGS=--no-install-recommends interlude_install_packages "$@"
 }
 
 # Makes sure `swift` is on PATH (the toolchain lives in /opt/swift on our machines).

@@ -51,6 +51,9 @@ public enum ConfigSchema {
         .init("audio.maxRampStepDb", .number(default: 1.5, range: 0.1...6, unit: "dB"), "A2: largest volume change of one ramp step."),
         .init("audio.enforcementGraceMs", .integer(default: 500, range: 0...10000, unit: "ms"),
               "A8: how long an interrupted session may keep playing before the daemon mutes it."),
+        .init("audio.spokenAudioPlayers", .strings(default: ["gpodder", "kasts", "org.kde.kasts", "org.gnome.Podcasts", "podcasts",
+                                                              "cozy", "com.github.geigi.cozy", "vocal", "com.github.needleandthread.vocal"]),
+              "A3, A10: MPRIS players that are podcast or audiobook apps: their session is spokenAudio (a navigation prompt pauses them). Matched, case-insensitively, against the bus name after org.mpris.MediaPlayer2., the DesktopEntry and the Identity."),
         .init("audio.transientExpirySeconds", .number(default: 10, range: 1...3600, unit: "s"),
               "A9: a ducking or interrupting session with no running stream this long expires."),
     ]

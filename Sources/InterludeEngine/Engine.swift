@@ -78,6 +78,8 @@ public actor Engine {
     var reloader: Reloader?
     /// The D-Bus side (Engine+Bus.swift): port, mode, id map.
     var bus = BusBridgeState()
+    /// MPRIS players (Engine+Players.swift): port, players by bus name.
+    var mpris = PlayerBridgeState()
     /// Checks at each entitlement check that a peer is still the process that connected (N3).
     let peerVerifier: PeerVerifying
     /// The broker side of remote notifications (Engine+Remote.swift); nil without a broker.
@@ -338,6 +340,7 @@ public actor Engine {
                                   unmatchedStreams: unmatched, samples: await sounds?.cachedSamples() ?? [])
         result.configFiles = config.files
         result.bus = bus.status
+        result.players = playerStatuses()
         return result
     }
 
@@ -368,9 +371,11 @@ public actor Engine {
             }
         case let .interruptionBegan(id, reason):
             log("\(id) interruptionBegan reason=\(reason.rawValue)")
+            logPlayerDecision(id)
             send(to: id, WireEventName.interruptionBegan, InterruptionBeganData(session: id, reason: reason))
         case let .interruptionEnded(id, shouldResume):
             log("\(id) interruptionEnded shouldResume=\(shouldResume) [A5]")
+            logPlayerDecision(id)
             send(to: id, WireEventName.interruptionEnded, InterruptionEndedData(session: id, shouldResume: shouldResume))
         case let .delayedActivationCompleted(id, style):
             log("\(id) delayed activation completed [A4]")
@@ -379,8 +384,10 @@ public actor Engine {
             log("\(id) expired: no running stream for \(audioConfig.transientExpiry) s [A9]")
             send(to: id, WireEventName.expired, SessionEventData(session: id))
         case let .enforcementChanged(id, muted):
-            log("\(id) \(muted ? "muted: still playing after the grace period" : "unmuted") [A8]")
+            log("\(id) \(muted ? "muted: \(muteReason(id))" : "unmuted") [A8]")
             send(to: id, WireEventName.enforcement, SessionEventData(session: id, muted: muted))
+        case .pausePlayer, .resumePlayer:
+            carryOutPlayer(e)
         case let .setOutput(id, out, ramp):
             log("\(id) output gain=\(out.gainDb) dB muted=\(out.muted) ramp=\(Int(ramp * 1000)) ms")
             // duckChanged only when the duck changed (a mute alone, A8 or A12, has events of its own).
@@ -469,6 +476,8 @@ public actor Engine {
             if let best = candidates.max(by: { (activationSerial[$0] ?? 0, $0.rawValue) < (activationSerial[$1] ?? 0, $1.rawValue) }) {
                 return best
             }
+            // An MPRIS player's streams belong to its session (one app, one session; issue 10).
+            if let player = playerSession(pid: pid) { return player }
         }
         return implicitSession[s.index]
     }
@@ -512,6 +521,7 @@ public actor Engine {
             reduce(.activate(id, acceptsDelay: false))
         } else if let id = session(for: s) {
             refreshPlaying(id)
+            playerStreamSeen(s, id)
         }
         // A7: a stream of a ducked (or muted) session starts with that output.
         if let id = session(for: s), let out = audioState.applied[id], out != .unity {
@@ -532,6 +542,8 @@ public actor Engine {
     /// Recomputes whether a session is playing: any matched stream running (uncorked), or, with no
     /// matched stream, what the app reported.
     func refreshPlaying(_ id: AudioSessionID) {
+        // A player's playing state is its PlaybackStatus (Engine+Players.swift), not its streams'.
+        guard audioState.sessions[id]?.player == nil else { return }
         let mine = streams.values.filter { session(for: $0) == id }
         let playing = mine.isEmpty ? (reportedPlaying[id] ?? false) : mine.contains { !$0.corked }
         if audioState.sessions[id]?.isPlaying != playing { reduce(.playing(id, playing)) }

@@ -163,10 +163,39 @@ public struct StatusResult: Codable, Sendable, Equatable {
     public var configFiles: [String]?
     /// The session bus side (org.freedesktop.Notifications); nil when the daemon has none.
     public var bus: BusStatus?
+    /// MPRIS media players on the session bus (issue 10); nil when the daemon does not watch them.
+    public var players: [PlayerStatus]?
     public init(version: String, audioConnected: Bool, audioServer: String?, ringer: String,
                 sessions: [SessionStatus], unmatchedStreams: [StreamStatus], samples: [String]) {
         self.version = version; self.audioConnected = audioConnected; self.audioServer = audioServer
         self.ringer = ringer; self.sessions = sessions; self.unmatchedStreams = unmatchedStreams; self.samples = samples
+    }
+}
+
+/// One MPRIS media player in `status` (issue 10): its facts on the bus and what Interlude did.
+public struct PlayerStatus: Codable, Sendable, Equatable {
+    /// Its bus name (`org.mpris.MediaPlayer2.mpv`).
+    public var player: String
+    /// The implicit session it is (`p1`, …; A10).
+    public var session: AudioSessionID
+    /// The name it goes by (`Identity`, else the bus name's last part).
+    public var app: String
+    /// The bus peer's pid, which its streams are matched by.
+    public var pid: Int32?
+    /// `PlaybackStatus`: `Playing`, `Paused` or `Stopped`.
+    public var status: String
+    public var canPause: Bool
+    public var canPlay: Bool
+    public var canControl: Bool
+    /// What Interlude last did: `none`, `paused`, `muted`, `resumed`, `leftAlonePausedBefore`,
+    /// `leftAloneUserTouched`, `leftAloneNoResume`.
+    public var action: String
+    /// The rule that decided `action` (A3, A4, A5, A8).
+    public var rule: String?
+    public init(player: String, session: AudioSessionID, app: String, pid: Int32?, status: String, canPause: Bool,
+                canPlay: Bool, canControl: Bool, action: String, rule: String?) {
+        self.player = player; self.session = session; self.app = app; self.pid = pid; self.status = status
+        self.canPause = canPause; self.canPlay = canPlay; self.canControl = canControl; self.action = action; self.rule = rule
     }
 }
 

@@ -16,7 +16,7 @@ enum CLI {
     usage: interlude [--socket PATH] COMMAND [OPTIONS]
 
     Commands:
-      status [--json]                         sessions, their state and duck level, streams matched
+      status [--json]                         sessions, their state and duck level, streams matched, MPRIS players
       play NAME|PATH [--volume 0..1]          play a sound through the daemon (S1-S3)
       ringer silent|ring                      the ringer switch (A12)
       reload                                  the daemon re-reads its config files (like SIGHUP); a bad file is refused
@@ -158,6 +158,11 @@ enum CLI {
                 print("    stream \(st.index)  pid \(st.pid.map(String.init) ?? "?")  role \(st.role ?? "-")  \(st.corked ? "paused" : "running")"
                       + "  volume \(CommandOutput.fmt(st.userVolumeDb)) dB, gain \(CommandOutput.fmt(st.gainDb)) dB\(st.muted ? ", muted" : "")")
             }
+        }
+        for p in s.players ?? [] {
+            print("player \(p.player)  \(p.session)  pid \(p.pid.map(String.init) ?? "?")  \(p.status)"
+                  + (p.canControl ? (p.canPause ? "" : ", cannot pause") : ", cannot be controlled")
+                  + "  Interlude: \(p.action)\(p.rule.map { " [\($0)]" } ?? "")")
         }
         if !s.unmatchedStreams.isEmpty { print("unmatched streams: \(s.unmatchedStreams.map { String($0.index) }.joined(separator: ", "))") }
         if !s.samples.isEmpty { print("sample cache: \(s.samples.joined(separator: ", "))") }

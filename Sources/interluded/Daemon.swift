@@ -182,14 +182,32 @@ enum Daemon {
         let bus = await NotificationsBus.join(address: env["DBUS_SESSION_BUS_ADDRESS"],
                                               engine: engine, replace: options["replace"] != nil, config: busConfig,
                                               version: version, log: log, off: offReason)
+        // MPRIS players (issue 10): paused for calls and resumed after, on the same session bus.
+        let players = await Self.watchPlayers(address: env["DBUS_SESSION_BUS_ADDRESS"], engine: engine, log: log, off: offReason)
         let status = await waitForTerminationSignal(orParentExit: options["exit-with-parent"] != nil, or: exitRequest)
         log("stopping")
         bus.stop()
+        players?.stop()
         remote?.stop()
         server.stop()
         await engine.releaseStreams()  // no duck or mute of ours outlives the daemon
         pulse.disconnect()
         return status
+    }
+
+    /// Watches the MPRIS players on the session bus (issue 10), or says why not.
+    static func watchPlayers(address: String?, engine: Engine, log: @escaping @Sendable (String) -> Void,
+                             off reason: String?) async -> MprisWatcher? {
+        if let reason { log("mpris: not watching media players: \(reason)"); return nil }
+        guard let address, !address.isEmpty else { log("mpris: not watching media players: no session bus"); return nil }
+        do {
+            let w = try MprisWatcher(address: address, engine: engine, log: log)
+            try await w.start()
+            return w
+        } catch {
+            log("mpris: not watching media players: \(error)")
+            return nil
+        }
     }
 
     /// What a daemon that does not manage says about the one that does.

@@ -26,6 +26,8 @@ public struct AudioSession: Codable, Sendable, Equatable {
     public var enforcedMute = false
     /// A4: the delayed request's order, to activate waiting sessions first come, first served.
     public var delayedSince: Double?
+    /// An MPRIS player's side (Players.swift): set for the implicit session of a player, nil otherwise.
+    public var player: PlayerControl?
 
     public init(id: AudioSessionID, descriptor: AudioSessionDescriptor) {
         self.id = id; self.descriptor = descriptor
@@ -162,6 +164,14 @@ public enum AudioPolicyEvent: Sendable, Equatable {
     case ringer(silent: Bool)
     /// Time passed (A8 grace, A9 expiry).
     case tick
+    /// An MPRIS player appeared on the bus: the engine chose its id and descriptor
+    /// (``AudioPolicy/playerDescriptor(app:role:spokenAudio:)``); it is registered and activated (A10).
+    case playerAppeared(AudioSessionID, AudioSessionDescriptor, PlayerFacts)
+    /// A player's properties changed (`PropertiesChanged`), or its streams' role changed its
+    /// descriptor (nil: unchanged).
+    case playerChanged(AudioSessionID, PlayerFacts, descriptor: AudioSessionDescriptor?)
+    /// A player left the bus: its session is forgotten (notifying others, like a closed stream).
+    case playerVanished(AudioSessionID)
 }
 
 /// What the engine must do or tell, in order.
@@ -180,6 +190,11 @@ public enum AudioPolicyEffect: Sendable, Equatable {
     case enforcementChanged(AudioSessionID, muted: Bool)
     /// Apply this output to the session's streams, ramped over `rampSeconds` (A2).
     case setOutput(AudioSessionID, SessionOutput, rampSeconds: Double)
+    /// Call MPRIS `Pause` on the session's player (A4 for a call, A3 for a spoken-audio pause; `rule`
+    /// says which).
+    case pausePlayer(AudioSessionID, rule: String)
+    /// Call MPRIS `Play` on the session's player (A5); `PlayPause` when it says it cannot `Play`.
+    case resumePlayer(AudioSessionID, usePlayPause: Bool)
 }
 
 public enum AudioPolicy {
@@ -219,9 +234,20 @@ public enum AudioPolicy {
             state.ringerSilent = silent
         case .tick:
             break
+        case let .playerAppeared(id, descriptor, facts):
+            fx += playerAppeared(&state, id, descriptor, facts, now: now, config: config)
+        case let .playerChanged(id, facts, descriptor):
+            fx += playerChanged(&state, id, facts, descriptor: descriptor, now: now, config: config)
+        case let .playerVanished(id):
+            fx += deactivate(&state, id, notifyOthers: true, now: now, config: config)
+            state.remove(id)
         }
-        fx += a8Enforce(&state, now: now, config: config)
+        fx = a4a3PausePlayers(&state, fx, now: now)  // before A8: a paused player is not muted
+        let enforced = a8Enforce(&state, now: now, config: config)
+        a8NotePlayerMutes(&state, enforced)
+        fx += enforced
         fx += a9Expire(&state, now: now, config: config)
+        fx = a5ResumePlayers(&state, fx)
         fx += outputChanges(&state, also: touched, config: config)
         return fx
     }
@@ -419,6 +445,7 @@ public enum AudioPolicy {
     // MARK: Timed rules (A8, A9)
 
     static func a8GraceDeadline(_ s: AudioSession, config: AudioPolicyConfig) -> Double? {
+        if let playerDeadline = a8PlayerGraceDeadline(s, config: config) { return playerDeadline }
         guard s.state == .interrupted, s.isPlaying, !s.enforcedMute, let at = s.interruptedAt else { return nil }
         return max(at, s.playingChangedAt) + config.enforcementGrace
     }
