@@ -64,6 +64,9 @@ public struct MQTTError: Error, Sendable, Equatable, CustomStringConvertible {
         case connectionRefused
         /// Nothing came in time.
         case timedOut
+        /// The TLS handshake failed: the broker's certificate is not signed by the CA file, names
+        /// another host, or the broker speaks no TLS (the message has OpenSSL's words).
+        case tlsFailed
     }
     public var code: Code
     public var message: String
@@ -114,8 +117,10 @@ public struct MQTTOptions: Sendable {
     }
 }
 
-/// One libmosquitto client on its own network thread (`mosquitto_loop_start`), reconnecting with
-/// backoff by itself.
+/// One libmosquitto client on its own network thread (``start(onMessage:onConnect:)``), reconnecting
+/// with backoff by itself, also after the errors that end libmosquitto's own loop (a failed TLS
+/// handshake, a protocol error): those are logged once with a stable code (``lastError``) and
+/// retried, never a dead connection without a word.
 ///
 /// Delivery contract for QoS 1 (the reason this adapter exists): libmosquitto has no manual
 /// acknowledgement, but in threaded mode the PUBACK it queues for a message is written only after
@@ -137,6 +142,8 @@ public final class MQTTClient: @unchecked Sendable {
     /// Log lines (connection changes), for the daemon's stderr.
     let log: @Sendable (String) -> Void
     var started = false
+    /// Signalled when the network thread ends (after ``stop()``).
+    let threadEnded = DispatchSemaphore(value: 0)
 
     struct ClientState {
         var connected = false
@@ -144,6 +151,14 @@ public final class MQTTClient: @unchecked Sendable {
         var connects = 0
         var published: Set<Int32> = []
         var subscribed: [Int32: [Int32]] = [:]
+        /// ``stop()`` was called: the network thread ends.
+        var stopping = false
+        /// The last error line libmosquitto logged (OpenSSL's reason of a failed handshake).
+        var libraryError: String?
+        /// Why the last connection attempt failed (nil after a connection).
+        var lastError: MQTTError?
+        /// The last failure logged (the same one is not logged on every retry).
+        var loggedFailure: String?
     }
 
     private static let libraryInit: Void = { mosquitto_lib_init() }()
@@ -182,11 +197,15 @@ public final class MQTTClient: @unchecked Sendable {
         mosquitto_message_callback_set(m, mqttOnMessage)
         mosquitto_publish_callback_set(m, mqttOnPublish)
         mosquitto_subscribe_callback_set(m, mqttOnSubscribe)
-        _ = mosquitto_reconnect_delay_set(m, 1, 30, true)
+        mosquitto_log_callback_set(m, mqttOnLog)
+        // Our own network thread (below) instead of mosquitto_loop_start: libmosquitto's thread
+        // returns for good after a "fatal" error such as a failed TLS handshake. Threaded mode
+        // still defers every write (the PUBACK too) to the network thread, after the handler.
+        _ = mosquitto_threaded_set(m, true)
     }
 
     deinit {
-        if started { mosquitto_loop_stop(mosq, true) }
+        stop()
         mosquitto_destroy(mosq)
     }
 
@@ -194,8 +213,9 @@ public final class MQTTClient: @unchecked Sendable {
         guard rc == MOSQ_ERR_SUCCESS.rawValue else { throw MQTTError(.mosquittoFailed, "\(what): \(String(cString: mosquitto_strerror(rc)))") }
     }
 
-    /// Connects (asynchronously: a broker that is not up yet is retried with backoff, 1…30 s) and
-    /// starts the network thread.
+    /// Connects (asynchronously: a broker that is not up yet, or whose TLS handshake fails, is
+    /// retried with backoff, 1…30 s, each new failure logged once with its code) and starts the
+    /// network thread.
     /// - Parameters:
     ///   - onMessage: called on the network thread for each message, in order; the message is
     ///     acknowledged (QoS 1) after it returns (see the type's doc).
@@ -205,12 +225,67 @@ public final class MQTTClient: @unchecked Sendable {
         self.onMessage = onMessage
         self.onConnect = onConnect
         let rc = mosquitto_connect_async(mosq, options.broker.host, Int32(options.broker.port), options.keepaliveSeconds)
-        if rc != MOSQ_ERR_SUCCESS.rawValue {
-            log("broker \(options.broker) not reachable yet (\(String(cString: mosquitto_strerror(rc)))); retrying")
-        }
-        try check(mosquitto_loop_start(mosq), "mosquitto_loop_start")
+        if rc != MOSQ_ERR_SUCCESS.rawValue { failed(rc) }
+        let connected = rc == MOSQ_ERR_SUCCESS.rawValue
+        let thread = Thread { [self] in self.networkLoop(connecting: connected) }
+        thread.name = "mqtt \(options.clientID)"
+        thread.start()
         started = true
     }
+
+    /// The network thread: `mosquitto_loop` (at most 1 s per call, so ``stop()`` is seen within a
+    /// second) until the connection ends or an attempt fails, then the backoff (1 s, doubling to
+    /// 30 s while attempts fail; 1 s after a connection that was up) and a reconnect. Unlike
+    /// libmosquitto's own loop it also goes on after a "fatal" error (a failed TLS handshake, a
+    /// protocol error): the broker or its certificate may be fixed, and the daemon must not
+    /// silently stop receiving.
+    func networkLoop(connecting: Bool) {
+        var delay = 1.0
+        var attempting = connecting  // a socket is open (the connection is being made or is up)
+        var connectsBefore = 0
+        while !state.withLock({ $0.stopping }) {
+            if attempting {
+                let rc = mosquitto_loop(mosq, 1000, 1)
+                if rc == MOSQ_ERR_SUCCESS.rawValue { continue }
+                if state.withLock({ $0.stopping }) { break }
+                attempting = false
+                if state.withLock({ $0.connects }) > connectsBefore {
+                    delay = 1  // it was up: the disconnect callback logged the loss
+                } else {
+                    failed(rc)
+                }
+            }
+            let until = Date().addingTimeInterval(delay)
+            while Date() < until, !state.withLock({ $0.stopping }) { Thread.sleep(forTimeInterval: 0.05) }
+            if state.withLock({ $0.stopping }) { break }
+            delay = min(delay * 2, 30)
+            connectsBefore = state.withLock { $0.connects }
+            let rc = mosquitto_reconnect(mosq)
+            if rc == MOSQ_ERR_SUCCESS.rawValue { attempting = true } else { failed(rc) }
+        }
+        threadEnded.signal()
+    }
+
+    /// A connection attempt that failed with libmosquitto's `rc`: remembered as ``lastError``, and
+    /// logged unless it is the failure logged last.
+    func failed(_ rc: Int32) {
+        let error = state.withLock { s -> MQTTError in
+            let library = s.libraryError.map { " (\($0))" } ?? ""
+            s.libraryError = nil
+            let words = rc == MOSQ_ERR_ERRNO.rawValue ? String(cString: strerror(errno)) : String(cString: mosquitto_strerror(rc))
+            let code: MQTTError.Code = rc == MOSQ_ERR_TLS.rawValue || rc == MOSQ_ERR_TLS_HANDSHAKE.rawValue ? .tlsFailed
+                : rc == MOSQ_ERR_CONN_REFUSED.rawValue || rc == MOSQ_ERR_AUTH.rawValue ? .connectionRefused : .notConnected
+            let e = MQTTError(code, "cannot connect to \(options.broker): \(words)\(library)")
+            s.lastError = e
+            return e
+        }
+        let fresh = state.withLock { s -> Bool in defer { s.loggedFailure = error.description }; return s.loggedFailure != error.description }
+        if fresh { log("\(error); retrying") }
+        signal()
+    }
+
+    /// Why the last connection attempt failed (nil once connected).
+    public var lastError: MQTTError? { state.withLock { $0.lastError } }
 
     /// Waits until connected (CONNACK accepted).
     /// - Throws: ``MQTTError`` `connectionRefused` with the broker's reason, or `timedOut`.
@@ -219,12 +294,14 @@ public final class MQTTClient: @unchecked Sendable {
         changed.lock()
         defer { changed.unlock() }
         while true {
-            let s = state.withLock { ($0.connected, $0.lastConnack) }
+            let s = state.withLock { ($0.connected, $0.lastConnack, $0.lastError) }
             if s.0 { return }
             if let code = s.1, code != 0 {
                 throw MQTTError(.connectionRefused, "the broker \(options.broker) refused the connection: \(String(cString: mosquitto_connack_string(code)))")
             }
+            if let e = s.2, e.code == .tlsFailed { throw e }
             if !changed.wait(until: deadline) {
+                if let e = s.2 { throw MQTTError(.timedOut, "no connection to \(options.broker) within \(timeout) s (\(e.message))") }
                 throw MQTTError(.timedOut, "no connection to \(options.broker) within \(timeout) s")
             }
         }
@@ -293,8 +370,9 @@ public final class MQTTClient: @unchecked Sendable {
     /// Disconnects cleanly and stops the network thread (waits for it). Not from the handlers.
     public func stop() {
         guard started else { return }
-        mosquitto_disconnect(mosq)
-        mosquitto_loop_stop(mosq, false)
+        state.withLock { $0.stopping = true }
+        mosquitto_disconnect(mosq)  // the network thread sees `stopping` within a second
+        threadEnded.wait()
         started = false
         state.withLock { $0.connected = false }
     }
@@ -304,7 +382,7 @@ public final class MQTTClient: @unchecked Sendable {
         let first = state.withLock { s -> Bool in
             s.lastConnack = rc
             s.connected = rc == 0
-            if rc == 0 { s.connects += 1 }
+            if rc == 0 { s.connects += 1; s.lastError = nil; s.loggedFailure = nil }
             return s.connects == 1
         }
         if rc == 0 {
@@ -349,6 +427,11 @@ private let mqttOnDisconnect: @convention(c) (OpaquePointer?, UnsafeMutableRawPo
 }
 private let mqttOnPublish: @convention(c) (OpaquePointer?, UnsafeMutableRawPointer?, Int32) -> Void = { _, obj, mid in
     client(obj)?.published(mid)
+}
+private let mqttOnLog: @convention(c) (OpaquePointer?, UnsafeMutableRawPointer?, Int32, UnsafePointer<CChar>?) -> Void = { _, obj, level, text in
+    guard level & MOSQ_LOG_ERR != 0, let text, let c = client(obj) else { return }
+    let line = String(cString: text)
+    c.state.withLock { $0.libraryError = $0.libraryError.map { $0 + "; " + line } ?? line }
 }
 private let mqttOnSubscribe: @convention(c) (OpaquePointer?, UnsafeMutableRawPointer?, Int32, Int32, UnsafePointer<Int32>?) -> Void = { _, obj, mid, count, granted in
     let g = granted.map { Array(UnsafeBufferPointer(start: $0, count: Int(count))) } ?? []
