@@ -84,6 +84,20 @@ public struct MQTTMessage: Sendable {
     public var mid: Int32
 }
 
+/// The acknowledgement of one QoS 1 message handed to a deferred handler
+/// (``MQTTClient/start(onDeferredMessage:onConnect:)``): until ``acknowledge()`` is called, no
+/// PUBACK, neither this message's nor a later one's, leaves the client. Call it once the message is
+/// persisted (or decided not to need it); calling it again does nothing.
+public final class MQTTDelivery: Sendable {
+    private let done = Mutex(false)
+    private let client: MQTTClient
+    init(_ client: MQTTClient) { self.client = client }
+    public func acknowledge() {
+        guard done.withLock({ d in defer { d = true }; return !d }) else { return }
+        client.acknowledged()
+    }
+}
+
 /// How to connect.
 public struct MQTTOptions: Sendable {
     public var broker: MQTTBrokerURL
@@ -123,12 +137,15 @@ public struct MQTTOptions: Sendable {
 /// retried, never a dead connection without a word.
 ///
 /// Delivery contract for QoS 1 (the reason this adapter exists): libmosquitto has no manual
-/// acknowledgement, but in threaded mode the PUBACK it queues for a message is written only after
-/// the message handler returns. So ``start(onMessage:)``'s handler runs on the network thread,
-/// synchronously: whatever it persists before returning is persisted before the broker hears the
-/// acknowledgement; if the process dies inside the handler, the broker delivers the message again
-/// (with `cleanSession` false). The handler must therefore be idempotent (dedupe by an id in the
-/// payload). It must not call ``stop()``.
+/// acknowledgement, but in threaded mode the PUBACK it queues for a message is only written by the
+/// network thread, and this client's network thread writes nothing while a message handed to the
+/// handler is not acknowledged. ``start(onMessage:)``'s handler runs synchronously and is
+/// acknowledged when it returns: whatever it persists before returning is persisted before the
+/// broker hears the PUBACK. ``start(onDeferredMessage:onConnect:)``'s handler acknowledges later
+/// (``MQTTDelivery``), so several messages can be persisted together. Either way, if the process
+/// dies before the acknowledgement, the broker delivers the message again (with `cleanSession`
+/// false): the handler must be idempotent (dedupe by an id in the payload). It must not call
+/// ``stop()``.
 ///
 /// The C callbacks are file-scope functions of this library, never closures in main-actor code
 /// (DESIGN.md: the Swift 6 callback trap, SIGILL).
@@ -137,7 +154,7 @@ public final class MQTTClient: @unchecked Sendable {
     let mosq: OpaquePointer
     let state = Mutex(ClientState())
     let changed = NSCondition()
-    var onMessage: (@Sendable (MQTTMessage) -> Void)?
+    var onMessage: (@Sendable (MQTTMessage, MQTTDelivery) -> Void)?
     var onConnect: (@Sendable () -> Void)?
     /// Log lines (connection changes), for the daemon's stderr.
     let log: @Sendable (String) -> Void
@@ -159,7 +176,13 @@ public final class MQTTClient: @unchecked Sendable {
         var lastError: MQTTError?
         /// The last failure logged (the same one is not logged on every retry).
         var loggedFailure: String?
+        /// Messages handed to the handler and not acknowledged yet: while any is, nothing is
+        /// written to the broker (the PUBACKs wait in libmosquitto's queue).
+        var unacknowledged = 0
     }
+    /// A pipe that wakes the network thread's poll: an acknowledgement, a publish, a stop.
+    let wakeRead: Int32
+    let wakeWrite: Int32
 
     private static let libraryInit: Void = { mosquitto_lib_init() }()
 
@@ -170,6 +193,14 @@ public final class MQTTClient: @unchecked Sendable {
         _ = Self.libraryInit
         self.options = options
         self.log = log
+        var fds: [Int32] = [-1, -1]
+        guard pipe(&fds) == 0 else { throw MQTTError(.mosquittoFailed, "pipe: \(String(cString: strerror(errno)))") }
+        for fd in fds {
+            _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+        }
+        wakeRead = fds[0]
+        wakeWrite = fds[1]
         guard let m = mosquitto_new(options.clientID, options.cleanSession, nil) else {
             throw MQTTError(.mosquittoFailed, "mosquitto_new failed for client id \(options.clientID): \(String(cString: strerror(errno)))")
         }
@@ -207,6 +238,8 @@ public final class MQTTClient: @unchecked Sendable {
     deinit {
         stop()
         mosquitto_destroy(mosq)
+        close(wakeRead)
+        close(wakeWrite)
     }
 
     func check(_ rc: Int32, _ what: String) throws(MQTTError) {
@@ -222,7 +255,27 @@ public final class MQTTClient: @unchecked Sendable {
     ///   - onConnect: called on the network thread after each accepted connection (subscribe here).
     /// - Throws: ``MQTTError`` `mosquittoFailed` when the thread cannot start.
     public func start(onMessage: (@Sendable (MQTTMessage) -> Void)? = nil, onConnect: (@Sendable () -> Void)? = nil) throws(MQTTError) {
-        self.onMessage = onMessage
+        var deferred: (@Sendable (MQTTMessage, MQTTDelivery) -> Void)?
+        if let onMessage {
+            deferred = { m, delivery in
+                onMessage(m)
+                delivery.acknowledge()
+            }
+        }
+        try start(onDeferredMessage: deferred, onConnect: onConnect)
+    }
+
+    /// As ``start(onMessage:onConnect:)``, with the acknowledgement in the handler's hands: the
+    /// handler is called on the network thread for each message, in order, and should return at
+    /// once; the network thread goes on reading (so several messages can be saved in one commit),
+    /// but writes nothing to the broker — no PUBACK, no receipt — until every message handed out
+    /// so far was acknowledged (``MQTTDelivery/acknowledge()``). So a message's PUBACK still
+    /// leaves only after it was persisted, and a crash before that gets it delivered again.
+    /// How many messages can wait is the broker's in-flight window (mosquitto's
+    /// `max_inflight_messages`, RabbitMQ's MQTT prefetch).
+    /// - Throws: ``MQTTError`` `mosquittoFailed` when the thread cannot start.
+    public func start(onDeferredMessage: (@Sendable (MQTTMessage, MQTTDelivery) -> Void)?, onConnect: (@Sendable () -> Void)? = nil) throws(MQTTError) {
+        self.onMessage = onDeferredMessage
         self.onConnect = onConnect
         let rc = mosquitto_connect_async(mosq, options.broker.host, Int32(options.broker.port), options.keepaliveSeconds)
         if rc != MOSQ_ERR_SUCCESS.rawValue { failed(rc) }
@@ -245,7 +298,7 @@ public final class MQTTClient: @unchecked Sendable {
         var connectsBefore = 0
         while !state.withLock({ $0.stopping }) {
             if attempting {
-                let rc = mosquitto_loop(mosq, 1000, 1)
+                let rc = service()
                 if rc == MOSQ_ERR_SUCCESS.rawValue { continue }
                 if state.withLock({ $0.stopping }) { break }
                 attempting = false
@@ -263,7 +316,53 @@ public final class MQTTClient: @unchecked Sendable {
             let rc = mosquitto_reconnect(mosq)
             if rc == MOSQ_ERR_SUCCESS.rawValue { attempting = true } else { failed(rc) }
         }
+        // Stopped: what may go out (the DISCONNECT, receipts) goes out, unless a message still
+        // waits for its acknowledgement (then its PUBACK must not).
+        if attempting, state.withLock({ $0.unacknowledged == 0 }) {
+            for _ in 0..<20 where mosquitto_want_write(mosq) {
+                if mosquitto_loop_write(mosq, 1) != MOSQ_ERR_SUCCESS.rawValue { break }
+            }
+        }
         threadEnded.signal()
+    }
+
+    /// One turn of the network thread (libmosquitto's external-loop API): waits up to 1 s for the
+    /// socket or the wake pipe, reads what came (the handlers run), writes what is queued only
+    /// while no message waits for its acknowledgement, and keeps the connection alive. Returns
+    /// libmosquitto's error when the connection ended.
+    func service() -> Int32 {
+        let sock = mosquitto_socket(mosq)
+        guard sock >= 0 else { return Int32(MOSQ_ERR_NO_CONN.rawValue) }
+        let mayWrite = state.withLock { $0.unacknowledged == 0 }
+        var fds = [pollfd(fd: sock, events: Int16(POLLIN) | (mayWrite && mosquitto_want_write(mosq) ? Int16(POLLOUT) : 0), revents: 0),
+                   pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)]
+        let n = poll(&fds, 2, 1000)
+        if n < 0, errno != EINTR { return Int32(MOSQ_ERR_ERRNO.rawValue) }
+        if fds[1].revents != 0 {
+            var sink = [UInt8](repeating: 0, count: 64)
+            while read(wakeRead, &sink, sink.count) > 0 {}
+        }
+        if fds[0].revents & Int16(POLLIN | POLLERR | POLLHUP) != 0 {
+            let rc = mosquitto_loop_read(mosq, 1)
+            if rc != MOSQ_ERR_SUCCESS.rawValue { return rc }
+        }
+        if state.withLock({ $0.unacknowledged == 0 }), mosquitto_want_write(mosq) {
+            let rc = mosquitto_loop_write(mosq, 1)
+            if rc != MOSQ_ERR_SUCCESS.rawValue { return rc }
+        }
+        return mosquitto_loop_misc(mosq)
+    }
+
+    /// Wakes the network thread (from any thread).
+    func wake() {
+        var b: UInt8 = 1
+        _ = write(wakeWrite, &b, 1)
+    }
+
+    /// One handed-out message was acknowledged (``MQTTDelivery``).
+    func acknowledged() {
+        let zero = state.withLock { s -> Bool in s.unacknowledged -= 1; return s.unacknowledged == 0 }
+        if zero { wake() }
     }
 
     /// A connection attempt that failed with libmosquitto's `rc`: remembered as ``lastError``, and
@@ -318,6 +417,7 @@ public final class MQTTClient: @unchecked Sendable {
         let rc = mosquitto_subscribe(mosq, &mid, topic, qos)
         if rc == MOSQ_ERR_NO_CONN.rawValue { throw MQTTError(.notConnected, "not connected to \(options.broker)") }
         try check(rc, "mosquitto_subscribe \(topic)")
+        wake()
         return mid
     }
 
@@ -344,6 +444,7 @@ public final class MQTTClient: @unchecked Sendable {
         }
         // NO_CONN: libmosquitto queued it anyway and sends it after the reconnect.
         if rc != MOSQ_ERR_NO_CONN.rawValue { try check(rc, "mosquitto_publish \(topic)") }
+        wake()
         return mid
     }
 
@@ -371,7 +472,8 @@ public final class MQTTClient: @unchecked Sendable {
     public func stop() {
         guard started else { return }
         state.withLock { $0.stopping = true }
-        mosquitto_disconnect(mosq)  // the network thread sees `stopping` within a second
+        mosquitto_disconnect(mosq)
+        wake()
         threadEnded.wait()
         started = false
         state.withLock { $0.connected = false }
@@ -444,5 +546,6 @@ private let mqttOnMessage: @convention(c) (OpaquePointer?, UnsafeMutableRawPoint
     if let p = m.payload, m.payloadlen > 0 {
         payload = Array(UnsafeRawBufferPointer(start: p, count: Int(m.payloadlen)))
     }
-    handler(MQTTMessage(topic: topic, payload: payload, qos: m.qos, retain: m.retain, mid: m.mid))
+    c.state.withLock { $0.unacknowledged += 1 }
+    handler(MQTTMessage(topic: topic, payload: payload, qos: m.qos, retain: m.retain, mid: m.mid), MQTTDelivery(c))
 }
