@@ -34,55 +34,117 @@ extension Engine {
         return RegisterRemoteResult(registered: enabled, device: remote?.topics.device, topic: remote?.topics.notifications)
     }
 
-    /// Decides one message from the broker and returns its receipt. When the status is not
-    /// `failed`, the decision (and the message id) is saved: the caller acknowledges the message
-    /// only after this returns. A `failed` receipt means nothing was saved (storage, N15): the
-    /// caller must not acknowledge it (it retries), so the message comes again.
+    /// Decides one message from the broker and returns its receipt (``remoteMessages(_:)`` of one).
+    public func remoteMessage(_ payload: [UInt8]) async -> RemoteReceipt {
+        await remoteMessages([payload])[0]
+    }
+
+    /// Decides messages from the broker, in order, and returns their receipts (one per payload,
+    /// in the same order) once they are saved. Every message is decided by the policy in order,
+    /// then the state is submitted to the store once for the batch, so a backlog drained after a
+    /// reconnect pays one state diff and one commit per batch, not per message. When a receipt's status is
+    /// not `failed`, its decision (and the message id) is saved: the caller acknowledges the
+    /// message only after this returns. A `failed` receipt means it was not saved (storage, N15):
+    /// the caller must not acknowledge it (it retries), so the message comes again.
     ///
     /// A malformed or oversized message is logged and gets a `malformed` receipt; it changes no
     /// state and is never delivered.
-    public func remoteMessage(_ payload: [UInt8]) async -> RemoteReceipt {
+    public func remoteMessages(_ payloads: [[UInt8]]) async -> [RemoteReceipt] {
         let settings = remote ?? RemoteSettings(topics: RemoteTopics(prefix: "", device: ""), maxMessageBytes: RemoteMessage.defaultMaxBytes,
                                                 dedupeWindow: 1000)
         let device = settings.topics.device
         let now = clock.wallTime
-        let message: RemoteMessage
-        do { message = try RemoteMessage.parse(payload, maxBytes: settings.maxMessageBytes) } catch {
-            log("remote message \(error.id ?? "?") malformed: \(error.error) (acknowledged, not delivered)")
-            return RemoteReceipt(id: error.id, device: device, app: error.app, identifier: nil, status: .malformed, rules: [],
-                                 decision: nil, error: error.error, time: now)
-        }
-        let request: NotificationRequest
-        do { request = try notificationRequest(message.notification) } catch {
-            log("remote message \(message.id) malformed: \(error) (acknowledged, not delivered)")
-            return RemoteReceipt(id: message.id, device: device, app: message.app, identifier: message.notification.identifier,
-                                 status: .malformed, rules: [], decision: nil, error: error, time: now)
-        }
-        let receipt: RemoteReceipt
-        do {
-            // Durable before it returns (group commit, N15): only then may the broker be acknowledged.
-            let reply = try await notifyDurably(.addRemote(request, app: message.app, messageID: message.id, dedupeWindow: settings.dedupeWindow))
-            switch reply {
-            case let .accepted(identifier, decision)?:
-                receipt = RemoteReceipt(id: message.id, device: device, app: message.app, identifier: identifier,
-                                        status: RemoteReceipt.status(of: decision.outcome), rules: decision.rules,
-                                        decision: decision, error: nil, time: now)
-            case let .failed(code, text, decision)?:
-                receipt = RemoteReceipt(id: message.id, device: device, app: message.app, identifier: request.identifier,
-                                        status: .rejected, rules: decision?.rules ?? [], decision: decision,
-                                        error: WireError(WireErrorCode(rawValue: code.rawValue) ?? .badRequest, text), time: now)
-            case let .duplicate(identifier, decision)?:
-                receipt = RemoteReceipt(id: message.id, device: device, app: message.app, identifier: identifier, status: .duplicate,
-                                        rules: decision?.rules ?? [], decision: decision, error: nil, time: now)
-            default:
-                receipt = RemoteReceipt(id: message.id, device: device, app: message.app, identifier: request.identifier, status: .failed,
-                                        rules: [], decision: nil, error: WireError(.internalError, "the policy gave no reply"), time: now)
+        var receipts: [RemoteReceipt?] = Array(repeating: nil, count: payloads.count)
+        var decided: [(index: Int, message: RemoteMessage, request: NotificationRequest, reply: NotificationReply?)] = []
+        var effects: [NotificationEffect] = []
+        let before = notifState
+        // Decide each in order, without suspending (nothing else reaches the policy in between):
+        // the same pure core as a local request, one event per message.
+        for (i, payload) in payloads.enumerated() {
+            let message: RemoteMessage
+            do { message = try RemoteMessage.parse(payload, maxBytes: settings.maxMessageBytes) } catch {
+                log("remote message \(error.id ?? "?") malformed: \(error.error) (acknowledged, not delivered)")
+                receipts[i] = RemoteReceipt(id: error.id, device: device, app: error.app, identifier: nil, status: .malformed, rules: [],
+                                            decision: nil, error: error.error, time: now)
+                continue
             }
-        } catch {
-            return RemoteReceipt(id: message.id, device: device, app: message.app, identifier: request.identifier, status: .failed,
-                                 rules: [], decision: nil, error: error, time: now)
+            let request: NotificationRequest
+            do { request = try notificationRequest(message.notification) } catch {
+                log("remote message \(message.id) malformed: \(error) (acknowledged, not delivered)")
+                receipts[i] = RemoteReceipt(id: message.id, device: device, app: message.app, identifier: message.notification.identifier,
+                                            status: .malformed, rules: [], decision: nil, error: error, time: now)
+                continue
+            }
+            let fx = NotificationPolicy.reduce(&notifState, .addRemote(request, app: message.app, messageID: message.id,
+                                                                       dedupeWindow: settings.dedupeWindow),
+                                               now: NotificationTime(clock.wallTime), config: notifConfig)
+            effects += fx
+            decided.append((i, message, request, fx.lazy.compactMap { if case let .reply(r) = $0 { r } else { nil } }.last))
         }
-        log("remote message \(message.id) for \(message.app)/\(receipt.identifier ?? "?"): \(receipt.status.rawValue) [\(receipt.rules.joined(separator: ","))]")
-        return receipt
+        // One submit for the batch: one diff of the state and one commit (the store's group
+        // commit), not one per message. As `submitNotification`, for a batch.
+        func notSaved(_ why: String) -> [RemoteReceipt] {
+            for d in decided {
+                receipts[d.index] = RemoteReceipt(id: d.message.id, device: device, app: d.message.app, identifier: d.request.identifier,
+                                                  status: .failed, rules: [], decision: nil,
+                                                  error: WireError(.storageFailed, "the notification state cannot be saved: \(why)"), time: now)
+            }
+            return receipts.map { $0! }
+        }
+        var commit = NotificationCommit.durable
+        if let store, notifState != before, !notifState.differsOnlyInPresence(from: before) {
+            commit = store.submit(notifState)
+            if case let .some(error?) = commit.known {
+                log("cannot save the notification state: \(error) [N15]")
+                notifState = before
+                _ = store.recoverAfterFailedCommit().map(takeDurableState)
+                return notSaved("\(error)")
+            }
+        }
+        if !decided.isEmpty { scheduleNotificationTick() }
+        // As `submitAndAwaitCommit`: the effects are carried out in order, once the state is
+        // durable, and only then do the receipts say so (N15): only then may the broker be
+        // acknowledged. A failed commit: the drain takes the store's durable state back
+        // (without this batch).
+        if awaitingCommit.isEmpty, case .some(nil) = commit.known {
+            carryOut(effects)
+        } else {
+            let step = NotificationStep(commit: commit, effects: effects, reply: nil)
+            do {
+                _ = try await withCheckedThrowingContinuation { (c: CheckedContinuation<NotificationReply?, any Error>) in
+                    awaitingCommit.append(step, waiter: c)
+                    drainCommits()
+                }
+            } catch {
+                return notSaved("\(error)")
+            }
+        }
+        for d in decided {
+            let receipt = Self.receipt(of: d.reply, message: d.message, request: d.request, device: device, time: now)
+            log("remote message \(d.message.id) for \(d.message.app)/\(receipt.identifier ?? "?"): \(receipt.status.rawValue) [\(receipt.rules.joined(separator: ","))]")
+            receipts[d.index] = receipt
+        }
+        return receipts.map { $0! }
+    }
+
+    /// The receipt of a saved decision (the policy's reply to `.addRemote`).
+    static func receipt(of reply: NotificationReply?, message: RemoteMessage, request: NotificationRequest, device: String,
+                        time now: Double) -> RemoteReceipt {
+        switch reply {
+        case let .accepted(identifier, decision)?:
+            return RemoteReceipt(id: message.id, device: device, app: message.app, identifier: identifier,
+                                 status: RemoteReceipt.status(of: decision.outcome), rules: decision.rules,
+                                 decision: decision, error: nil, time: now)
+        case let .failed(code, text, decision)?:
+            return RemoteReceipt(id: message.id, device: device, app: message.app, identifier: request.identifier,
+                                 status: .rejected, rules: decision?.rules ?? [], decision: decision,
+                                 error: WireError(WireErrorCode(rawValue: code.rawValue) ?? .badRequest, text), time: now)
+        case let .duplicate(identifier, decision)?:
+            return RemoteReceipt(id: message.id, device: device, app: message.app, identifier: identifier, status: .duplicate,
+                                 rules: decision?.rules ?? [], decision: decision, error: nil, time: now)
+        default:
+            return RemoteReceipt(id: message.id, device: device, app: message.app, identifier: request.identifier, status: .failed,
+                                 rules: [], decision: nil, error: WireError(.internalError, "the policy gave no reply"), time: now)
+        }
     }
 }

@@ -64,6 +64,9 @@ public struct MQTTError: Error, Sendable, Equatable, CustomStringConvertible {
         case connectionRefused
         /// Nothing came in time.
         case timedOut
+        /// The TLS handshake failed: the broker's certificate is not signed by the CA file, names
+        /// another host, or the broker speaks no TLS (the message has OpenSSL's words).
+        case tlsFailed
     }
     public var code: Code
     public var message: String
@@ -79,6 +82,20 @@ public struct MQTTMessage: Sendable {
     public var retain: Bool
     /// The MQTT packet id (not stable across redeliveries: dedupe on an id inside the payload).
     public var mid: Int32
+}
+
+/// The acknowledgement of one QoS 1 message handed to a deferred handler
+/// (``MQTTClient/start(onDeferredMessage:onConnect:)``): until ``acknowledge()`` is called, no
+/// PUBACK, neither this message's nor a later one's, leaves the client. Call it once the message is
+/// persisted (or decided not to need it); calling it again does nothing.
+public final class MQTTDelivery: Sendable {
+    private let done = Mutex(false)
+    private let client: MQTTClient
+    init(_ client: MQTTClient) { self.client = client }
+    public func acknowledge() {
+        guard done.withLock({ d in defer { d = true }; return !d }) else { return }
+        client.acknowledged()
+    }
 }
 
 /// How to connect.
@@ -114,16 +131,21 @@ public struct MQTTOptions: Sendable {
     }
 }
 
-/// One libmosquitto client on its own network thread (`mosquitto_loop_start`), reconnecting with
-/// backoff by itself.
+/// One libmosquitto client on its own network thread (``start(onMessage:onConnect:)``), reconnecting
+/// with backoff by itself, also after the errors that end libmosquitto's own loop (a failed TLS
+/// handshake, a protocol error): those are logged once with a stable code (``lastError``) and
+/// retried, never a dead connection without a word.
 ///
 /// Delivery contract for QoS 1 (the reason this adapter exists): libmosquitto has no manual
-/// acknowledgement, but in threaded mode the PUBACK it queues for a message is written only after
-/// the message handler returns. So ``start(onMessage:)``'s handler runs on the network thread,
-/// synchronously: whatever it persists before returning is persisted before the broker hears the
-/// acknowledgement; if the process dies inside the handler, the broker delivers the message again
-/// (with `cleanSession` false). The handler must therefore be idempotent (dedupe by an id in the
-/// payload). It must not call ``stop()``.
+/// acknowledgement, but in threaded mode the PUBACK it queues for a message is only written by the
+/// network thread, and this client's network thread writes nothing while a message handed to the
+/// handler is not acknowledged. ``start(onMessage:)``'s handler runs synchronously and is
+/// acknowledged when it returns: whatever it persists before returning is persisted before the
+/// broker hears the PUBACK. ``start(onDeferredMessage:onConnect:)``'s handler acknowledges later
+/// (``MQTTDelivery``), so several messages can be persisted together. Either way, if the process
+/// dies before the acknowledgement, the broker delivers the message again (with `cleanSession`
+/// false): the handler must be idempotent (dedupe by an id in the payload). It must not call
+/// ``stop()``.
 ///
 /// The C callbacks are file-scope functions of this library, never closures in main-actor code
 /// (DESIGN.md: the Swift 6 callback trap, SIGILL).
@@ -132,11 +154,13 @@ public final class MQTTClient: @unchecked Sendable {
     let mosq: OpaquePointer
     let state = Mutex(ClientState())
     let changed = NSCondition()
-    var onMessage: (@Sendable (MQTTMessage) -> Void)?
+    var onMessage: (@Sendable (MQTTMessage, MQTTDelivery) -> Void)?
     var onConnect: (@Sendable () -> Void)?
     /// Log lines (connection changes), for the daemon's stderr.
     let log: @Sendable (String) -> Void
     var started = false
+    /// Signalled when the network thread ends (after ``stop()``).
+    let threadEnded = DispatchSemaphore(value: 0)
 
     struct ClientState {
         var connected = false
@@ -144,7 +168,21 @@ public final class MQTTClient: @unchecked Sendable {
         var connects = 0
         var published: Set<Int32> = []
         var subscribed: [Int32: [Int32]] = [:]
+        /// ``stop()`` was called: the network thread ends.
+        var stopping = false
+        /// The last error line libmosquitto logged (OpenSSL's reason of a failed handshake).
+        var libraryError: String?
+        /// Why the last connection attempt failed (nil after a connection).
+        var lastError: MQTTError?
+        /// The last failure logged (the same one is not logged on every retry).
+        var loggedFailure: String?
+        /// Messages handed to the handler and not acknowledged yet: while any is, nothing is
+        /// written to the broker (the PUBACKs wait in libmosquitto's queue).
+        var unacknowledged = 0
     }
+    /// A pipe that wakes the network thread's poll: an acknowledgement, a publish, a stop.
+    let wakeRead: Int32
+    let wakeWrite: Int32
 
     private static let libraryInit: Void = { mosquitto_lib_init() }()
 
@@ -155,6 +193,14 @@ public final class MQTTClient: @unchecked Sendable {
         _ = Self.libraryInit
         self.options = options
         self.log = log
+        var fds: [Int32] = [-1, -1]
+        guard pipe(&fds) == 0 else { throw MQTTError(.mosquittoFailed, "pipe: \(String(cString: strerror(errno)))") }
+        for fd in fds {
+            _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+        }
+        wakeRead = fds[0]
+        wakeWrite = fds[1]
         guard let m = mosquitto_new(options.clientID, options.cleanSession, nil) else {
             throw MQTTError(.mosquittoFailed, "mosquitto_new failed for client id \(options.clientID): \(String(cString: strerror(errno)))")
         }
@@ -182,35 +228,163 @@ public final class MQTTClient: @unchecked Sendable {
         mosquitto_message_callback_set(m, mqttOnMessage)
         mosquitto_publish_callback_set(m, mqttOnPublish)
         mosquitto_subscribe_callback_set(m, mqttOnSubscribe)
-        _ = mosquitto_reconnect_delay_set(m, 1, 30, true)
+        mosquitto_log_callback_set(m, mqttOnLog)
+        // Our own network thread (below) instead of mosquitto_loop_start: libmosquitto's thread
+        // returns for good after a "fatal" error such as a failed TLS handshake. Threaded mode
+        // still defers every write (the PUBACK too) to the network thread, after the handler.
+        _ = mosquitto_threaded_set(m, true)
     }
 
     deinit {
-        if started { mosquitto_loop_stop(mosq, true) }
+        stop()
         mosquitto_destroy(mosq)
+        close(wakeRead)
+        close(wakeWrite)
     }
 
     func check(_ rc: Int32, _ what: String) throws(MQTTError) {
         guard rc == MOSQ_ERR_SUCCESS.rawValue else { throw MQTTError(.mosquittoFailed, "\(what): \(String(cString: mosquitto_strerror(rc)))") }
     }
 
-    /// Connects (asynchronously: a broker that is not up yet is retried with backoff, 1…30 s) and
-    /// starts the network thread.
+    /// Connects (asynchronously: a broker that is not up yet, or whose TLS handshake fails, is
+    /// retried with backoff, 1…30 s, each new failure logged once with its code) and starts the
+    /// network thread.
     /// - Parameters:
     ///   - onMessage: called on the network thread for each message, in order; the message is
     ///     acknowledged (QoS 1) after it returns (see the type's doc).
     ///   - onConnect: called on the network thread after each accepted connection (subscribe here).
     /// - Throws: ``MQTTError`` `mosquittoFailed` when the thread cannot start.
     public func start(onMessage: (@Sendable (MQTTMessage) -> Void)? = nil, onConnect: (@Sendable () -> Void)? = nil) throws(MQTTError) {
-        self.onMessage = onMessage
+        var deferred: (@Sendable (MQTTMessage, MQTTDelivery) -> Void)?
+        if let onMessage {
+            deferred = { m, delivery in
+                onMessage(m)
+                delivery.acknowledge()
+            }
+        }
+        try start(onDeferredMessage: deferred, onConnect: onConnect)
+    }
+
+    /// As ``start(onMessage:onConnect:)``, with the acknowledgement in the handler's hands: the
+    /// handler is called on the network thread for each message, in order, and should return at
+    /// once; the network thread goes on reading (so several messages can be saved in one commit),
+    /// but writes nothing to the broker — no PUBACK, no receipt — until every message handed out
+    /// so far was acknowledged (``MQTTDelivery/acknowledge()``). So a message's PUBACK still
+    /// leaves only after it was persisted, and a crash before that gets it delivered again.
+    /// How many messages can wait is the broker's in-flight window (mosquitto's
+    /// `max_inflight_messages`, RabbitMQ's MQTT prefetch).
+    /// - Throws: ``MQTTError`` `mosquittoFailed` when the thread cannot start.
+    public func start(onDeferredMessage: (@Sendable (MQTTMessage, MQTTDelivery) -> Void)?, onConnect: (@Sendable () -> Void)? = nil) throws(MQTTError) {
+        self.onMessage = onDeferredMessage
         self.onConnect = onConnect
         let rc = mosquitto_connect_async(mosq, options.broker.host, Int32(options.broker.port), options.keepaliveSeconds)
-        if rc != MOSQ_ERR_SUCCESS.rawValue {
-            log("broker \(options.broker) not reachable yet (\(String(cString: mosquitto_strerror(rc)))); retrying")
-        }
-        try check(mosquitto_loop_start(mosq), "mosquitto_loop_start")
+        if rc != MOSQ_ERR_SUCCESS.rawValue { failed(rc) }
+        let connected = rc == MOSQ_ERR_SUCCESS.rawValue
+        let thread = Thread { [self] in self.networkLoop(connecting: connected) }
+        thread.name = "mqtt \(options.clientID)"
+        thread.start()
         started = true
     }
+
+    /// The network thread: `mosquitto_loop` (at most 1 s per call, so ``stop()`` is seen within a
+    /// second) until the connection ends or an attempt fails, then the backoff (1 s, doubling to
+    /// 30 s while attempts fail; 1 s after a connection that was up) and a reconnect. Unlike
+    /// libmosquitto's own loop it also goes on after a "fatal" error (a failed TLS handshake, a
+    /// protocol error): the broker or its certificate may be fixed, and the daemon must not
+    /// silently stop receiving.
+    func networkLoop(connecting: Bool) {
+        var delay = 1.0
+        var attempting = connecting  // a socket is open (the connection is being made or is up)
+        var connectsBefore = 0
+        while !state.withLock({ $0.stopping }) {
+            if attempting {
+                let rc = service()
+                if rc == MOSQ_ERR_SUCCESS.rawValue { continue }
+                if state.withLock({ $0.stopping }) { break }
+                attempting = false
+                if state.withLock({ $0.connects }) > connectsBefore {
+                    delay = 1  // it was up: the disconnect callback logged the loss
+                } else {
+                    failed(rc)
+                }
+            }
+            let until = Date().addingTimeInterval(delay)
+            while Date() < until, !state.withLock({ $0.stopping }) { Thread.sleep(forTimeInterval: 0.05) }
+            if state.withLock({ $0.stopping }) { break }
+            delay = min(delay * 2, 30)
+            connectsBefore = state.withLock { $0.connects }
+            let rc = mosquitto_reconnect(mosq)
+            if rc == MOSQ_ERR_SUCCESS.rawValue { attempting = true } else { failed(rc) }
+        }
+        // Stopped: what may go out (the DISCONNECT, receipts) goes out, unless a message still
+        // waits for its acknowledgement (then its PUBACK must not).
+        if attempting, state.withLock({ $0.unacknowledged == 0 }) {
+            for _ in 0..<20 where mosquitto_want_write(mosq) {
+                if mosquitto_loop_write(mosq, 1) != MOSQ_ERR_SUCCESS.rawValue { break }
+            }
+        }
+        threadEnded.signal()
+    }
+
+    /// One turn of the network thread (libmosquitto's external-loop API): waits up to 1 s for the
+    /// socket or the wake pipe, reads what came (the handlers run), writes what is queued only
+    /// while no message waits for its acknowledgement, and keeps the connection alive. Returns
+    /// libmosquitto's error when the connection ended.
+    func service() -> Int32 {
+        let sock = mosquitto_socket(mosq)
+        guard sock >= 0 else { return Int32(MOSQ_ERR_NO_CONN.rawValue) }
+        let mayWrite = state.withLock { $0.unacknowledged == 0 }
+        var fds = [pollfd(fd: sock, events: Int16(POLLIN) | (mayWrite && mosquitto_want_write(mosq) ? Int16(POLLOUT) : 0), revents: 0),
+                   pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)]
+        let n = poll(&fds, 2, 1000)
+        if n < 0, errno != EINTR { return Int32(MOSQ_ERR_ERRNO.rawValue) }
+        if fds[1].revents != 0 {
+            var sink = [UInt8](repeating: 0, count: 64)
+            while read(wakeRead, &sink, sink.count) > 0 {}
+        }
+        if fds[0].revents & Int16(POLLIN | POLLERR | POLLHUP) != 0 {
+            let rc = mosquitto_loop_read(mosq, 1)
+            if rc != MOSQ_ERR_SUCCESS.rawValue { return rc }
+        }
+        if state.withLock({ $0.unacknowledged == 0 }), mosquitto_want_write(mosq) {
+            let rc = mosquitto_loop_write(mosq, 1)
+            if rc != MOSQ_ERR_SUCCESS.rawValue { return rc }
+        }
+        return mosquitto_loop_misc(mosq)
+    }
+
+    /// Wakes the network thread (from any thread).
+    func wake() {
+        var b: UInt8 = 1
+        _ = write(wakeWrite, &b, 1)
+    }
+
+    /// One handed-out message was acknowledged (``MQTTDelivery``).
+    func acknowledged() {
+        let zero = state.withLock { s -> Bool in s.unacknowledged -= 1; return s.unacknowledged == 0 }
+        if zero { wake() }
+    }
+
+    /// A connection attempt that failed with libmosquitto's `rc`: remembered as ``lastError``, and
+    /// logged unless it is the failure logged last.
+    func failed(_ rc: Int32) {
+        let error = state.withLock { s -> MQTTError in
+            let library = s.libraryError.map { " (\($0))" } ?? ""
+            s.libraryError = nil
+            let words = rc == MOSQ_ERR_ERRNO.rawValue ? String(cString: strerror(errno)) : String(cString: mosquitto_strerror(rc))
+            let code: MQTTError.Code = rc == MOSQ_ERR_TLS.rawValue || rc == MOSQ_ERR_TLS_HANDSHAKE.rawValue ? .tlsFailed
+                : rc == MOSQ_ERR_CONN_REFUSED.rawValue || rc == MOSQ_ERR_AUTH.rawValue ? .connectionRefused : .notConnected
+            let e = MQTTError(code, "cannot connect to \(options.broker): \(words)\(library)")
+            s.lastError = e
+            return e
+        }
+        let fresh = state.withLock { s -> Bool in defer { s.loggedFailure = error.description }; return s.loggedFailure != error.description }
+        if fresh { log("\(error); retrying") }
+        signal()
+    }
+
+    /// Why the last connection attempt failed (nil once connected).
+    public var lastError: MQTTError? { state.withLock { $0.lastError } }
 
     /// Waits until connected (CONNACK accepted).
     /// - Throws: ``MQTTError`` `connectionRefused` with the broker's reason, or `timedOut`.
@@ -219,12 +393,14 @@ public final class MQTTClient: @unchecked Sendable {
         changed.lock()
         defer { changed.unlock() }
         while true {
-            let s = state.withLock { ($0.connected, $0.lastConnack) }
+            let s = state.withLock { ($0.connected, $0.lastConnack, $0.lastError) }
             if s.0 { return }
             if let code = s.1, code != 0 {
                 throw MQTTError(.connectionRefused, "the broker \(options.broker) refused the connection: \(String(cString: mosquitto_connack_string(code)))")
             }
+            if let e = s.2, e.code == .tlsFailed { throw e }
             if !changed.wait(until: deadline) {
+                if let e = s.2 { throw MQTTError(.timedOut, "no connection to \(options.broker) within \(timeout) s (\(e.message))") }
                 throw MQTTError(.timedOut, "no connection to \(options.broker) within \(timeout) s")
             }
         }
@@ -241,6 +417,7 @@ public final class MQTTClient: @unchecked Sendable {
         let rc = mosquitto_subscribe(mosq, &mid, topic, qos)
         if rc == MOSQ_ERR_NO_CONN.rawValue { throw MQTTError(.notConnected, "not connected to \(options.broker)") }
         try check(rc, "mosquitto_subscribe \(topic)")
+        wake()
         return mid
     }
 
@@ -267,6 +444,7 @@ public final class MQTTClient: @unchecked Sendable {
         }
         // NO_CONN: libmosquitto queued it anyway and sends it after the reconnect.
         if rc != MOSQ_ERR_NO_CONN.rawValue { try check(rc, "mosquitto_publish \(topic)") }
+        wake()
         return mid
     }
 
@@ -293,8 +471,10 @@ public final class MQTTClient: @unchecked Sendable {
     /// Disconnects cleanly and stops the network thread (waits for it). Not from the handlers.
     public func stop() {
         guard started else { return }
+        state.withLock { $0.stopping = true }
         mosquitto_disconnect(mosq)
-        mosquitto_loop_stop(mosq, false)
+        wake()
+        threadEnded.wait()
         started = false
         state.withLock { $0.connected = false }
     }
@@ -304,7 +484,7 @@ public final class MQTTClient: @unchecked Sendable {
         let first = state.withLock { s -> Bool in
             s.lastConnack = rc
             s.connected = rc == 0
-            if rc == 0 { s.connects += 1 }
+            if rc == 0 { s.connects += 1; s.lastError = nil; s.loggedFailure = nil }
             return s.connects == 1
         }
         if rc == 0 {
@@ -350,6 +530,11 @@ private let mqttOnDisconnect: @convention(c) (OpaquePointer?, UnsafeMutableRawPo
 private let mqttOnPublish: @convention(c) (OpaquePointer?, UnsafeMutableRawPointer?, Int32) -> Void = { _, obj, mid in
     client(obj)?.published(mid)
 }
+private let mqttOnLog: @convention(c) (OpaquePointer?, UnsafeMutableRawPointer?, Int32, UnsafePointer<CChar>?) -> Void = { _, obj, level, text in
+    guard level & MOSQ_LOG_ERR != 0, let text, let c = client(obj) else { return }
+    let line = String(cString: text)
+    c.state.withLock { $0.libraryError = $0.libraryError.map { $0 + "; " + line } ?? line }
+}
 private let mqttOnSubscribe: @convention(c) (OpaquePointer?, UnsafeMutableRawPointer?, Int32, Int32, UnsafePointer<Int32>?) -> Void = { _, obj, mid, count, granted in
     let g = granted.map { Array(UnsafeBufferPointer(start: $0, count: Int(count))) } ?? []
     client(obj)?.subscribed(mid, g)
@@ -361,5 +546,6 @@ private let mqttOnMessage: @convention(c) (OpaquePointer?, UnsafeMutableRawPoint
     if let p = m.payload, m.payloadlen > 0 {
         payload = Array(UnsafeRawBufferPointer(start: p, count: Int(m.payloadlen)))
     }
-    handler(MQTTMessage(topic: topic, payload: payload, qos: m.qos, retain: m.retain, mid: m.mid))
+    c.state.withLock { $0.unacknowledged += 1 }
+    handler(MQTTMessage(topic: topic, payload: payload, qos: m.qos, retain: m.retain, mid: m.mid), MQTTDelivery(c))
 }

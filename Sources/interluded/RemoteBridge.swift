@@ -8,16 +8,23 @@ import Synchronization
 
 /// Remote notifications (issue 11): the broker (InterludeRemote) → the engine → a receipt back.
 ///
-/// Each message is handled on libmosquitto's network thread, which waits here until the engine
-/// has decided and saved it (N15); only then does the handler return and libmosquitto write the
-/// PUBACK. A SIGKILL before the save: no PUBACK, the broker delivers the message again (persistent
-/// session). A SIGKILL after the save and before the PUBACK: delivered again and recognized by its
-/// id (`duplicate`), so it is never delivered twice. Written outside main.swift (the callback trap).
+/// The network thread hands each message over and goes on reading; one worker task gives the
+/// messages to the engine in order, in batches of what has come meanwhile (so one group commit
+/// saves a batch, not one message), publishes their receipts and acknowledges them once the
+/// engine has decided and saved them (N15). The client writes no PUBACK while any message handed
+/// out is unacknowledged (``MQTTDelivery``). A SIGKILL before the save: no PUBACK, the broker
+/// delivers the message again (persistent session). A SIGKILL after the save and before the
+/// PUBACK: delivered again and recognized by its id (`duplicate`), so it is never delivered
+/// twice. Written outside main.swift (the callback trap).
 final class RemoteBridge: Sendable {
     let client: MQTTClient
     let engine: Engine
     let topics: RemoteTopics
     let log: @Sendable (String) -> Void
+    /// Messages handed over and not yet taken by the worker, and whether it runs.
+    let inbox = Mutex<(items: [(MQTTMessage, MQTTDelivery)], working: Bool)>(([], false))
+    /// At most this many messages go to the engine at once.
+    static let maxBatch = 256
 
     /// Reads the `remote` config; nil when it names no broker.
     /// - Throws: a message for `bad config` (exit 78): a broker without a device id, a bad URL or
@@ -52,7 +59,7 @@ final class RemoteBridge: Sendable {
     /// Connects (retrying while the broker is away) and subscribes on every connection.
     func start() throws {
         let topics = self.topics
-        try client.start(onMessage: { [self] m in self.handle(m) }, onConnect: { [client, log] in
+        try client.start(onDeferredMessage: { [self] m, delivery in self.handle(m, delivery) }, onConnect: { [client, log] in
             do { try client.subscribe(topics.notifications, qos: 1) } catch { log("cannot subscribe to \(topics.notifications): \(error)") }
         })
         log("remote notifications from \(client.options.broker) on \(topics.notifications)")
@@ -60,34 +67,57 @@ final class RemoteBridge: Sendable {
 
     func stop() { client.stop() }
 
-    /// On the network thread: decide and save, then publish the receipt; returning lets the PUBACK go.
-    func handle(_ m: MQTTMessage) {
-        var receipt = decide(m.payload)
-        var wait = 0.1
-        while receipt.status == .failed {
-            // Not saved (N15): keep the message unacknowledged and try again; the broker keeps it.
-            log("remote message \(receipt.id ?? "?") not saved (\(receipt.error?.message ?? "?")); trying again in \(wait) s")
-            Thread.sleep(forTimeInterval: wait)
-            wait = min(wait * 2, 5)
-            receipt = decide(m.payload)
+    /// On the network thread: hands the message to the worker (started if it does not run).
+    func handle(_ m: MQTTMessage, _ delivery: MQTTDelivery) {
+        let start = inbox.withLock { box -> Bool in
+            box.items.append((m, delivery))
+            if box.working { return false }
+            box.working = true
+            return true
         }
-        do { try client.publish(topics.receipts, receipt.encoded(), qos: 1) } catch {
-            log("cannot publish the receipt of \(receipt.id ?? "?"): \(error)")
+        if start { Task { await self.work() } }
+    }
+
+    /// The worker: batch after batch, in order, until the inbox is empty.
+    func work() async {
+        while true {
+            let batch = inbox.withLock { box -> [(MQTTMessage, MQTTDelivery)] in
+                let b = Array(box.items.prefix(Self.maxBatch))
+                box.items.removeFirst(b.count)
+                if b.isEmpty { box.working = false }
+                return b
+            }
+            if batch.isEmpty { return }
+            await decide(batch)
         }
     }
 
-    /// Runs the engine's decision and waits for it (this is not a Swift concurrency thread).
-    func decide(_ payload: [UInt8]) -> RemoteReceipt {
-        let result = Mutex<RemoteReceipt?>(nil)
-        let done = DispatchSemaphore(value: 0)
-        let engine = self.engine
-        Task {
-            let r = await engine.remoteMessage(payload)
-            result.withLock { $0 = r }
-            done.signal()
+    /// Decides and saves a batch, publishes each receipt and acknowledges each message; what was
+    /// not saved (storage, N15) stays unacknowledged and is tried again with backoff.
+    func decide(_ batch: [(MQTTMessage, MQTTDelivery)]) async {
+        var todo = batch
+        var wait = 0.1
+        while true {
+            let receipts = await engine.remoteMessages(todo.map { $0.0.payload })
+            var again: [(MQTTMessage, MQTTDelivery)] = []
+            for (item, receipt) in zip(todo, receipts) {
+                if receipt.status == .failed {
+                    again.append(item)
+                    continue
+                }
+                do { try client.publish(topics.receipts, receipt.encoded(), qos: 1) } catch {
+                    log("cannot publish the receipt of \(receipt.id ?? "?"): \(error)")
+                }
+                item.1.acknowledge()
+            }
+            if again.isEmpty { return }
+            // Not saved (N15): keep them unacknowledged and try again; the broker keeps them.
+            let first = zip(todo, receipts).first { $0.1.status == .failed }?.1
+            log("\(again.count) remote message(s) not saved (\(first?.error?.message ?? "?")); trying again in \(wait) s")
+            try? await Task.sleep(nanoseconds: UInt64(wait * 1e9))
+            wait = min(wait * 2, 5)
+            todo = again
         }
-        done.wait()
-        return result.withLock { $0! }
     }
 }
 

@@ -61,32 +61,49 @@ enum TestBroker {
         let work: WorkFolder
         let device: String
         var process: Process?
-        init(_ name: String, device: String, extraConfig: String = "") throws {
+        /// Extra arguments of `interluded`.
+        let arguments: [String]
+        /// - Parameters:
+        ///   - broker, passwordFile: the broker URL and the device's password file (default: the
+        ///     private mosquitto's).
+        ///   - remoteConfig: more keys of the `remote` section (`caFile: "…"`).
+        init(_ name: String, device: String, broker: String? = nil, passwordFile: String? = nil, remoteConfig: String = "",
+             extraConfig: String = "", arguments: [String] = []) throws {
             work = try WorkFolder(name)
             self.device = device
+            self.arguments = arguments
             try work.config("""
             { authorization: { default: "grant" }, bursts: { maxDeliveredPerApp: 100000, maxDeliveredTotal: 1000000 },
-              remote: { broker: "\(TestBroker.url!)", deviceId: "\(device)", passwordFile: "\(TestBroker.passwordFile(device))" }
+              remote: { broker: "\(broker ?? TestBroker.url!)", deviceId: "\(device)",
+                        passwordFile: "\(passwordFile ?? TestBroker.passwordFile(device))" \(remoteConfig) }
               \(extraConfig) }
             """)
         }
         var log: String { (try? String(contentsOfFile: work.path + "/log", encoding: .utf8)) ?? "" }
-        func start() throws {
+        /// Starts the daemon; with `wait`, waits (up to 4 s) until it listens.
+        func start(wait: Bool = true) throws {
             guard let path = ScenarioRunner.siblingExecutable("interluded") else { throw CocoaError(.fileNoSuchFile) }
             let p = Process()
             p.executableURL = URL(fileURLWithPath: path)
-            p.arguments = ["--socket", work.socket, "--private", "--state", work.path + "/state", "--config", work.path]
+            p.arguments = ["--socket", work.socket, "--private", "--state", work.path + "/state", "--config", work.path] + arguments
             let fd = open(work.path + "/log", O_WRONLY | O_CREAT | O_APPEND, 0o600)
             p.standardError = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
             try p.run()
             process = p
-            for _ in 0..<200 where !UnixSocket.isLive(work.socket) { Thread.sleep(forTimeInterval: 0.02) }
+            if wait { waitListening() }
+        }
+        /// Waits (up to `timeout` s) until the daemon listens on its socket.
+        func waitListening(timeout: Double = 4) {
+            let deadline = Date().addingTimeInterval(timeout)
+            while Date() < deadline, !UnixSocket.isLive(work.socket) { Thread.sleep(forTimeInterval: 0.02) }
         }
         /// Waits until the daemon's broker connection is up (its log says so), `count` times in all.
         func waitConnected(count: Int = 1, timeout: Double = 10) {
             let deadline = Date().addingTimeInterval(timeout)
             while Date() < deadline, log.components(separatedBy: "connected to mqtt").count - 1 < count { Thread.sleep(forTimeInterval: 0.02) }
         }
+        /// How many times the log says the broker connection came up (`mqtt://` and `mqtts://`).
+        var connections: Int { log.components(separatedBy: "connected to mqtt").count - 1 }
         func kill9() { if let p = process { kill(p.processIdentifier, SIGKILL); p.waitUntilExit() }; process = nil }
         func stop() { if let p = process { ScenarioRunner.stop(p) }; process = nil }
         /// As the app and the user: register for remote notifications (and ask for authorization), opt in.

@@ -1,0 +1,76 @@
+import Foundation
+import InterludeClient
+import InterludeConfig
+import InterludeEngine
+import InterludePolicy
+import InterludeServer
+import InterludeTestSupport
+import InterludeWire
+import Testing
+
+/// `Engine.remoteMessages` (issue 11, REMOTE.md "Exactly once"): a batch of broker messages is
+/// decided in order and saved with one submit to the store (one diff, one commit), and no receipt
+/// says saved before that commit is durable (N15); when it fails, every message of the batch is
+/// `failed` (the bridge keeps them unacknowledged) and nothing of them stays.
+@Suite struct RemoteBatchEngineTests {
+    static let app = "org.example.Remote"
+
+    func engine(_ store: GatedNotificationStore) async throws -> (Engine, SocketServer, String) {
+        let (engine, server, dir) = try GroupCommitEngineTests().daemon(store)
+        let socket = dir + "/socket"
+        let a = try await InterludeClient.connect(socket: socket, app: Self.app)
+        _ = try await a.call(NotificationMethod.requestAuthorization, RequestAuthorizationParams(options: [.alert]), as: AuthorizationResult.self)
+        _ = try await a.call(RemoteMethod.registerRemote, RegisterRemoteParams(enabled: true), as: RegisterRemoteResult.self)
+        a.close()
+        let user = try await InterludeClient.connect(socket: socket, app: "org.interlude.CLI")
+        var change = SettingsParams(app: Self.app)
+        change.remote = true
+        _ = try await user.call(NotificationMethod.setSettings, change, as: NotificationAppSettings.self)
+        user.close()
+        return (engine, server, dir)
+    }
+
+    static func message(_ id: String, thread: String = "t") throws -> [UInt8] {
+        try RemoteMessage(id: id, app: app, notification: AddNotificationParams(title: "m \(id)", thread: thread)).encoded()
+    }
+
+    @Test func N15_aBatchIsOneCommitAndNoReceiptSaysSavedBeforeIt() async throws {
+        let store = GatedNotificationStore()
+        let (engine, server, dir) = try await engine(store)
+        defer { server.stop(); try? FileManager.default.removeItem(atPath: dir) }
+        store.hold()
+        let batch = [try Self.message("m1"), try Self.message("m2"), Array("{\"v\":1}".utf8), try Self.message("m3"), try Self.message("m1")]
+        let task = Task { await engine.remoteMessages(batch) }
+        let begin = Date()
+        while store.heldCount < 1, Date().timeIntervalSince(begin) < 10 { try await Task.sleep(nanoseconds: 2_000_000) }
+        try await Task.sleep(nanoseconds: 50_000_000)
+        #expect(store.heldCount == 1, "one submit for the whole batch")
+        store.release(failing: false)
+        let receipts = await task.value
+        #expect(receipts.map(\.status) == [.delivered, .delivered, .malformed, .delivered, .duplicate])
+        #expect(receipts.map(\.id) == ["m1", "m2", nil, "m3", "m1"])
+        let durable = store.shared.withLock { $0.durable }
+        #expect(durable.delivered.filter { $0.app == Self.app }.map(\.request.identifier) == ["m1", "m2", "m3"], "in order, once")
+        #expect(durable.remoteMessages.suffix(3) == ["m1", "m2", "m3"])
+    }
+
+    @Test func N15_aFailedCommitFailsTheWholeBatchAndNothingOfItStays() async throws {
+        let store = GatedNotificationStore()
+        let (engine, server, dir) = try await engine(store)
+        defer { server.stop(); try? FileManager.default.removeItem(atPath: dir) }
+        store.hold()
+        let batch = [try Self.message("f1"), try Self.message("f2")]
+        let task = Task { await engine.remoteMessages(batch) }
+        let begin = Date()
+        while store.heldCount < 1, Date().timeIntervalSince(begin) < 10 { try await Task.sleep(nanoseconds: 2_000_000) }
+        store.release(failing: true)
+        let failed = await task.value
+        #expect(failed.map(\.status) == [.failed, .failed])
+        #expect(failed.allSatisfy { $0.error?.code == .storageFailed })
+        #expect(store.shared.withLock { $0.durable }.delivered.filter { $0.app == Self.app }.isEmpty)
+        // Tried again (the broker delivers them again): decided afresh, not as duplicates.
+        let again = await engine.remoteMessages(batch)
+        #expect(again.map(\.status) == [.delivered, .delivered])
+        #expect(store.shared.withLock { $0.durable }.delivered.filter { $0.app == Self.app }.map(\.request.identifier) == ["f1", "f2"])
+    }
+}
