@@ -75,10 +75,13 @@ extension Engine {
         let names = [info.shortName, info.shortName.split(separator: ".").first.map(String.init), info.desktopEntry, info.identity]
             .compactMap { $0?.lowercased() }
         let spoken = names.contains { listed.contains($0) }
-        let mine = streams.values.filter { $0.pid != nil && $0.pid == info.pid && manages($0) }.sorted { $0.index < $1.index }
-        let role = mine.compactMap(\.role).first
         let app = info.identity ?? info.shortName
-        mpris.byName[info.busName] = PlayerRecord(info: info, id: id, app: app, spokenAudio: spoken, role: role)
+        // Registered before its streams are found: the DesktopEntry match looks the player up.
+        mpris.byName[info.busName] = PlayerRecord(info: info, id: id, app: app, spokenAudio: spoken, role: nil)
+        let record = mpris.byName[info.busName]!
+        let mine = streams.values.filter { manages($0) && stream($0, isOf: record) }.sorted { $0.index < $1.index }
+        let role = mine.compactMap(\.role).first
+        mpris.byName[info.busName]?.role = role
         mpris.names[id] = info.busName
         for s in mine {
             if let old = implicitSession.removeValue(forKey: s.index) {
@@ -118,7 +121,7 @@ extension Engine {
         log("player \(busName) gone: \(r.id) unregistered")
         duckReported[r.id] = nil
         reduce(.playerVanished(r.id))
-        for s in streams.values.sorted(by: { $0.index < $1.index }) where s.pid != nil && s.pid == r.info.pid && session(for: s) == nil {
+        for s in streams.values.sorted(by: { $0.index < $1.index }) where stream(s, isOf: r) && session(for: s) == nil {
             streamAppeared(s)
         }
     }
@@ -126,6 +129,36 @@ extension Engine {
     /// The session of the player whose bus peer has this pid, if any.
     func playerSession(pid: Int32) -> AudioSessionID? {
         mpris.byName.values.filter { $0.info.pid == pid }.map(\.id).min()
+    }
+
+    /// The session of the one player whose `DesktopEntry` names the stream's app (its flatpak app
+    /// id, `application.id` or binary: ``AudioStream/appIdentifiers``), for a stream no pid
+    /// matched: a browser's audio comes from another process than the one on the bus. Nil when no
+    /// player, or more than one (two players of one app are told apart by pid only), matches.
+    func playerSession(desktopEntryOf s: AudioStream) -> AudioSessionID? {
+        guard !s.appIdentifiers.isEmpty else { return nil }
+        for id in s.appIdentifiers {
+            let matching = mpris.byName.values.filter { Self.desktopEntry($0.info.desktopEntry, names: id) }
+            if matching.count == 1 { return matching[0].id }
+            if matching.count > 1 { return nil }
+        }
+        return nil
+    }
+
+    /// Whether a player's `DesktopEntry` ("firefox", "org.mozilla.firefox", "chromium", with or
+    /// without ".desktop") names `app`, a lowercased stream identifier. Only whole names count:
+    /// "firefox-esr" is not "firefox".
+    static func desktopEntry(_ entry: String?, names app: String) -> Bool {
+        guard let entry = entry?.lowercased(), !entry.isEmpty else { return false }
+        return entry == app || entry.hasSuffix(".desktop") && String(entry.dropLast(8)) == app
+    }
+
+    /// Whether a stream is a player's: by the bus peer's pid, else by its `DesktopEntry` (see
+    /// ``playerSession(desktopEntryOf:)``).
+    func stream(_ s: AudioStream, isOf r: PlayerRecord) -> Bool {
+        if let pid = s.pid, pid == r.info.pid { return true }
+        if let pid = s.pid, playerSession(pid: pid) != nil { return false }  // another player's by pid
+        return playerSession(desktopEntryOf: s) == r.id
     }
 
     /// A10: a player's first stream with a `media.role` gives its session's mode (video →

@@ -479,6 +479,7 @@ public actor Engine {
             // An MPRIS player's streams belong to its session (one app, one session; issue 10).
             if let player = playerSession(pid: pid) { return player }
         }
+        if let player = playerSession(desktopEntryOf: s) { return player }
         return implicitSession[s.index]
     }
 

@@ -16,6 +16,11 @@ public struct AudioStream: Sendable, Equatable {
     /// A critical alert played by the daemon (stream property `interlude.critical`, N3).
     public var critical: Bool
     public var appName: String?
+    /// Who the stream says its app is besides its pid, lowercased, most specific first: a flatpak's
+    /// app id (`pipewire.access.portal.app_id`), `application.id`, `application.process.binary`.
+    /// An MPRIS player whose `DesktopEntry` is one of them owns the stream when no pid matches (a
+    /// browser plays from another process than the one on the bus; issue 10).
+    public var appIdentifiers: [String]
     /// Paused by its app.
     public var corked: Bool
     public var muted: Bool
@@ -25,8 +30,9 @@ public struct AudioStream: Sendable, Equatable {
 
     public init(index: UInt32, pid: Int32? = nil, sessionTag: String? = nil, role: String? = nil, appName: String? = nil,
                 corked: Bool = false, muted: Bool = false, userVolumeDb: Double = 0, gainDb: Double = 0,
-                daemonTag: String? = nil, critical: Bool = false) {
+                daemonTag: String? = nil, critical: Bool = false, appIdentifiers: [String] = []) {
         self.daemonTag = daemonTag
+        self.appIdentifiers = appIdentifiers
         self.critical = critical
         self.index = index; self.pid = pid; self.sessionTag = sessionTag; self.role = role; self.appName = appName
         self.corked = corked; self.muted = muted; self.userVolumeDb = userVolumeDb; self.gainDb = gainDb

@@ -129,7 +129,9 @@ final class PulseAudioBackend: AudioBackend, @unchecked Sendable {
     static func stream(_ s: PulseSinkInput) -> AudioStream {
         AudioStream(index: s.index, pid: s.processID, sessionTag: s.sessionTag, role: s.role, appName: s.applicationName,
                     corked: s.corked, muted: s.muted, userVolumeDb: s.userVolumeDb, gainDb: s.gainDb,
-                    daemonTag: s.properties["interlude.daemon"], critical: s.properties["interlude.critical"] == "1")
+                    daemonTag: s.properties["interlude.daemon"], critical: s.properties["interlude.critical"] == "1",
+                    appIdentifiers: ["pipewire.access.portal.app_id", "application.id", "application.process.binary"]
+                        .compactMap { s.properties[$0]?.lowercased() }.filter { !$0.isEmpty })
     }
 
     func rampGain(stream: UInt32, toDb gainDb: Double, duration: Double) async {

@@ -143,6 +143,29 @@ import Testing
                 "the player gone, its stream gets an implicit session again")
     }
 
+    /// A browser's audio comes from another process than the one on the bus: a stream whose app
+    /// (flatpak id, `application.id` or binary) is the player's `DesktopEntry` joins the player's
+    /// session when no pid matches (A10, one app one session); a stream of another name does not.
+    @Test(.enabled(if: required()))
+    func A10_aStreamOfAnotherPidJoinsThePlayerWhoseDesktopEntryNamesItsApp() async throws {
+        let rig = try await Rig("entry")
+        defer { rig.stop() }
+        try await rig.player("browser")  // DesktopEntry "fake-browser"
+        try await rig.watch()
+        #expect(await rig.until { await rig.player(named: "browser") != nil })
+        let other: Int32 = 999_999  // no such process: not the player's pid
+        rig.audio.push(.streamAdded(AudioStream(index: 8, pid: other, role: "music", appName: "Fake Browser",
+                                                appIdentifiers: ["fake-browser"])))
+        rig.audio.push(.streamAdded(AudioStream(index: 9, pid: other + 1, role: "music", appName: "helper",
+                                                appIdentifiers: ["fake-browser-helper"])))
+        let session = await rig.player(named: "browser")?.session
+        let owned = await rig.until { await rig.status().sessions.first { $0.session == session }?.streams.map(\.index) == [8] }
+        let s = await rig.status()
+        #expect(owned, "the player's session owns stream 8: \(s.sessions.map { ($0.session, $0.streams.map(\.index)) })")
+        #expect(!s.sessions.contains { $0.session.rawValue == "i8" }, "stream 8 has no implicit session of its own")
+        #expect(s.sessions.contains { $0.session.rawValue == "i9" }, "stream 9 (another name) keeps its own")
+    }
+
     @Test(.enabled(if: required()))
     func aCallToAPlayerAfterTheWatcherStoppedFailsInsteadOfWaitingForEver() async throws {
         let rig = try await Rig("stopped")
