@@ -1,3 +1,4 @@
+import Foundation
 import InterludePolicy
 import InterludeWire
 
@@ -29,7 +30,7 @@ extension Engine {
     func notifyDurably(_ event: NotificationEvent) async throws(WireError) -> NotificationReply? {
         do {
             return try await withCheckedThrowingContinuation { (c: CheckedContinuation<NotificationReply?, any Error>) in
-                Task(priority: .low) { await self.submitAndAwaitCommit(event, waiter: c) }
+                Task(priority: .low) { await self.submitAndAwaitCommit(event, waiter: .continuation(c)) }
             }
         } catch let e as WireError {
             throw e
@@ -40,7 +41,7 @@ extension Engine {
 
     /// Reduces and submits `event`, then answers `waiter` when the state is durable (at once if
     /// nothing waits before it and nothing had to be written).
-    func submitAndAwaitCommit(_ event: NotificationEvent, waiter: CheckedContinuation<NotificationReply?, any Error>) {
+    func submitAndAwaitCommit(_ event: NotificationEvent, waiter: CommitWaiter) {
         let step: NotificationStep
         do { step = try submitNotification(event) } catch {
             waiter.resume(throwing: error)
@@ -76,17 +77,37 @@ extension Engine {
         var reply: NotificationReply?
     }
 
+    /// Who waits for an event's reply: a request's task, or a pipelined `notification.add`
+    /// (``beginAddNotification(client:_:)``) whose reply is taken later.
+    enum CommitWaiter: Sendable {
+        case continuation(CheckedContinuation<NotificationReply?, any Error>)
+        case promise(NotificationReplyPromise)
+
+        func resume(returning reply: NotificationReply?) {
+            switch self {
+            case let .continuation(c): c.resume(returning: reply)
+            case let .promise(p): p.fulfill(.success(reply))
+            }
+        }
+        func resume(throwing error: any Error) {
+            switch self {
+            case let .continuation(c): c.resume(throwing: error)
+            case let .promise(p): p.fulfill(.failure(error))
+            }
+        }
+    }
+
     /// The events waiting for their commit, oldest first, each with the request waiting for it.
     struct CommitQueue {
-        private var items: [(step: NotificationStep, waiter: CheckedContinuation<NotificationReply?, any Error>?)] = []
+        private var items: [(step: NotificationStep, waiter: CommitWaiter?)] = []
         private var head = 0
         /// Whether the drain task runs.
         var draining = false
         var isEmpty: Bool { head == items.count }
-        mutating func append(_ step: NotificationStep, waiter: CheckedContinuation<NotificationReply?, any Error>?) {
+        mutating func append(_ step: NotificationStep, waiter: CommitWaiter?) {
             items.append((step, waiter))
         }
-        mutating func popFirst() -> (step: NotificationStep, waiter: CheckedContinuation<NotificationReply?, any Error>?)? {
+        mutating func popFirst() -> (step: NotificationStep, waiter: CommitWaiter?)? {
             guard head < items.count else { return nil }
             let item = items[head]
             head += 1
@@ -294,7 +315,7 @@ extension Engine {
         return named
     }
 
-    func expect(_ reply: NotificationReply?) throws(WireError) -> NotificationReply {
+    nonisolated func expect(_ reply: NotificationReply?) throws(WireError) -> NotificationReply {
         switch reply {
         case nil: throw WireError(.internalError, "the notification policy gave no reply")
         case let .failed(code, message, _)?:
@@ -324,6 +345,23 @@ extension Engine {
             throw WireError(.internalError, "unexpected reply")
         }
         return AddNotificationResult(identifier: id, decision: decision)
+    }
+
+    /// `notification.add` for a connection that pipelines (issue 9): the request is decided and
+    /// its state handed to the store now, in the order of the calls, and the reply comes from
+    /// ``PendingNotificationAdd/result()`` once that state is durable (N15), so a connection's
+    /// next requests are decided while this one's commit is in flight and share it (group commit).
+    /// Effects and replies keep the order of the requests; if the commit fails, this request and
+    /// every one decided after it fail with `storageFailed`, as in ``addNotification(client:_:)``.
+    /// - Throws: what ``addNotification(client:_:)`` throws before the decision (`helloRequired`,
+    ///   `badRequest`); the decision's own refusals come from `result()`.
+    public func beginAddNotification(client: Int, _ p: AddNotificationParams) throws(WireError) -> PendingNotificationAdd {
+        let app = try appOf(client)
+        let request = try notificationRequest(p)
+        let peer = entitlementPeer(client: client, app: app, level: request.content.interruptionLevel)
+        let promise = NotificationReplyPromise()
+        submitAndAwaitCommit(.add(request, app: app, peerExecutablePath: peer.path, peerProblem: peer.problem), waiter: .promise(promise))
+        return PendingNotificationAdd(engine: self, promise: promise)
     }
 
     /// The policy's request for `notification.add` params (also a remote message's, issue 11).
@@ -544,5 +582,60 @@ struct PlayedSounds {
             order.removeFirst(head)
             head = 0
         }
+    }
+}
+
+/// A reply that comes later, once (a pipelined request's, ``Engine/beginAddNotification(client:_:)``).
+/// Under NSLock, not `Mutex`: ThreadSanitizer cannot see Mutex's futex on Linux (the store's note).
+public final class NotificationReplyPromise: @unchecked Sendable {
+    private let lock = NSLock()
+    private var result: Result<NotificationReply?, any Error>?
+    private var waiter: CheckedContinuation<NotificationReply?, any Error>?
+
+    init() {}
+
+    /// Sets the outcome (once) and wakes the one waiting, if any.
+    func fulfill(_ r: Result<NotificationReply?, any Error>) {
+        lock.lock()
+        if let w = waiter {
+            waiter = nil
+            lock.unlock()
+            w.resume(with: r)
+        } else {
+            result = r
+            lock.unlock()
+        }
+    }
+
+    /// Waits for the outcome (one caller).
+    func value() async throws -> NotificationReply? {
+        try await withCheckedThrowingContinuation { (c: CheckedContinuation<NotificationReply?, any Error>) in
+            lock.lock()
+            if let r = result {
+                lock.unlock()
+                c.resume(with: r)
+            } else {
+                waiter = c
+                lock.unlock()
+            }
+        }
+    }
+}
+
+/// A `notification.add` decided and on its way to the disk (``Engine/beginAddNotification(client:_:)``).
+public struct PendingNotificationAdd: Sendable {
+    let engine: Engine
+    let promise: NotificationReplyPromise
+
+    /// The reply, once the request's state is durable (N15).
+    /// - Throws: the policy's refusal (`notAuthorized`, `badRequest`, …), `storageFailed` when the
+    ///   state could not be saved.
+    public func result() async throws(WireError) -> AddNotificationResult {
+        let reply: NotificationReply?
+        do { reply = try await promise.value() } catch let e as WireError { throw e } catch {
+            throw WireError(.storageFailed, "\(error)")
+        }
+        guard case let .accepted(id, decision) = try engine.expect(reply) else { throw WireError(.internalError, "unexpected reply") }
+        return AddNotificationResult(identifier: id, decision: decision)
     }
 }

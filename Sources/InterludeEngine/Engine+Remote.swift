@@ -112,7 +112,7 @@ extension Engine {
             let step = NotificationStep(commit: commit, effects: effects, reply: nil)
             do {
                 _ = try await withCheckedThrowingContinuation { (c: CheckedContinuation<NotificationReply?, any Error>) in
-                    awaitingCommit.append(step, waiter: c)
+                    awaitingCommit.append(step, waiter: .continuation(c))
                     drainCommits()
                 }
             } catch {

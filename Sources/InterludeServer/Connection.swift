@@ -159,6 +159,16 @@ final class Connection: @unchecked Sendable {
         }
     }
 
+    /// The next request line if one has arrived already; nil (at once) if none has, or the
+    /// connection is closed. For a pipelining handler (issue 9): it takes what is here, and sends
+    /// the replies it holds before it waits.
+    func nextRequestIfReady() -> [UInt8]? {
+        var resumeReading = false
+        let line: [UInt8]? = lock.withLock { phase == .open ? takeLineLocked(&resumeReading) : nil }
+        if resumeReading { queue.async { [weak self] in self?.readAvailable() } }
+        return line
+    }
+
     /// Takes the next non-empty line; turns reading back on when below the bounds again.
     private func takeLineLocked(_ resumeReading: inout Bool) -> [UInt8]? {
         var line: [UInt8]?

@@ -43,9 +43,11 @@ public enum JSONValue: Codable, Sendable, Equatable, CustomStringConvertible {
         (try? String(decoding: WireCoding.encoder.encode(self), as: UTF8.self)) ?? "?"
     }
 
-    /// Converts any Encodable to a JSONValue.
+    /// Converts any Encodable to a JSONValue: the value `JSONEncoder`'s text parses to, built
+    /// directly (``JSONValueEncoder``, issue 9).
+    /// - Throws: `EncodingError` for a non-finite number.
     public init<T: Encodable>(encoding value: T) throws {
-        self = try JSONValue.parse(WireCoding.encoder.encode(value))
+        self = try JSONValueEncoder.encode(value)
     }
 
     /// Parses JSON text (any value, not only an object) with Foundation's `JSONSerialization`.

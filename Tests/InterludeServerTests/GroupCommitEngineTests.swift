@@ -165,6 +165,64 @@ final class GatedNotificationStore: NotificationStoring, Sendable {
         _ = try await clients[0].call(NotificationMethod.add, AddNotificationParams(identifier: "kept", title: "t"), as: AddNotificationResult.self)
         #expect(store.shared.withLock { $0.durable }.delivered.map(\.request.identifier) == ["kept"])
     }
+
+    /// Issue 9: one connection's back-to-back `notification.add`s are decided without waiting for
+    /// each other's commit, so they wait for one commit together (before, the server took the
+    /// next request only after the previous reply: one held at a time), and are answered when it
+    /// is durable; a request of another kind after them sees them all.
+    @Test func N15_oneConnectionsPipelinedAddsShareACommit() async throws {
+        let store = GatedNotificationStore()
+        let (_, server, dir) = try daemon(store)
+        defer { server.stop(); try? FileManager.default.removeItem(atPath: dir) }
+        let client = try await apps(dir + "/socket", 1)[0]
+        store.hold()
+        let ids = try await withThrowingTaskGroup(of: String.self) { group in
+            for i in 0..<5 {
+                group.addTask {
+                    try await client.call(NotificationMethod.add, AddNotificationParams(identifier: "p\(i)", title: "t"),
+                                          as: AddNotificationResult.self).identifier
+                }
+            }
+            let begin = Date()
+            while store.heldCount < 5, Date().timeIntervalSince(begin) < 5 { try await Task.sleep(nanoseconds: 2_000_000) }
+            #expect(store.heldCount == 5, "the five requests of one connection wait for the commit together")
+            store.release(failing: false)
+            var out: [String] = []
+            for try await id in group { out.append(id) }
+            return out.sorted()
+        }
+        #expect(ids == ["p0", "p1", "p2", "p3", "p4"])
+        let list = try await client.call(NotificationMethod.delivered, ListNotificationsParams(), as: NotificationListResult.self)
+        #expect(Set(list.notifications.map(\.identifier)) == Set(ids))
+    }
+
+    /// Issue 9, N15: pipelined adds waiting for a commit that fails all fail, and nothing of them stays.
+    @Test func N15_pipelinedAddsOfAFailedCommitAllFail() async throws {
+        let store = GatedNotificationStore()
+        let (_, server, dir) = try daemon(store)
+        defer { server.stop(); try? FileManager.default.removeItem(atPath: dir) }
+        let client = try await apps(dir + "/socket", 1)[0]
+        store.hold()
+        let outcomes = try await withThrowingTaskGroup(of: String.self) { group in
+            for i in 0..<4 {
+                group.addTask {
+                    do {
+                        return try await client.call(NotificationMethod.add, AddNotificationParams(identifier: "f\(i)", title: "t"),
+                                                     as: AddNotificationResult.self).identifier
+                    } catch let e as WireError { return e.code.rawValue }
+                }
+            }
+            let begin = Date()
+            while store.heldCount < 4, Date().timeIntervalSince(begin) < 5 { try await Task.sleep(nanoseconds: 2_000_000) }
+            store.release(failing: true)
+            var out: [String] = []
+            for try await r in group { out.append(r) }
+            return out
+        }
+        #expect(outcomes == Array(repeating: WireErrorCode.storageFailed.rawValue, count: 4))
+        let list = try await client.call(NotificationMethod.delivered, ListNotificationsParams(), as: NotificationListResult.self)
+        #expect(list.notifications.isEmpty)
+    }
 }
 
 /// A value under an NSLock (a pthread mutex, which ThreadSanitizer understands).

@@ -127,20 +127,54 @@ public struct NotificationDecision: Codable, Sendable, Equatable {
 
 /// A decision kept for explanation (N16): which notification, when, and what was decided.
 public struct NotificationDecisionRecord: Codable, Sendable, Equatable {
+    // The fields in one immutable shared box, as `DeliveredNotification` (issue 9): the decision
+    // log is copied and diffed on every request; a copy is one retain.
+    struct Fields: Codable, Sendable, Equatable {
+        var app: String
+        var identifier: String
+        var time: NotificationTime
+        var decision: NotificationDecision
+    }
+    /// Immutable: a change of a field makes a new box.
+    final class Storage: Sendable {
+        let fields: Fields
+        init(_ fields: Fields) { self.fields = fields }
+    }
+    private var storage: Storage
+
+    private mutating func change(_ body: (inout Fields) -> Void) {
+        var f = storage.fields
+        body(&f)
+        storage = Storage(f)
+    }
+
     /// App id.
-    public var app: String
+    public var app: String {
+        get { storage.fields.app }
+        set { change { $0.app = newValue } }
+    }
     /// Notification identifier (empty for a standalone sound).
-    public var identifier: String
+    public var identifier: String {
+        get { storage.fields.identifier }
+        set { change { $0.identifier = newValue } }
+    }
     /// When it was decided.
-    public var time: NotificationTime
+    public var time: NotificationTime {
+        get { storage.fields.time }
+        set { change { $0.time = newValue } }
+    }
     /// The decision.
-    public var decision: NotificationDecision
+    public var decision: NotificationDecision {
+        get { storage.fields.decision }
+        set { change { $0.decision = newValue } }
+    }
 
     /// Makes a record.
     public init(app: String, identifier: String, time: NotificationTime, decision: NotificationDecision) {
-        self.app = app
-        self.identifier = identifier
-        self.time = time
-        self.decision = decision
+        storage = Storage(Fields(app: app, identifier: identifier, time: time, decision: decision))
     }
+
+    public init(from decoder: any Decoder) throws { storage = Storage(try Fields(from: decoder)) }
+    public func encode(to encoder: any Encoder) throws { try storage.fields.encode(to: encoder) }
+    public static func == (a: Self, b: Self) -> Bool { a.storage === b.storage || a.storage.fields == b.storage.fields }
 }

@@ -160,30 +160,73 @@ public struct HeldNotification: Codable, Sendable, Equatable {
 }
 
 /// A notification in the center.
+///
+/// Its fields live in one immutable, reference-counted box that copies share until one of them
+/// changes a field (which makes a new box): the center is copied, compared and diffed on every
+/// request (the engine keeps the state before the request, the store's differ the one it saved,
+/// N15), and with the fields inline each copy of a 1,000-entry center retained some twenty
+/// strings and arrays per entry, most of the daemon's time under a burst (issue 9). Now a copy
+/// is one retain, and an unchanged entry is recognized by its box alone. The value semantics,
+/// the API and the JSON (the same keys: saved states open unchanged) are those of a plain struct.
 public struct DeliveredNotification: Codable, Sendable, Equatable {
+    /// The stored fields (the JSON shape of the type).
+    struct Fields: Codable, Sendable, Equatable {
+        var app: String
+        var request: NotificationRequest
+        var deliveredAt: NotificationTime
+        var late: Bool
+        var decision: NotificationDecision
+        var earlierDecisions: [NotificationDecisionRecord]?
+    }
+    /// Immutable: a change of a field makes a new box, so a box is never changed while shared.
+    final class Storage: Sendable {
+        let fields: Fields
+        init(_ fields: Fields) { self.fields = fields }
+    }
+    private var storage: Storage
+
     /// App id.
-    public var app: String
+    public var app: String {
+        get { storage.fields.app }
+        set { var f = storage.fields; f.app = newValue; storage = Storage(f) }
+    }
     /// The request as delivered (full content; watchers see `NotificationView`, N13).
-    public var request: NotificationRequest
+    public var request: NotificationRequest {
+        get { storage.fields.request }
+        set { var f = storage.fields; f.request = newValue; storage = Storage(f) }
+    }
     /// When it was delivered.
-    public var deliveredAt: NotificationTime
+    public var deliveredAt: NotificationTime {
+        get { storage.fields.deliveredAt }
+        set { var f = storage.fields; f.deliveredAt = newValue; storage = Storage(f) }
+    }
     /// Whether its trigger was missed while the daemon was down and it is delivered late (N15).
-    public var late: Bool
+    public var late: Bool {
+        get { storage.fields.late }
+        set { var f = storage.fields; f.late = newValue; storage = Storage(f) }
+    }
     /// The decision that delivered it (N16).
-    public var decision: NotificationDecision
+    public var decision: NotificationDecision {
+        get { storage.fields.decision }
+        set { var f = storage.fields; f.decision = newValue; storage = Storage(f) }
+    }
     /// The decisions of the entries this one replaced (N10), oldest first, at most the config's
     /// `decisionHistoryPerNotification`; nil when it replaced none (N16).
-    public var earlierDecisions: [NotificationDecisionRecord]?
+    public var earlierDecisions: [NotificationDecisionRecord]? {
+        get { storage.fields.earlierDecisions }
+        set { var f = storage.fields; f.earlierDecisions = newValue; storage = Storage(f) }
+    }
 
     /// Makes a delivered entry.
     public init(app: String, request: NotificationRequest, deliveredAt: NotificationTime, late: Bool,
                 decision: NotificationDecision) {
-        self.app = app
-        self.request = request
-        self.deliveredAt = deliveredAt
-        self.late = late
-        self.decision = decision
+        storage = Storage(Fields(app: app, request: request, deliveredAt: deliveredAt, late: late, decision: decision,
+                                 earlierDecisions: nil))
     }
+
+    public init(from decoder: any Decoder) throws { storage = Storage(try Fields(from: decoder)) }
+    public func encode(to encoder: any Encoder) throws { try storage.fields.encode(to: encoder) }
+    public static func == (a: Self, b: Self) -> Bool { a.storage === b.storage || a.storage.fields == b.storage.fields }
 }
 
 /// Focus state (N7): the user's override, the focus in effect, and what it silenced.
