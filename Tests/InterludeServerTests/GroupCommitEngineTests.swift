@@ -166,6 +166,22 @@ final class GatedNotificationStore: NotificationStoring, Sendable {
         #expect(store.shared.withLock { $0.durable }.delivered.map(\.request.identifier) == ["kept"])
     }
 
+    static func array(_ v: JSONValue?) -> [JSONValue] { if case let .array(a)? = v { return a } else { return [] } }
+
+    /// A raw connection that has said hello and been authorized, and a way to send `n` adds in
+    /// one write: the server then finds them all read ahead at once, whatever the machine's load
+    /// (sent by separate calls, they could arrive one by one and be committed one by one).
+    func pipeliningPeer(_ socket: String) throws -> (peer: RawPeer, sendAdds: (_ prefix: String, _ n: Int) -> Void) {
+        let p = try RawPeer(path: socket)
+        guard case .greeting? = p.readLine() else { throw CocoaError(.fileReadUnknown) }
+        p.send(#"{"id":1,"method":"hello","params":{"app":"org.example.App0"}}"# + "\n"
+               + #"{"id":2,"method":"notification.requestAuthorization","params":{"options":["alert"]}}"# + "\n")
+        guard p.reply()?.error == nil, p.reply()?.error == nil else { throw CocoaError(.fileReadUnknown) }
+        return (p, { prefix, n in
+            p.send((0..<n).map { #"{"id":\#(10 + $0),"method":"notification.add","params":{"identifier":"\#(prefix)\#($0)","title":"t"}}"# + "\n" }.joined())
+        })
+    }
+
     /// Issue 9: one connection's back-to-back `notification.add`s are decided without waiting for
     /// each other's commit, so they wait for one commit together (before, the server took the
     /// next request only after the previous reply: one held at a time), and are answered when it
@@ -174,26 +190,20 @@ final class GatedNotificationStore: NotificationStoring, Sendable {
         let store = GatedNotificationStore()
         let (_, server, dir) = try daemon(store)
         defer { server.stop(); try? FileManager.default.removeItem(atPath: dir) }
-        let client = try await apps(dir + "/socket", 1)[0]
+        let (peer, sendAdds) = try pipeliningPeer(dir + "/socket")
         store.hold()
-        let ids = try await withThrowingTaskGroup(of: String.self) { group in
-            for i in 0..<5 {
-                group.addTask {
-                    try await client.call(NotificationMethod.add, AddNotificationParams(identifier: "p\(i)", title: "t"),
-                                          as: AddNotificationResult.self).identifier
-                }
-            }
-            let begin = Date()
-            while store.heldCount < 5, Date().timeIntervalSince(begin) < 5 { try await Task.sleep(nanoseconds: 2_000_000) }
-            #expect(store.heldCount == 5, "the five requests of one connection wait for the commit together")
-            store.release(failing: false)
-            var out: [String] = []
-            for try await id in group { out.append(id) }
-            return out.sorted()
-        }
-        #expect(ids == ["p0", "p1", "p2", "p3", "p4"])
-        let list = try await client.call(NotificationMethod.delivered, ListNotificationsParams(), as: NotificationListResult.self)
-        #expect(Set(list.notifications.map(\.identifier)) == Set(ids))
+        sendAdds("p", 5)
+        let begin = Date()
+        while store.heldCount < 5, Date().timeIntervalSince(begin) < 5 { try await Task.sleep(nanoseconds: 2_000_000) }
+        #expect(store.heldCount == 5, "the five requests of one connection wait for the commit together")
+        store.release(failing: false)
+        let replies = (0..<5).compactMap { _ in peer.reply() }
+        #expect(replies.map(\.id) == (10..<15).map { JSONValue.number(Double($0)) }, "answered in order")
+        #expect(replies.allSatisfy { $0.error == nil }, "\(replies.compactMap(\.error))")
+        peer.send(#"{"id":20,"method":"notification.delivered","params":{}}"# + "\n")
+        let list = try #require(peer.reply()?.result)
+        let ids = Set(Self.array(list["notifications"]).compactMap { $0["identifier"]?.stringValue })
+        #expect(ids == Set((0..<5).map { "p\($0)" }))
     }
 
     /// Issue 9, N15: pipelined adds waiting for a commit that fails all fail, and nothing of them stays.
@@ -201,27 +211,18 @@ final class GatedNotificationStore: NotificationStoring, Sendable {
         let store = GatedNotificationStore()
         let (_, server, dir) = try daemon(store)
         defer { server.stop(); try? FileManager.default.removeItem(atPath: dir) }
-        let client = try await apps(dir + "/socket", 1)[0]
+        let (peer, sendAdds) = try pipeliningPeer(dir + "/socket")
         store.hold()
-        let outcomes = try await withThrowingTaskGroup(of: String.self) { group in
-            for i in 0..<4 {
-                group.addTask {
-                    do {
-                        return try await client.call(NotificationMethod.add, AddNotificationParams(identifier: "f\(i)", title: "t"),
-                                                     as: AddNotificationResult.self).identifier
-                    } catch let e as WireError { return e.code.rawValue }
-                }
-            }
-            let begin = Date()
-            while store.heldCount < 4, Date().timeIntervalSince(begin) < 5 { try await Task.sleep(nanoseconds: 2_000_000) }
-            store.release(failing: true)
-            var out: [String] = []
-            for try await r in group { out.append(r) }
-            return out
-        }
+        sendAdds("f", 4)
+        let begin = Date()
+        while store.heldCount < 4, Date().timeIntervalSince(begin) < 5 { try await Task.sleep(nanoseconds: 2_000_000) }
+        #expect(store.heldCount == 4, "the four wait for one commit")
+        store.release(failing: true)
+        let outcomes = (0..<4).map { _ in peer.reply()?.error?.code.rawValue ?? "no error" }
         #expect(outcomes == Array(repeating: WireErrorCode.storageFailed.rawValue, count: 4))
-        let list = try await client.call(NotificationMethod.delivered, ListNotificationsParams(), as: NotificationListResult.self)
-        #expect(list.notifications.isEmpty)
+        peer.send(#"{"id":20,"method":"notification.delivered","params":{}}"# + "\n")
+        let list = try #require(peer.reply()?.result)
+        #expect(Self.array(list["notifications"]).isEmpty, "\(list)")
     }
 }
 
