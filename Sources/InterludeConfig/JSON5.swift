@@ -221,6 +221,10 @@ public enum JSON5 {
             if text.hasPrefix("+") { text.removeFirst() } else if text.hasPrefix("-") { text.removeFirst(); sign = -1 }
             if text.lowercased().hasPrefix("0x"), let v = Int(text.dropFirst(2), radix: 16) { return .number(sign * Double(v)) }
             guard let v = Double(text) else { throw error("bad number '\(String(decoding: b[start..<i], as: UTF8.self))'") }
+            // 1e400 reads as infinity: refused as a literal Infinity is (config numbers are finite).
+            guard v.isFinite else {
+                throw error("number '\(String(decoding: b[start..<i], as: UTF8.self))' is too large (config numbers are finite)")
+            }
             return .number(sign * v)
         }
     }

@@ -288,6 +288,8 @@ public actor Engine {
     /// `sound.play`.
     public func playSound(client: Int, _ p: SoundPlayParams) async throws(WireError) -> SoundPlayResult {
         guard let sounds else { throw WireError(.audioUnavailable, "no sound player") }
+        // The same for every caller, the user's tools included (the N17 path checks it for apps).
+        guard !p.sound.isEmpty else { throw WireError(.badRequest, "a play request needs a sound name and a volume 0…1") }
         var volume = p.volume ?? 1
         guard (0...1).contains(volume) else { throw WireError(.badRequest, "volume must be within 0…1") }
         let app = clients[client]?.app ?? "?"

@@ -210,6 +210,8 @@ enum CLI {
     }
 
     static func watch(socket: String?, _ argv: [String]) async throws -> Int32 {
+        let a = try Arguments(argv, flags: [], options: [])
+        guard a.positionals.isEmpty else { throw Arguments.UsageError(description: "watch takes no arguments") }
         let c = try await InterludeClient.connect(socket: socket, app: "org.interlude.CLI")
         try await c.subscribe()
         for await e in c.events { CommandOutput.printJSONLine(e) }

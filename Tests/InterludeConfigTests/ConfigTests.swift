@@ -63,6 +63,17 @@ import InterludePolicy
         }
         #expect(throws: Never.self) { _ = try JSON5.parse("{ a: { x: 1 }, b: { x: 1 }, c: [{ x: 1 }, { x: 2 }] }") }
     }
+
+    /// A number too large for a Double (1e400 reads as infinity) is a syntax error, as a literal
+    /// `Infinity` is, not an out-of-range value of infinity.
+    @Test func aNumberThatOverflowsIsASyntaxError() {
+        for text in ["{ a: -1e400 }", "{ a: 1e309 }"] {
+            do { _ = try JSON5.parse(text); Issue.record("accepted \(text)") } catch {
+                #expect(error.message.contains("too large"), "\(error.message)")
+            }
+        }
+        #expect(throws: Never.self) { _ = try JSON5.parse("{ a: 1e308, b: -1.5e-320 }") }
+    }
 }
 
 @Suite struct ConfigLoaderTests {

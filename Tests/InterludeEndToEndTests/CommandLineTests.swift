@@ -76,6 +76,11 @@ import InterludeWire
         let interrupt = try interlude(["interrupt", "meeting", "--for", "1"])
         #expect(interrupt.status == 2)
         #expect(interrupt.err.contains("interrupt takes call or prompt"), "\(interrupt.err)")
+        // Checked before any daemon is asked (it used to start watching whatever followed).
+        for extra in [["--bogus"], ["foo", "bar"]] {
+            let watch = try interlude(["--socket", "/nonexistent/socket", "watch"] + extra)
+            #expect(watch.status == 2, "watch \(extra): \(watch)")
+        }
     }
 
     @Test func noDaemonIsAClearErrorWithStatusOne() throws {

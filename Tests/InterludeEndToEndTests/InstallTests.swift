@@ -91,4 +91,24 @@ import InterludeWire
         #expect(listing(prefix) == before, "uninstall leaves the prefix as it was")
         #expect(try String(contentsOfFile: prefix + "/bin/mine", encoding: .utf8) == "the user's own file")
     }
+
+    /// A prefix the install made is gone after the uninstall, and an uninstall of a folder that
+    /// does not exist makes none (it used to `mkdir -p` the prefix before anything else).
+    @Test func aPrefixTheInstallMadeIsRemovedAndUninstallNeverMakesOne() async throws {
+        guard let daemonExe = ScenarioRunner.siblingExecutable("interluded") else { throw CocoaError(.fileNoSuchFile) }
+        let built = URL(fileURLWithPath: daemonExe).deletingLastPathComponent().path
+        let w = try WorkFolder("install-fresh")
+        defer { w.remove() }
+        let script = Self.root.appendingPathComponent("Scripts/install").path
+        let never = w.path + "/never/installed"
+        let nothing = try run(script, ["--prefix", never, "--uninstall"])
+        #expect(nothing.status == 1, "\(nothing.out)")
+        #expect(!FileManager.default.fileExists(atPath: w.path + "/never"), "an uninstall made the folder it was asked to clean")
+        let fresh = w.path + "/fresh/prefix"
+        let install = try run(script, ["--prefix", fresh, "--from", built, "--no-enable"])
+        #expect(install.status == 0, "\(install.out)")
+        let uninstall = try run(script, ["--prefix", fresh, "--uninstall"])
+        #expect(uninstall.status == 0, "\(uninstall.out)")
+        #expect(!FileManager.default.fileExists(atPath: w.path + "/fresh"), "the folders the install made are gone: \(listing(w.path))")
+    }
 }

@@ -221,6 +221,11 @@ import InterludeWire
         #expect(named.app == "org.example.Mail")
         let empty = await #expect(throws: WireError.self) { _ = try await add(chat, AddNotificationParams(title: "t", sound: "")) }
         #expect(empty?.code == .badRequest)
+        // sound.play with an empty name is refused for the user's tool too (it played the default).
+        for client in [chat, cli] {
+            let play = await #expect(throws: WireError.self) { _ = try await client.play("") }
+            #expect(play?.code == .badRequest)
+        }
     }
 
     @Test func A12_theRingerSwitchSurvivesARestart() async throws {
