@@ -337,12 +337,16 @@ final class DaemonProcess {
          managing: Bool = false, log: String = "log", state: String = "state", waitForSocket: Bool = true,
          bus: Bool = false) throws {
         guard let path = ScenarioRunner.siblingExecutable("interluded") else { throw CocoaError(.fileNoSuchFile) }
-        process.executableURL = URL(fileURLWithPath: path)
-        process.arguments = ["--socket", socket] + (managing ? [] : ["--private"]) + ["--state", work + "/" + state]
+        let daemonArguments = ["--socket", socket] + (managing ? [] : ["--private"]) + ["--state", work + "/" + state]
             + (config ? ["--config", work] : []) + (bus ? ["--bus"] : [])
-        let logPath = work + "/" + log
-        if !FileManager.default.fileExists(atPath: logPath) { FileManager.default.createFile(atPath: logPath, contents: nil) }
-        process.standardError = FileHandle(forWritingAtPath: logPath) ?? FileHandle.nullDevice
+        // The log is opened by a shell that then execs the daemon (same pid), appending: no file
+        // handle of this process is handed over. A handle's number, closed late by the Process of
+        // an earlier daemon, was sometimes another fd by the time the next daemon was spawned
+        // (21 restarts over one folder: the daemon exited 1 with its stderr gone), and a handle
+        // opened without O_APPEND let each daemon overwrite the start of the earlier ones' log.
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        process.arguments = ["-c", #"log=$1; shift; exec "$@" 2>>"$log""#, "sh", work + "/" + log, path] + daemonArguments
+        process.standardInput = FileHandle.nullDevice
         if let environment { process.environment = environment }
         try process.run()
         for _ in 0..<100 where waitForSocket && !SocketProbe.live(socket) && process.isRunning { Thread.sleep(forTimeInterval: 0.05) }
