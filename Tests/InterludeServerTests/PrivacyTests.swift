@@ -55,22 +55,22 @@ import InterludeWire
             NotificationCategory(identifier: "message", actions: [NotificationAction(identifier: "reply", title: "Reply", textInputPlaceholder: "Message")]),
         ]), as: JSONValue.self)
         _ = try await chat.call(NotificationMethod.add, AddNotificationParams(
-            identifier: "c1", title: "Ann", body: "the code is 1234", sound: "default", category: "message"), as: AddNotificationResult.self)
+            identifier: "c1", title: "Ann", body: "the code is ZEBRA-QUARTZ", sound: "default", category: "message"), as: AddNotificationResult.self)
         _ = try await chat.call(NotificationMethod.add, AddNotificationParams(identifier: "c2", title: "Ann", body: "secret two"),
                                 as: AddNotificationResult.self)
         _ = try await user.call(NotificationMethod.respond, RespondParams(app: "org.example.Chat", notification: "c1", action: "reply",
-                                                                          text: "typed reply 5678"), as: JSONValue.self)
+                                                                          text: "typed reply OKAPI-WALTZ"), as: JSONValue.self)
         _ = try await user.call(NotificationMethod.remove, RemoveNotificationsParams(app: "org.example.Chat", delivered: ["c2"]),
                                 as: RemoveNotificationsResult.self)
         _ = try await user.call(NotificationMethod.setBadge, SetBadgeParams(app: "org.example.Chat", count: 7), as: JSONValue.self)
         // Chat's scheduled request makes a decision event (N8, N16).
-        _ = try await chat.call(NotificationMethod.add, AddNotificationParams(identifier: "later", title: "Ann later", body: "secret 1234",
+        _ = try await chat.call(NotificationMethod.add, AddNotificationParams(identifier: "later", title: "Ann later", body: "secret ZEBRA-QUARTZ",
                                                                               trigger: TriggerParams(in: 3600)), as: AddNotificationResult.self)
         // The sentinel: the spy's own notification, sent after everything above.
         _ = try await spy.call(NotificationMethod.add, AddNotificationParams(identifier: "mine", title: "mine"), as: AddNotificationResult.self)
         let spied = await events(spy) { $0.event == NotificationEventName.delivered && $0.data["notification"]?["identifier"] == .string("mine") }
         #expect(spied.last?.data["notification"]?["identifier"] == .string("mine"), "the sentinel arrived: \(spied.map(\.event))")
-        let leaked = spied.filter { "\($0.data)".contains("Chat") || "\($0.data)".contains("1234") || "\($0.data)".contains("5678") }
+        let leaked = spied.filter { "\($0.data)".contains("Chat") || "\($0.data)".contains("ZEBRA") || "\($0.data)".contains("OKAPI") }
         #expect(leaked.isEmpty, "the spy saw Chat's events: \(leaked.map { "\($0.event) \($0.data)" })")
 
         // The user's tool saw all of it, with the body hidden (N13) and the typed reply (N14).
@@ -84,12 +84,12 @@ import InterludeWire
         let delivered = seen.filter { $0.event == NotificationEventName.delivered && $0.data["notification"]?["app"] == .string("org.example.Chat") }
         #expect(delivered.count == 2)
         #expect(delivered.allSatisfy { $0.data["notification"]?["body"] == .string("Notification") }, "N13 applies to the user's tools")
-        #expect(!seen.contains { "\($0.data)".contains("1234") }, "no hidden body reaches the user's tool")
-        #expect(seen.contains { $0.event == NotificationEventName.actionResponse && "\($0.data)".contains("typed reply 5678") })
+        #expect(!seen.contains { "\($0.data)".contains("ZEBRA") }, "no hidden body reaches the user's tool")
+        #expect(seen.contains { $0.event == NotificationEventName.actionResponse && "\($0.data)".contains("typed reply OKAPI-WALTZ") })
 
         // Chat itself got its response (N14) and its own events.
         let own = await events(chat) { $0.event == NotificationEventName.actionResponse }
-        #expect(own.last?.data["text"] == .string("typed reply 5678"))
+        #expect(own.last?.data["text"] == .string("typed reply OKAPI-WALTZ"))
     }
 
     @Test func anotherAppsSubscriptionGetsNoneOfAnAppsAudioEventsButTheUsersToolDoes() async throws {
