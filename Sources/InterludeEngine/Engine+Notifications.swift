@@ -129,20 +129,26 @@ extension Engine {
         let before = notifState
         let now = NotificationTime(clock.wallTime)
         let fx = NotificationPolicy.reduce(&notifState, event, now: now, config: notifConfig)
-        var commit = NotificationCommit.durable
-        if let store, notifState != before, !notifState.differsOnlyInPresence(from: before) {
-            commit = store.submit(notifState)
-            if case let .some(error?) = commit.known {
-                log("cannot save the notification state: \(error) [N15]")
-                notifState = before
-                _ = store.recoverAfterFailedCommit().map(takeDurableState)
-                throw WireError(.storageFailed, "the notification state cannot be saved: \(error)")
-            }
-        }
+        let commit = try submitState(since: before)
         scheduleNotificationTick()
         return NotificationStep(commit: commit, effects: fx, reply: fx.lazy.compactMap {
             if case let .reply(r) = $0 { r } else { nil }
         }.last)
+    }
+
+    /// Submits the state as it is now, if it differs from `before` in more than presence (which
+    /// need not persist; N15). A store that fails at once puts the state back to `before`, takes
+    /// the store's durable state, and throws `storageFailed`.
+    func submitState(since before: NotificationState) throws(WireError) -> NotificationCommit {
+        guard let store, notifState != before, !notifState.differsOnlyInPresence(from: before) else { return .durable }
+        let commit = store.submit(notifState)
+        if case let .some(error?) = commit.known {
+            log("cannot save the notification state: \(error) [N15]")
+            notifState = before
+            _ = store.recoverAfterFailedCommit().map(takeDurableState)
+            throw WireError(.storageFailed, "the notification state cannot be saved: \(error)")
+        }
+        return commit
     }
 
     /// Waits for the commits in order; carries out each event's effects and answers its request

@@ -83,24 +83,15 @@ extension Engine {
         }
         // One submit for the batch: one diff of the state and one commit (the store's group
         // commit), not one per message. As `submitNotification`, for a batch.
-        func notSaved(_ why: String) -> [RemoteReceipt] {
+        func notSaved(_ error: WireError) -> [RemoteReceipt] {
             for d in decided {
                 receipts[d.index] = RemoteReceipt(id: d.message.id, device: device, app: d.message.app, identifier: d.request.identifier,
-                                                  status: .failed, rules: [], decision: nil,
-                                                  error: WireError(.storageFailed, "the notification state cannot be saved: \(why)"), time: now)
+                                                  status: .failed, rules: [], decision: nil, error: error, time: now)
             }
             return receipts.map { $0! }
         }
-        var commit = NotificationCommit.durable
-        if let store, notifState != before, !notifState.differsOnlyInPresence(from: before) {
-            commit = store.submit(notifState)
-            if case let .some(error?) = commit.known {
-                log("cannot save the notification state: \(error) [N15]")
-                notifState = before
-                _ = store.recoverAfterFailedCommit().map(takeDurableState)
-                return notSaved("\(error)")
-            }
-        }
+        let commit: NotificationCommit
+        do { commit = try submitState(since: before) } catch { return notSaved(error) }
         if !decided.isEmpty { scheduleNotificationTick() }
         // As `submitAndAwaitCommit`: the effects are carried out in order, once the state is
         // durable, and only then do the receipts say so (N15): only then may the broker be
@@ -116,7 +107,7 @@ extension Engine {
                     drainCommits()
                 }
             } catch {
-                return notSaved("\(error)")
+                return notSaved(WireError(.storageFailed, "the notification state cannot be saved: \(error)"))
             }
         }
         for d in decided {
