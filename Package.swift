@@ -36,7 +36,7 @@ let package = Package(
         // Remote notifications (issue 11): an MQTT client on libmosquitto's own thread.
         .target(name: "InterludeRemote", dependencies: ["CMosquitto"]),
         // Notification state persistence (N15): SQLite in WAL mode, group commit; the engine's store port.
-        .target(name: "InterludeStore", dependencies: ["CSQLite", "InterludePolicy", "InterludeEngine"]),
+        .target(name: "InterludeStore", dependencies: ["CSQLite", "InterludePolicy", "InterludeEngine", "InterludeWire"]),
         // Engine: owns state, feeds the policies, carries out effects through ports.
         .target(name: "InterludeEngine", dependencies: ["InterludePolicy", "InterludeConfig", "InterludeWire"]),
         // Socket server: connections -> engine calls.

@@ -23,7 +23,7 @@ public enum CommandOutput {
 
     /// One value as one line of JSON on standard output (the wire encoding: sorted keys).
     public static func printJSONLine<T: Encodable>(_ v: T) {
-        if let d = try? WireCoding.encoder.encode(v) {
+        if let d = try? WireCoding.encode(v) {
             FileHandle.standardOutput.write(d + Data([0x0a]))
         }
     }

@@ -283,7 +283,7 @@ final class Connection: @unchecked Sendable {
     /// Queues the reply `{"id": id, "result": result}` to a request whose result is already
     /// encoded (the keys in sorted order, as every line the daemon writes).
     func reply(id: JSONValue, result: Data) {
-        guard let idBytes = try? WireCoding.encoder.encode(id) else { return }
+        guard let idBytes = try? WireCoding.encode(id) else { return }
         var line = Data(#"{"id":"#.utf8)
         line.reserveCapacity(idBytes.count + result.count + 12)
         line += idBytes

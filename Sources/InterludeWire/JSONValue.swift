@@ -40,7 +40,7 @@ public enum JSONValue: Codable, Sendable, Equatable, CustomStringConvertible {
     public subscript(key: String) -> JSONValue? { objectValue?[key] }
 
     public var description: String {
-        (try? String(decoding: WireCoding.encoder.encode(self), as: UTF8.self)) ?? "?"
+        String(decoding: JSONWriter.data(self), as: UTF8.self)
     }
 
     /// Converts any Encodable to a JSONValue: the value `JSONEncoder`'s text parses to, built
@@ -81,7 +81,7 @@ public enum JSONValue: Codable, Sendable, Equatable, CustomStringConvertible {
 
     /// Decodes a typed value from this JSON value.
     public func decode<T: Decodable>(_ type: T.Type) throws -> T {
-        try WireCoding.decoder.decode(T.self, from: WireCoding.encoder.encode(self))
+        try WireCoding.decoder.decode(T.self, from: JSONWriter.data(self))
     }
 }
 
@@ -99,6 +99,6 @@ extension WireCoding {
     /// The size in bytes of `value` as the daemon writes it (compact, sorted keys); 0 if it
     /// cannot be encoded. For paging replies by size (listings, issue 7).
     public static func encodedSize<T: Encodable>(of value: T) -> Int {
-        (try? encoder.encode(value))?.count ?? 0
+        (try? encode(value))?.count ?? 0
     }
 }

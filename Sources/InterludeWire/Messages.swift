@@ -147,7 +147,7 @@ public struct WireRequest: Sendable, Equatable {
 
     /// Encodes the request as one line (without the newline).
     public func encoded() throws -> Data {
-        try WireCoding.encoder.encode(JSONValue.object(["id": id, "method": .string(method), "params": .object(params)]))
+        try WireCoding.encode(JSONValue.object(["id": id, "method": .string(method), "params": .object(params)]))
     }
 }
 
@@ -210,9 +210,9 @@ public enum ServerMessage: Sendable, Equatable {
     /// Encodes as one line (without the newline).
     public func encoded() throws -> Data {
         switch self {
-        case let .greeting(g): return try WireCoding.encoder.encode(["greeting": g])
-        case let .reply(r): return try WireCoding.encoder.encode(r)
-        case let .event(e): return try WireCoding.encoder.encode(e)
+        case let .greeting(g): return try WireCoding.encode(["greeting": g])
+        case let .reply(r): return try WireCoding.encode(r)
+        case let .event(e): return try WireCoding.encode(e)
         }
     }
 }

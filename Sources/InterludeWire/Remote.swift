@@ -71,7 +71,7 @@ public struct RemoteMessage: Sendable, Equatable {
         o["v"] = .number(Double(Self.version))
         o["id"] = .string(id)
         o["app"] = .string(app)
-        return Array(try WireCoding.encoder.encode(JSONValue.object(o)))
+        return Array(try WireCoding.encode(JSONValue.object(o)))
     }
 
     /// Parses a message.
