@@ -82,7 +82,8 @@ public final class MprisWatcher: MediaPlayerControl, @unchecked Sendable {
         await engine.attachPlayers(self)
         let events = self.events
         let engine = self.engine
-        consumer = Task {
+        // A player's state is audio work: the engine's audio lane (EngineExecutor).
+        consumer = Task(priority: EngineExecutor.audioLanePriority) {
             for await e in events {
                 switch e {
                 case let .appeared(info): await engine.playerAppeared(info)

@@ -9,14 +9,15 @@ struct DeadlineTimer {
 
     /// Arms the timer for `deadline` (nil disarms it). The sleep is until `sleepUntil(deadline)` on
     /// `clock` (monotonic seconds); `fire` runs then unless the timer was re-armed since.
+    /// `priority` is the wake-up's: the audio policy's takes the engine's audio lane (``EngineExecutor``).
     mutating func arm(_ deadline: Double?, clock: EngineClock, sleepUntil: (Double) -> Double = { $0 },
-                      fire: @escaping @Sendable () async -> Void) {
+                      priority: TaskPriority? = nil, fire: @escaping @Sendable () async -> Void) {
         guard deadline != self.deadline else { return }
         task?.cancel()
         self.deadline = deadline
         guard let deadline else { task = nil; return }
         let due = sleepUntil(deadline)
-        task = Task {
+        task = Task(priority: priority) {
             do { try await clock.sleep(until: due) } catch { return }
             await fire()
         }

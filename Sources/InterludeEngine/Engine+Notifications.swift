@@ -370,6 +370,56 @@ extension Engine {
         return PendingNotificationAdd(engine: self, promise: promise)
     }
 
+    /// `notification.add` for a batch of one connection's pipelined requests (issue 9): each is
+    /// decided in order, as by ``beginAddNotification(client:_:)``, and the state after the batch
+    /// is handed to the store once: one engine call, one state diff and one commit for the batch
+    /// instead of one each. Each reply comes from its ``PendingNotificationAdd/result()`` once the
+    /// batch's state is durable (N15); a request refused before the decision (`badRequest`,
+    /// `helloRequired`) has its error there at once, in its place. If the commit fails, every
+    /// request of the batch fails with `storageFailed` and none of them stays.
+    /// - Parameter batch: the params in the order the requests came; a params that could not be
+    ///   decoded is its error.
+    /// - Returns: one pending reply per request, in order.
+    public func beginAddNotifications(client: Int, _ batch: [Result<AddNotificationParams, WireError>]) -> [PendingNotificationAdd] {
+        let before = notifState
+        let now = NotificationTime(clock.wallTime)
+        var pendings: [PendingNotificationAdd] = []
+        var decided: [(effects: [NotificationEffect], reply: NotificationReply?, promise: NotificationReplyPromise)] = []
+        for params in batch {
+            let promise = NotificationReplyPromise()
+            pendings.append(PendingNotificationAdd(engine: self, promise: promise))
+            do throws(WireError) {
+                let p = try params.get()
+                let app = try appOf(client)
+                let request = try notificationRequest(p)
+                let peer = entitlementPeer(client: client, app: app, level: request.content.interruptionLevel)
+                let fx = NotificationPolicy.reduce(&notifState, .add(request, app: app, peerExecutablePath: peer.path, peerProblem: peer.problem),
+                                                   now: now, config: notifConfig)
+                decided.append((fx, fx.lazy.compactMap { if case let .reply(r) = $0 { r } else { nil } }.last, promise))
+            } catch {
+                promise.fulfill(.failure(error))
+            }
+        }
+        guard !decided.isEmpty else { return pendings }
+        let commit: NotificationCommit
+        do { commit = try submitState(since: before) } catch {
+            for d in decided { d.promise.fulfill(.failure(error)) }
+            return pendings
+        }
+        scheduleNotificationTick()
+        // As submitAndAwaitCommit, per request: effects and replies in order, once durable.
+        for d in decided {
+            if awaitingCommit.isEmpty, case .some(nil) = commit.known {
+                carryOut(d.effects)
+                d.promise.fulfill(.success(d.reply))
+            } else {
+                awaitingCommit.append(NotificationStep(commit: commit, effects: d.effects, reply: d.reply), waiter: .promise(d.promise))
+            }
+        }
+        if !awaitingCommit.isEmpty { drainCommits() }
+        return pendings
+    }
+
     /// The policy's request for `notification.add` params (also a remote message's, issue 11).
     /// - Throws: `badRequest` for an empty sound or a trigger that is not exactly one of in/at/calendar.
     func notificationRequest(_ p: AddNotificationParams) throws(WireError) -> NotificationRequest {

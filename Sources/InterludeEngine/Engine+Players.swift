@@ -182,7 +182,7 @@ extension Engine {
             log("\(id) (\(name)) Pause: Playing and can pause, interrupted \(rule == "A4" ? "by a call" : "for spoken audio") [\(rule)]")
             guard let control else { log("\(id): no MPRIS connection; A8 mutes it after the grace period"); return }
             let clock = self.clock, asked = clock.now
-            Task {
+            Task(priority: EngineExecutor.audioLanePriority) {
                 if let err = await control.pause(name) { log("\(id) (\(name)) Pause failed: \(err); A8 mutes it after the grace period") }
                 else { log("\(id) (\(name)) Pause answered in \(((clock.now - asked) * 10_000).rounded() / 10) ms") }
             }
@@ -191,7 +191,7 @@ extension Engine {
             log("\(id) (\(name)) \(usePlayPause ? "PlayPause (CanPlay is false)" : "Play"): Interlude paused it, still Paused, untouched by its user [A5]")
             guard let control else { return }
             let clock = self.clock, asked = clock.now
-            Task {
+            Task(priority: EngineExecutor.audioLanePriority) {
                 if let err = await control.play(name, usePlayPause: usePlayPause) { log("\(id) (\(name)) Play failed: \(err)") }
                 else { log("\(id) (\(name)) \(usePlayPause ? "PlayPause" : "Play") answered in \(((clock.now - asked) * 10_000).rounded() / 10) ms") }
             }

@@ -10,6 +10,9 @@ public typealias EventSink = @Sendable (WireEvent) -> Void
 /// notification policies meet.
 public actor Engine {
     public nonisolated let version: String
+    /// Where the engine's jobs run: audio work before notification work (``EngineExecutor``).
+    public nonisolated let executor: EngineExecutor
+    public nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
     /// The config in force; replaced whole by ``reload(config:)``.
     var config: InterludeConfig
     var audioConfig: AudioPolicyConfig
@@ -90,7 +93,8 @@ public actor Engine {
     /// - Throws: the store's error when the saved state cannot be read.
     public init(config: InterludeConfig, audio: AudioBackend?, sounds: SoundPlayer?, clock: EngineClock = SystemClock(),
                 store: NotificationStoring? = nil, version: String, log: @escaping @Sendable (String) -> Void = { _ in },
-                peerVerifier: PeerVerifying = ProcPeerVerifier()) throws {
+                peerVerifier: PeerVerifying = ProcPeerVerifier(), executor: EngineExecutor = .shared) throws {
+        self.executor = executor
         self.peerVerifier = peerVerifier
         self.notifConfig = config.notificationPolicy
         self.userTools = Set(config.strings("server.userTools"))
@@ -132,7 +136,10 @@ public actor Engine {
         _ = try? notify(.tick)
         guard let audio else { return }
         let events = audio.events
-        Task { [weak self] in
+        // The audio server's stream events take the audio lane. The stream is read on Swift's
+        // pool (a detached task), not on the engine: the engine's executor runs a job on the
+        // thread that enqueues it, which must not be the audio server's (EngineExecutor).
+        Task.detached(priority: EngineExecutor.audioLanePriority) { [weak self] in
             for await e in events { await self?.handle(e) }
         }
     }
@@ -424,7 +431,7 @@ public actor Engine {
         previous?.task.cancel()
         outputSerial += 1
         let serial = outputSerial
-        let task = Task {
+        let task = Task(priority: EngineExecutor.audioLanePriority) {
             await previous?.task.value
             if let audio, !Task.isCancelled {
                 await audio.setMute(stream: stream, out.muted)
@@ -437,7 +444,8 @@ public actor Engine {
     }
 
     func scheduleTick() {
-        audioTimer.arm(AudioPolicy.nextDeadline(audioState, config: audioConfig), clock: clock) { [weak self] in await self?.tick() }
+        audioTimer.arm(AudioPolicy.nextDeadline(audioState, config: audioConfig), clock: clock,
+                       priority: EngineExecutor.audioLanePriority) { [weak self] in await self?.tick() }
     }
 
     func tick() {

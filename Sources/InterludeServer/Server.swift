@@ -172,7 +172,9 @@ public final class SocketServer: @unchecked Sendable {
             }
             let engine = self.engine
             let log = self.log
-            Task {
+            // A connection's requests run below the engine's audio lane; its audio requests are
+            // lifted into it one by one (RequestHandler.run, EngineExecutor).
+            Task(priority: .medium) {
                 let client = await engine.connect(peer: peer) { [weak conn] event in conn?.send(.event(event)) }
                 await RequestHandler(engine: engine, client: client, connection: conn, log: log).run()
                 await engine.disconnect(client: client)
@@ -187,6 +189,13 @@ struct RequestHandler {
     let client: Int
     let connection: Connection
     let log: @Sendable (String) -> Void
+
+    /// The requests that take the engine's audio lane (``EngineExecutor``): audio sessions and
+    /// sounds. Everything else (notifications, status, settings) waits its turn behind them.
+    static let audioMethods: Set<String> = [
+        WireMethod.sessionRegister, WireMethod.sessionActivate, WireMethod.sessionDeactivate,
+        WireMethod.sessionSetPlaying, WireMethod.soundPlay,
+    ]
 
     /// At most this many `notification.add`s of one connection decided and waiting for their
     /// commit (the client library's pipelining depth).
@@ -203,7 +212,7 @@ struct RequestHandler {
         var pipelined: [(id: JSONValue, reply: PendingNotificationAdd)] = []
         func flush() async {
             for p in pipelined {
-                do { connection.reply(id: p.id, result: try WireCoding.encoder.encode(try await p.reply.result())) } catch let e as WireError {
+                do { connection.reply(id: p.id, result: try WireCoding.encode(try await p.reply.result())) } catch let e as WireError {
                     connection.reply(.reply(WireReply(id: p.id, error: e)))
                 } catch {
                     connection.reply(.reply(WireReply(id: p.id, error: WireError(.internalError, "cannot encode result"))))
@@ -211,32 +220,46 @@ struct RequestHandler {
             }
             pipelined.removeAll()
         }
+        /// A request read ahead while gathering a batch of adds, handled next.
+        var carried: Result<WireRequest, WireParseError>?
         while true {
-            let next: [UInt8]?
-            if pipelined.isEmpty {
-                next = await connection.nextRequest()
-            } else if let ready = connection.nextRequestIfReady() {
-                next = ready
+            let parsed: Result<WireRequest, WireParseError>
+            if let c = carried {
+                parsed = c
+                carried = nil
             } else {
-                await flush()
-                continue
+                let next: [UInt8]?
+                if pipelined.isEmpty {
+                    next = await connection.nextRequest()
+                } else if let ready = connection.nextRequestIfReady() {
+                    next = ready
+                } else {
+                    await flush()
+                    continue
+                }
+                guard let line = next else { break }
+                parsed = Result { () throws(WireParseError) in try WireRequest.parse(line) }
             }
-            guard let line = next else { break }
             let request: WireRequest
-            do { request = try WireRequest.parse(line) } catch {
+            switch parsed {
+            case let .failure(error):
                 await flush()
                 connection.reply(.reply(WireReply(id: error.id, error: error.error)))
                 continue
+            case let .success(r): request = r
             }
             if greeted, request.method == NotificationMethod.add {
-                do {
-                    let pending = try await engine.beginAddNotification(client: client, request.decodeParams(AddNotificationParams.self))
-                    pipelined.append((request.id, pending))
-                    if pipelined.count >= Self.maxPipelined { await flush() }
-                } catch {
-                    await flush()
-                    connection.reply(.reply(WireReply(id: request.id, error: error)))
+                // The adds already read behind this one join it: one engine call, one commit.
+                var batch = [request]
+                while pipelined.count + batch.count < Self.maxPipelined, let line = connection.nextRequestIfReady() {
+                    let next = Result { () throws(WireParseError) in try WireRequest.parse(line) }
+                    guard case let .success(r) = next, r.method == NotificationMethod.add else { carried = next; break }
+                    batch.append(r)
                 }
+                let params = batch.map { r in Result { () throws(WireError) in try r.decodeParams(AddNotificationParams.self) } }
+                let pendings = await engine.beginAddNotifications(client: client, params)
+                for (r, p) in zip(batch, pendings) { pipelined.append((r.id, p)) }
+                if pipelined.count >= Self.maxPipelined { await flush() }
                 continue
             }
             await flush()
@@ -245,7 +268,17 @@ struct RequestHandler {
                 continue
             }
             do {
-                let result = try await dispatch(request)
+                let result: Data
+                if Self.audioMethods.contains(request.method) {
+                    // Audio requests take the engine's audio lane: a session.activate is decided
+                    // before the notification work queued ahead of it (issue 9, EngineExecutor).
+                    let handler = self
+                    result = try await Task(priority: EngineExecutor.audioLanePriority) { () async -> Result<Data, WireError> in
+                        do throws(WireError) { return .success(try await handler.dispatch(request)) } catch { return .failure(error) }
+                    }.value.get()
+                } else {
+                    result = try await dispatch(request)
+                }
                 if request.method == WireMethod.hello { greeted = true }
                 connection.reply(id: request.id, result: result)
             } catch {
@@ -261,7 +294,7 @@ struct RequestHandler {
     /// encoded again, most of the daemon's time under many clients (issue 7 hole 6).
     func dispatch(_ r: WireRequest) async throws(WireError) -> Data {
         func encode<T: Encodable>(_ v: T) throws(WireError) -> Data {
-            do { return try WireCoding.encoder.encode(v) } catch { throw WireError(.internalError, "cannot encode result") }
+            do { return try WireCoding.encode(v) } catch { throw WireError(.internalError, "cannot encode result") }
         }
         let empty = Data("{}".utf8)
         switch r.method {

@@ -74,6 +74,8 @@ final class GatedNotificationStore: NotificationStoring, Sendable {
 
     /// Submits held now.
     var heldCount: Int { shared.withLock { s in s.outcomes.values.filter { $0 == .held }.count } }
+    /// The identifiers in the center of the last state submitted (held or not).
+    var submittedIdentifiers: Set<String> { shared.withLock { Set($0.submitted.delivered.map(\.request.identifier)) } }
     func hold() { shared.withLock { $0.holding = true } }
 
     /// Ends the hold: the held commits become durable, or all fail.
@@ -194,8 +196,11 @@ final class GatedNotificationStore: NotificationStoring, Sendable {
         store.hold()
         sendAdds("p", 5)
         let begin = Date()
-        while store.heldCount < 5, Date().timeIntervalSince(begin) < 5 { try await Task.sleep(nanoseconds: 2_000_000) }
-        #expect(store.heldCount == 5, "the five requests of one connection wait for the commit together")
+        let five = Set((0..<5).map { "p\($0)" })
+        while !store.submittedIdentifiers.isSuperset(of: five), Date().timeIntervalSince(begin) < 5 { try await Task.sleep(nanoseconds: 2_000_000) }
+        #expect(store.submittedIdentifiers.isSuperset(of: five), "the five requests of one connection are decided while the commit is held")
+        // Read ahead together, they are one batch: one submit (at most one each before the batching).
+        #expect((1...5).contains(store.heldCount))
         store.release(failing: false)
         let replies = (0..<5).compactMap { _ in peer.reply() }
         #expect(replies.map(\.id) == (10..<15).map { JSONValue.number(Double($0)) }, "answered in order")
@@ -215,8 +220,9 @@ final class GatedNotificationStore: NotificationStoring, Sendable {
         store.hold()
         sendAdds("f", 4)
         let begin = Date()
-        while store.heldCount < 4, Date().timeIntervalSince(begin) < 5 { try await Task.sleep(nanoseconds: 2_000_000) }
-        #expect(store.heldCount == 4, "the four wait for one commit")
+        let four = Set((0..<4).map { "f\($0)" })
+        while !store.submittedIdentifiers.isSuperset(of: four), Date().timeIntervalSince(begin) < 5 { try await Task.sleep(nanoseconds: 2_000_000) }
+        #expect(store.submittedIdentifiers.isSuperset(of: four), "the four are decided while the commit is held")
         store.release(failing: true)
         let outcomes = (0..<4).map { _ in peer.reply()?.error?.code.rawValue ?? "no error" }
         #expect(outcomes == Array(repeating: WireErrorCode.storageFailed.rawValue, count: 4))
