@@ -80,20 +80,31 @@ struct ThroughputBench {
     }
 
     /// `session.activate` round trips of a `playback` session (activate timed, deactivate not):
-    /// idle, then while 8 clients pipeline `notification.add`s.
+    /// idle, then while 8 clients pipeline `notification.add`s. The activating app is a blocking
+    /// client on a thread of its own (``LineClient``), as a calling app is a process of its own:
+    /// timed from this process's Swift concurrency pool it would also wait for the pool's two
+    /// threads, busy with the burst's 128 tasks (a bench artefact, not the daemon's latency).
     func activation(runs: Int) async throws -> (idle: Stats, duringBurst: Stats, burstRate: Double) {
-        let client = try await InterludeClient.connect(socket: socket, app: "org.interlude.bench.Activator")
-        defer { client.close() }
-        let session = try await client.register(category: .playback)
-        func rounds(_ n: Int) async throws -> [Double] {
-            var out: [Double] = []
-            while out.count < n {
-                let a = now()
-                _ = try await client.activate(session)
-                out.append(now() - a)
-                try await client.deactivate(session, notifyOthers: false)
+        let activator = try LineClient(socket: socket, app: "org.interlude.bench.Activator")
+        defer { activator.close() }
+        let session = try activator.call("session.register", #"{"category":"playback"}"#)
+        guard let id = session.range(of: #""session":""#).map({ session[$0.upperBound...].prefix { $0 != "\"" } }) else {
+            throw Spawn.Failure(description: "session.register answered \(session)")
+        }
+        let activate = #"{"session":"\#(id)"}"#, deactivate = #"{"session":"\#(id)","notifyOthers":false}"#
+        /// `n` rounds on the activator's thread, `pause` seconds apart.
+        func rounds(_ n: Int, pause: Double = 0) async throws -> [Double] {
+            try await activator.onThread {
+                var out: [Double] = []
+                while out.count < n {
+                    let a = now()
+                    _ = try activator.call("session.activate", activate)
+                    out.append(now() - a)
+                    _ = try activator.call("session.deactivate", deactivate)
+                    if pause > 0 { usleep(UInt32(pause * 1e6)) }
+                }
+                return out
             }
-            return out
         }
         _ = try await rounds(5)  // warm-up
         let idle = try await rounds(runs)
@@ -103,12 +114,8 @@ struct ThroughputBench {
         let t0 = now()
         let burst = Task { try await Self.burst(apps, inFlight: 16, requestsPerClient: perClient, tag: "activate") }
         try await Task.sleep(nanoseconds: 20_000_000)  // the burst under way
-        var during: [Double] = []
         // `runs` rounds while the burst runs (it lasts longer), 5 ms apart.
-        while during.count < runs {
-            during += try await rounds(1)
-            try await Task.sleep(nanoseconds: 5_000_000)
-        }
+        let during = try await rounds(runs, pause: 0.005)
         let acks = try await burst.value.count
         let rate = Double(acks) / (now() - t0)
         return (Stats(idle), Stats(during), rate)
@@ -157,5 +164,67 @@ struct ThroughputBench {
             }
         }
         return t
+    }
+}
+
+/// A client that blocks on its socket: one request at a time, written whole, its reply read
+/// whole (events are skipped). Its calls run on a thread of its own (``onThread(_:)``), outside
+/// Swift's concurrency pool, as another process's would.
+final class LineClient: @unchecked Sendable {
+    // `@unchecked Sendable`: used by one thread at a time (the caller's, or the one `onThread` starts).
+    private let fd: Int32
+    private var buffer: [UInt8] = []
+    private var nextID = 1
+
+    /// Connects to `socket`, reads the greeting and says hello as `app`.
+    /// - Throws: `Spawn.Failure` when the daemon cannot be reached or refuses.
+    init(socket: String, app: String) throws {
+        fd = try UnixSocket.connect(socket)
+        _ = try line()  // the greeting
+        _ = try call("hello", #"{"app":"\#(app)"}"#)
+    }
+
+    func close() { Glibc.close(fd) }
+
+    /// Sends one request and returns its reply line.
+    /// - Throws: `Spawn.Failure` on an error reply or a closed connection.
+    func call(_ method: String, _ params: String) throws -> String {
+        let id = nextID
+        nextID += 1
+        let request = Array(#"{"id":\#(id),"method":"\#(method)","params":\#(params)}"#.utf8) + [10]
+        var sent = 0
+        while sent < request.count {
+            let n = request[sent...].withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+            guard n > 0 else { throw Spawn.Failure(description: "\(method): write failed") }
+            sent += n
+        }
+        while true {
+            let reply = try line()
+            guard reply.hasPrefix(#"{"id":\#(id),"#) || reply.contains(#""id":\#(id),"#) else { continue }  // an event
+            if reply.contains(#""error":"#) { throw Spawn.Failure(description: "\(method): \(reply)") }
+            return reply
+        }
+    }
+
+    /// Runs `body` on a new thread and returns what it returned.
+    func onThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { (c: CheckedContinuation<T, any Error>) in
+            let t = Thread { c.resume(with: Result { try body() }) }
+            t.start()
+        }
+    }
+
+    private func line() throws -> String {
+        while true {
+            if let nl = buffer.firstIndex(of: 10) {
+                let l = String(decoding: buffer[..<nl], as: UTF8.self)
+                buffer.removeSubrange(...nl)
+                return l
+            }
+            var chunk = [UInt8](repeating: 0, count: 65536)
+            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            guard n > 0 else { throw Spawn.Failure(description: "the daemon closed the connection") }
+            buffer += chunk[..<n]
+        }
     }
 }
