@@ -203,8 +203,26 @@ public enum ServerMessage: Sendable, Equatable {
         let v = try JSONValue.parse(Data(line))
         guard let o = v.objectValue else { throw WireError(.badRequest, "not an object") }
         if let g = o["greeting"] { return .greeting(try g.decode(Greeting.self)) }
-        if o["event"] != nil { return .event(try v.decode(WireEvent.self)) }
-        return .reply(try v.decode(WireReply.self))
+        // Events and replies are taken from the parsed value as they are: through `decode` their
+        // `data` and `result` went back to text and through `JSONDecoder` into a `JSONValue`
+        // again, half of a client's CPU under a burst of notifications (issue 9).
+        if let name = o["event"] {
+            guard case let .string(event) = name, case let .number(time)? = o["time"] else {
+                throw WireError(.badRequest, "an event needs a string event and a number time")
+            }
+            return .event(WireEvent(event: event, data: o["data"] ?? .null, time: time))
+        }
+        let id = o["id"] ?? .null
+        if let e = o["error"], e != .null {
+            guard case let .string(code)? = e["code"], case let .string(message)? = e["message"] else {
+                throw WireError(.badRequest, "an error needs a string code and message")
+            }
+            guard let known = WireErrorCode(rawValue: code) else { throw WireError(.badRequest, "unknown error code \(code)") }
+            return .reply(WireReply(id: id, error: WireError(known, message)))
+        }
+        var reply = WireReply(id: id, result: .null)
+        reply.result = o["result"] == .null ? nil : o["result"]  // `null` is no result, as the decoder read it
+        return .reply(reply)
     }
 
     /// Encodes as one line (without the newline).

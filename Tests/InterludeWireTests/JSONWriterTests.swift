@@ -80,3 +80,30 @@ import Testing
         #expect(throws: EncodingError.self) { try WireCoding.encode(WireEvent(event: "x", data: .null, time: .infinity)) }
     }
 }
+
+/// `ServerMessage.parse` takes events and replies from the parsed value (issue 9: the client's
+/// CPU under a burst): the same messages as the parsed value decoded again with `JSONDecoder`
+/// (what it did before; numbers are `JSONSerialization`'s either way, README "Status").
+@Suite struct ServerMessageParseTests {
+    @Test func eventsAndRepliesParseAsJSONDecoderDecodesThem() throws {
+        for seed in 0..<500 {
+            var r = JSONWriterTests.Random(state: UInt64(seed))
+            let data = JSONWriterTests.value(&r, depth: 0)
+            let event = WireEvent(event: "e\(seed)", data: data, time: 1_764_500_000 + Double(seed) / 8)
+            let eventLine = try WireCoding.encode(event)
+            #expect(try ServerMessage.parse(Array(eventLine)) == .event(try JSONValue.parse(eventLine).decode(WireEvent.self)))
+            let reply = WireReply(id: .number(Double(seed)), result: data)
+            let replyLine = try WireCoding.encode(reply)
+            #expect(try ServerMessage.parse(Array(replyLine)) == .reply(try JSONValue.parse(replyLine).decode(WireReply.self)))
+        }
+        let error = WireReply(id: .string("x"), error: WireError(.rateLimited, "too many"))
+        #expect(try ServerMessage.parse(Array(WireCoding.encode(error))) == .reply(error))
+    }
+
+    @Test func malformedEventsAndErrorsAreRefused() {
+        for line in [#"{"event":1,"data":{},"time":1}"#, #"{"event":"x","data":{},"time":"now"}"#,
+                     #"{"id":1,"error":{"code":"noSuchCode","message":"m"}}"#, #"{"id":1,"error":{"code":"badRequest"}}"#] {
+            #expect(throws: (any Error).self, "\(line)") { try ServerMessage.parse(Array(line.utf8)) }
+        }
+    }
+}
