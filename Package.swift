@@ -39,6 +39,8 @@ let package = Package(
         .target(name: "InterludeStore", dependencies: ["CSQLite", "InterludePolicy", "InterludeEngine", "InterludeWire"]),
         // Engine: owns state, feeds the policies, carries out effects through ports.
         .target(name: "InterludeEngine", dependencies: ["InterludePolicy", "InterludeConfig", "InterludeWire"]),
+        // The engine's audio and sound ports on the PulseAudio and libsndfile adapters, and A7's gain ledger.
+        .target(name: "InterludeAudioPorts", dependencies: ["InterludeEngine", "InterludePulse", "InterludeSound", "InterludeWire"]),
         // Socket server: connections -> engine calls.
         .target(name: "InterludeServer", dependencies: ["InterludeEngine", "InterludeWire", "CInterludeSys"]),
         // D-Bus adapter (sd-bus): org.freedesktop.Notifications calls -> engine calls, like the socket server.
@@ -54,7 +56,7 @@ let package = Package(
 
         .executableTarget(name: "interluded", dependencies: [
             "InterludeServer", "InterludeEngine", "InterludePulse", "InterludeSound", "InterludeStore", "InterludeConfig", "InterludeWire",
-            "InterludeBus",
+            "InterludeAudioPorts", "InterludeBus",
             "InterludeRemote",
         ]),
         // The CLI links the client library only (fast start for `interlude play`); the commands that
@@ -88,6 +90,7 @@ let package = Package(
         .testTarget(name: "InterludeBusTests", dependencies: [
             "InterludeBus", "InterludeEngine", "InterludeTestSupport", "InterludeConfig", "CSystemdBus",
         ]),
+        .testTarget(name: "InterludeAudioPortsTests", dependencies: ["InterludeAudioPorts", "InterludeEngine", "InterludePulse"]),
         .testTarget(name: "InterludePulseTests", dependencies: ["InterludePulse", "InterludeScenario", "InterludeTestSupport"]),
         .testTarget(name: "InterludeMeasureTests", dependencies: ["InterludeMeasure"]),
         .testTarget(name: "InterludeRemoteTests", dependencies: ["InterludeRemote"]),

@@ -6,7 +6,11 @@ import Foundation
 /// a limit on top of the user's volume, never a change of it). A stream is known by its sink-input
 /// index together with its pid and application name, so that a stream of a restarted server with
 /// the same index is not mistaken for it.
-final class GainLedger: @unchecked Sendable {
+///
+/// The daemon makes one at start-up and hands it to ``PulseAudioBackend``, which writes it on every
+/// gain and mute it applies and reads it as streams appear. Thread-safe (one lock); every change is
+/// written to the file at once.
+public final class GainLedger: @unchecked Sendable {
     struct Entry: Codable, Equatable {
         var pid: Int32?
         var app: String?
@@ -29,8 +33,11 @@ final class GainLedger: @unchecked Sendable {
     private let lock = NSLock()
     private var entries: [String: Entry] = [:]
 
-    /// - Parameter path: the file, nil for none (nothing is kept).
-    init(path: String?) {
+    /// Reads what an earlier run left in `path`. A file that is missing, unreadable or not a ledger
+    /// is taken as empty (nothing to undo); nothing is thrown.
+    /// - Parameter path: the file (the daemon's is `applied-gains.json` in its state folder), nil for
+    ///   none (nothing is kept across runs).
+    public init(path: String?) {
         self.path = path
         if let path, let data = FileManager.default.contents(atPath: path),
            let saved = try? JSONDecoder().decode([String: Entry].self, from: data) {
@@ -38,8 +45,9 @@ final class GainLedger: @unchecked Sendable {
         }
     }
 
-    /// How many streams the file named when the daemon started.
-    var count: Int { lock.withLock { entries.count } }
+    /// How many streams the ledger holds now: when the daemon starts, how many streams the file
+    /// names (gains or mutes an earlier run left, undone as the streams are seen, A7).
+    public var count: Int { lock.withLock { entries.count } }
 
     /// Records what the daemon leaves on a stream now; a stream at 0 dB and unmuted is forgotten.
     /// - Parameter user: the stream's user volume (raw per channel) if known; nil keeps the one

@@ -3,24 +3,37 @@ import InterludeEngine
 import InterludePulse
 
 /// The engine's audio port on the PulseAudio adapter: sink inputs become ``AudioStream``s; gains
-/// are ramped with the configured step (A2) on top of the user's volume (A7).
-final class PulseAudioBackend: AudioBackend, @unchecked Sendable {
+/// are ramped with the configured step (A2) on top of the user's volume (A7); mutes (A8, A12) and
+/// the output's mute (N3) are the server's. What the daemon leaves on streams is kept in a
+/// ``GainLedger`` and undone by the next run when it was killed during a duck (A7).
+public final class PulseAudioBackend: AudioBackend, @unchecked Sendable {
     let connection: PulseConnection
     let stepSeconds: Double
     let maxStepDb: Double
-    let events: AsyncStream<AudioBackendEvent>
+    /// The server's sink inputs as ``AudioStream``s, and its connects and disconnects, in order (for
+    /// one engine). A gain or mute an earlier run left on a stream is undone before the stream's
+    /// `streamAdded` (A7, A8, A12); nothing more comes once another daemon holds the claim.
+    public let events: AsyncStream<AudioBackendEvent>
     /// What this daemon leaves on streams, saved for the next run (see ``GainLedger``).
     let ledger: GainLedger
     private let identities = StreamIdentities()
 
+    /// Starts reading the connection's events at once (they are buffered in ``events`` until the
+    /// engine reads them) and has the connection report user volumes to the ledger (A7).
     /// - Parameters:
+    ///   - connection: the connection to the audio server (connected or not: `.connected` comes
+    ///     when it is).
+    ///   - stepSeconds: most seconds between two volume writes of a ramp (A2; config
+    ///     `audio.rampStepMs` / 1000).
+    ///   - maxStepDb: largest change of one write of a ramp, dB (config `audio.maxRampStepDb`).
     ///   - ledger: where the gains left on streams are kept across a SIGKILL.
+    ///   - log: gets one line for each gain or mute of an earlier run it undoes.
     ///   - onClaimLost: with a connection that announces a ``PulseClaim`` (the daemon's
     ///     `interlude.manager`): called once, with the holder, when another live client of this
     ///     user holds it (after a reconnect another daemon announced itself first, or one that
     ///     connected at the same moment won). From then on no event reaches the engine: this daemon
     ///     manages nothing more (issue 7 hole 12: two managers fight over every volume).
-    init(connection: PulseConnection, stepSeconds: Double, maxStepDb: Double, ledger: GainLedger,
+    public init(connection: PulseConnection, stepSeconds: Double, maxStepDb: Double, ledger: GainLedger,
          log: @escaping @Sendable (String) -> Void = { _ in },
          onClaimLost: @escaping @Sendable (PulseClient) -> Void = { _ in }) {
         self.connection = connection
@@ -134,7 +147,12 @@ final class PulseAudioBackend: AudioBackend, @unchecked Sendable {
                         .compactMap { s.properties[$0]?.lowercased() }.filter { !$0.isEmpty })
     }
 
-    func rampGain(stream: UInt32, toDb gainDb: Double, duration: Double) async {
+    /// Ramps the gain on top of the stream's user volume to `gainDb` dB (0 = none, −14 = the A2
+    /// duck) over `duration` seconds, in writes at most `stepSeconds` apart and `maxStepDb` dB
+    /// large (A2, A7); returns when the ramp is done or superseded by a newer one. The ledger holds
+    /// the lower of the start and the target before the ramp, and the applied gain after it.
+    /// Errors (the stream went away, the server is away) are swallowed.
+    public func rampGain(stream: UInt32, toDb gainDb: Double, duration: Double) async {
         let who = identity(stream)
         // The ledger holds the worst of where the ramp starts and where it goes, written before the
         // ramp, then what the adapter applies when it ends (a newer ramp may have taken over).
@@ -149,21 +167,28 @@ final class PulseAudioBackend: AudioBackend, @unchecked Sendable {
         ledger.record(stream, pid: who.pid, app: who.app, gainDb: connection.appliedGain(sinkInput: stream) ?? 0, muted: nil)
     }
 
-    func setMute(stream: UInt32, _ muted: Bool) async {
+    /// Mutes or unmutes a stream (A8, A12). A mute is in the ledger before it is written, an unmute
+    /// leaves it after. Errors are swallowed.
+    public func setMute(stream: UInt32, _ muted: Bool) async {
         let who = identity(stream)
         if muted { ledger.record(stream, pid: who.pid, app: who.app, gainDb: nil, muted: true) }
         try? await connection.setMute(sinkInput: stream, muted)
         if !muted { ledger.record(stream, pid: who.pid, app: who.app, gainDb: nil, muted: false) }
     }
 
-    func outputMuted() async -> Bool? {
+    /// Whether the default sink is muted; nil when the server cannot say (not connected, no
+    /// default sink) (N3).
+    public func outputMuted() async -> Bool? {
         guard let sink = try? connection.defaultSinkName() else { return nil }
         return try? connection.sinkMuted(sink)
     }
 
-    func serverName() async -> String? { connection.serverName }
+    /// The server as it names itself (e.g. "pulseaudio"); nil while not connected.
+    public func serverName() async -> String? { connection.serverName }
 
-    func setOutputMuted(_ muted: Bool) async {
+    /// Mutes or unmutes the default sink, for a critical sound through a muted output (N3). Errors
+    /// are swallowed.
+    public func setOutputMuted(_ muted: Bool) async {
         guard let sink = try? connection.defaultSinkName() else { return }
         try? connection.setSinkMute(sink, muted)
     }

@@ -6,7 +6,7 @@ import InterludeWire
 
 /// The engine's sound port: S2 lookup, S1 decoding with libsndfile, S3 sample cache on PulseAudio.
 /// A sound that cannot be used is replaced by the default sound, with a warning (S1).
-actor PulseSoundPlayer: SoundPlayer {
+public actor PulseSoundPlayer: SoundPlayer {
     let connection: PulseConnection
     var lookup: SoundLookup
     var defaultName: String
@@ -32,12 +32,32 @@ actor PulseSoundPlayer: SoundPlayer {
         }
     }
 
-    init(connection: PulseConnection, lookup: SoundLookup, defaultName: String, maxDuration: Double, maxBytes: Int) {
+    /// Uploads nothing yet: the default sound goes into the cache on ``serverRestarted()``, which
+    /// the engine calls on every connection to the server (S3).
+    /// - Parameters:
+    ///   - connection: the connection to the audio server (its sample cache).
+    ///   - lookup: where names are looked up (S2).
+    ///   - defaultName: the sound played instead of one that cannot be used (S1).
+    ///   - maxDuration: longest sound decoded, seconds (S1).
+    ///   - maxBytes: largest file decoded, bytes (S1).
+    public init(connection: PulseConnection, lookup: SoundLookup, defaultName: String, maxDuration: Double, maxBytes: Int) {
         self.connection = connection; self.lookup = lookup; self.defaultName = defaultName
         self.maxDuration = maxDuration; self.maxBytes = maxBytes
     }
 
-    func play(_ nameOrPath: String, volume: Double, properties: [String: String]) async throws(WireError) -> SoundPlayResult {
+    /// Resolves (S2), decodes and uploads once (S1, S3) and plays a sound from the sample cache with
+    /// `media.role` "event" and `event.id` the name; a sound that cannot be used is replaced by the
+    /// default sound with the reason as the result's warning (S1). `NAME.disabled` plays nothing
+    /// (result `played` "none", warning `silenced`, S2). A play the server refuses (it restarted and
+    /// lost the cache) is tried once more after uploading again.
+    /// - Parameters:
+    ///   - nameOrPath: a sound name or a file path.
+    ///   - volume: linear amplitude 0…1.
+    ///   - properties: stream properties added to the sample's playback.
+    /// - Returns: what played, the warning if it was not the sound asked for, its duration (seconds).
+    /// - Throws: ``WireError`` `soundFailed` when not even the default sound can be used,
+    ///   `audioUnavailable` when the server cannot play or upload it.
+    public func play(_ nameOrPath: String, volume: Double, properties: [String: String]) async throws(WireError) -> SoundPlayResult {
         // S2: `NAME.disabled` is silent on purpose: nothing plays (not the default, which is for
         // sounds that cannot be used, S1).
         if case let .disabled(marker) = lookup.resolve(nameOrPath) {
@@ -100,11 +120,14 @@ actor PulseSoundPlayer: SoundPlayer {
         return (sample, sound.duration)
     }
 
-    func cachedSamples() async -> [String] { cache.values.map(\.sample).sorted() }
+    /// The names of the samples this player uploaded, sorted (`status`).
+    public func cachedSamples() async -> [String] { cache.values.map(\.sample).sorted() }
 
     /// A reloaded config's sound folders and limits (S1, S2). Samples already uploaded stay in the
     /// cache, keyed by file: a name that now resolves to another file is decoded on its next use.
-    func reconfigure(lookup: SoundLookup, defaultName: String, maxDuration: Double, maxBytes: Int) {
+    /// The default sound is loaded again at once (errors ignored: a play then reports them).
+    /// - Parameters: as ``init(connection:lookup:defaultName:maxDuration:maxBytes:)``.
+    public func reconfigure(lookup: SoundLookup, defaultName: String, maxDuration: Double, maxBytes: Int) {
         self.lookup = lookup; self.defaultName = defaultName; self.maxDuration = maxDuration; self.maxBytes = maxBytes
         _ = try? load(defaultName)
     }
@@ -112,7 +135,7 @@ actor PulseSoundPlayer: SoundPlayer {
     /// Called on every connection to the server, the first included: the cache is gone with a
     /// restarted server, and the default sound goes back in at once (S3), so that no request (the
     /// first `interlude play default` after start-up included) waits for decoding and uploading.
-    func serverRestarted() async {
+    public func serverRestarted() async {
         cache = [:]
         _ = try? load(defaultName)
     }

@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import InterludeAudioPorts
 import InterludeBus
 import InterludeConfig
 import InterludeEngine
