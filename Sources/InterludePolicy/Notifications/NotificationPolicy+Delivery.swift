@@ -228,8 +228,9 @@ extension NotificationReducer {
                     app: app, identifier: id, time: old.deliveredAt, decision: old.decision)])
                     .suffix(max(0, config.decisionHistoryPerNotification)))
             }
-            // Replacement is one entry, moved to the newest place.
-            if let i = state.delivered.firstIndex(where: { $0.app == app && $0.request.identifier == id }) {
+            // Replacement is one entry, moved to the newest place (only a replacement has one:
+            // no second walk of the center for a new identifier).
+            if existing != nil, let i = state.delivered.firstIndex(where: { $0.app == app && $0.request.identifier == id }) {
                 state.delivered.remove(at: i)
             }
             state.delivered.append(e)
@@ -240,13 +241,7 @@ extension NotificationReducer {
                 state.focus.missed.append(NotificationMissedEntry(app: app, identifier: id, title: content.title, time: t))
             }
             entry = e
-            // N11: at most maxDeliveredPerApp per app, the oldest dropped.
-            let mine = state.delivered.filter { $0.app == app }
-            let excess = mine.count - config.bursts.maxDeliveredPerApp
-            if excess > 0 {
-                let dropped = Set(mine.prefix(excess).map(\.request.identifier))
-                removeDelivered(app: app, where: { dropped.contains($0.request.identifier) }, reason: "N11")
-            }
+            dropOldestOverPerApp(app)
             dropOldestOverTotal()
         }
         if let sound {
@@ -255,6 +250,20 @@ extension NotificationReducer {
                 bypassRingerAndFocus: sound.bypassRingerAndFocus, unmuteOutput: sound.unmuteOutput, duckOthers: true)))
         }
         return (decision, entry)
+    }
+
+    /// N11: an app keeps at most `maxDeliveredPerApp` notifications in the center; its oldest go
+    /// first, and it is told which (reason `N11`). One walk of the center: an app at its limit
+    /// drops one per new notification, so this runs on almost every `add` of a busy app (issue 9).
+    mutating func dropOldestOverPerApp(_ app: String) {
+        var mine: [Int] = []
+        for (i, n) in state.delivered.enumerated() where n.app == app { mine.append(i) }
+        let excess = mine.count - config.bursts.maxDeliveredPerApp
+        guard excess > 0 else { return }
+        let dropped = mine.prefix(excess)
+        let identifiers = dropped.map { state.delivered[$0].request.identifier }
+        for i in dropped.reversed() { state.delivered.remove(at: i) }
+        effects.append(.emit(.removed(app: app, identifiers: identifiers, reason: "N11")))
     }
 
     /// N11, N15: the whole center keeps at most `maxDeliveredTotal` notifications over all apps;
