@@ -226,6 +226,13 @@ import Testing
         #expect(diff(["a", "b", "c"], [1, 2, 3], ["b", "c", "a"]) == (["-1", "+4:a"], [2, 3, 4]))
         // No room: everything is renumbered 1…n.
         #expect(diff(["a", "b"], [1, 2], ["a", "x", "b"]) == (["-1", "-2", "+1:a", "+2:x", "+3:b"], [1, 2, 3]))
+        // A log at its limit trimmed by a batch of 20, more than the look-ahead (issue 9: a
+        // pipelined burst's decisions): 20 deletes and 20 inserts; the 80 kept keep their numbers.
+        let log = (0..<100).map { "\(Character(UnicodeScalar(65 + $0 % 26)!))\($0)" }
+        let more = (100..<120).map { "\(Character(UnicodeScalar(65 + $0 % 26)!))\($0)" }
+        let trimmed = diff(log, Array(1...100), Array(log.dropFirst(20)) + more)
+        #expect(trimmed.rows == (1...20).map { "-\($0)" } + (0..<20).map { "+\(101 + $0):\(more[$0].prefix(1))" })
+        #expect(trimmed.seqs == Array(21...120))
     }
 
     @Test func rowDiffOfRandomEditsRebuildsTheListInOrder() {
