@@ -17,11 +17,13 @@ enum JSONValueEncoder {
         return root.value
     }
 
-    /// One value being built: a single value, an object or an array of nodes.
+    /// One value being built: a single value, an object or an array. Members and elements that
+    /// are plain values (strings, numbers, booleans) are kept as they are; only containers get a
+    /// node of their own (a node per value was a third of this encoder's time, issue 9).
     final class Node {
         var single: JSONValue?
-        var object: [String: Node]?
-        var array: [Node]?
+        var object: [String: Slot]?
+        var array: [Slot]?
 
         var value: JSONValue {
             if let single { return single }
@@ -29,16 +31,36 @@ enum JSONValueEncoder {
             return .object((object ?? [:]).mapValues(\.value))
         }
 
+        /// Encodes `v` into this node. The types `JSONEncoder` treats specially are told apart by
+        /// their metadata (a compare), not by dynamic casts of every value.
         func box<T: Encodable>(_ v: T, path: [any CodingKey]) throws {
-            switch v {
-            case let j as JSONValue: single = j
-            case let d as Data: single = .string(d.base64EncodedString())
-            case let u as URL: single = .string(u.absoluteString)
-            default: try v.encode(to: NodeEncoder(node: self, codingPath: path))
+            if T.self == JSONValue.self {
+                single = (v as! JSONValue)
+            } else if T.self == Data.self {
+                single = .string((v as! Data).base64EncodedString())
+            } else if T.self == URL.self {
+                single = .string((v as! URL).absoluteString)
+            } else if T.self == String.self {
+                single = .string(v as! String)
+            } else {
+                try v.encode(to: NodeEncoder(node: self, codingPath: path))
             }
         }
 
         func set(_ j: JSONValue) { single = j }
+    }
+
+    /// A member or element: a plain value, or a container being built.
+    enum Slot {
+        case value(JSONValue)
+        case node(Node)
+
+        var value: JSONValue {
+            switch self {
+            case let .value(v): v
+            case let .node(n): n.value
+            }
+        }
     }
 
     static func number(_ d: Double, _ path: [any CodingKey]) throws -> JSONValue {
@@ -69,9 +91,7 @@ enum JSONValueEncoder {
         var codingPath: [any CodingKey]
 
         private func put(_ j: JSONValue, _ key: Key) {
-            let n = Node()
-            n.single = j
-            node.object![key.stringValue] = n
+            node.object![key.stringValue] = .value(j)
         }
         mutating func encodeNil(forKey key: Key) throws { put(.null, key) }
         mutating func encode(_ v: Bool, forKey key: Key) throws { put(.bool(v), key) }
@@ -91,23 +111,23 @@ enum JSONValueEncoder {
         mutating func encode<T: Encodable>(_ v: T, forKey key: Key) throws {
             let n = Node()
             try n.box(v, path: codingPath + [key])
-            node.object![key.stringValue] = n
+            node.object![key.stringValue] = n.single.map(Slot.value) ?? .node(n)
         }
         mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type, forKey key: Key) -> KeyedEncodingContainer<NestedKey> {
             let n = Node()
-            node.object![key.stringValue] = n
+            node.object![key.stringValue] = .node(n)
             return NodeEncoder(node: n, codingPath: codingPath + [key]).container(keyedBy: keyType)
         }
         mutating func nestedUnkeyedContainer(forKey key: Key) -> any UnkeyedEncodingContainer {
             let n = Node()
-            node.object![key.stringValue] = n
+            node.object![key.stringValue] = .node(n)
             return NodeEncoder(node: n, codingPath: codingPath + [key]).unkeyedContainer()
         }
         mutating func superEncoder() -> any Encoder { superEncoder(named: "super") }
         mutating func superEncoder(forKey key: Key) -> any Encoder { superEncoder(named: key.stringValue) }
         private func superEncoder(named name: String) -> any Encoder {
             let n = Node()
-            node.object![name] = n
+            node.object![name] = .node(n)
             return NodeEncoder(node: n, codingPath: codingPath)
         }
     }
@@ -118,13 +138,11 @@ enum JSONValueEncoder {
         var count: Int { node.array!.count }
 
         private func add(_ j: JSONValue) {
-            let n = Node()
-            n.single = j
-            node.array!.append(n)
+            node.array!.append(.value(j))
         }
         private func child() -> Node {
             let n = Node()
-            node.array!.append(n)
+            node.array!.append(.node(n))
             return n
         }
         mutating func encodeNil() throws { add(.null) }
