@@ -190,8 +190,9 @@ struct RequestHandler {
     let connection: Connection
     let log: @Sendable (String) -> Void
 
-    /// The requests that take the engine's audio lane (``EngineExecutor``): audio sessions and
-    /// sounds. Everything else (notifications, status, settings) waits its turn behind them.
+    /// The requests that put a connection in the engine's audio lane (``EngineExecutor``): audio
+    /// sessions and sounds. A connection that never makes one (a notification app's) stays below
+    /// it, with its notifications, status and settings requests.
     static let audioMethods: Set<String> = [
         WireMethod.sessionRegister, WireMethod.sessionActivate, WireMethod.sessionDeactivate,
         WireMethod.sessionSetPlaying, WireMethod.soundPlay,
@@ -222,6 +223,8 @@ struct RequestHandler {
         }
         /// A request read ahead while gathering a batch of adds, handled next.
         var carried: Result<WireRequest, WireParseError>?
+        /// Whether this connection has made an audio request (it then runs in the audio lane).
+        var audioConnection = false
         while true {
             let parsed: Result<WireRequest, WireParseError>
             if let c = carried {
@@ -268,17 +271,15 @@ struct RequestHandler {
                 continue
             }
             do {
-                let result: Data
-                if Self.audioMethods.contains(request.method) {
-                    // Audio requests take the engine's audio lane: a session.activate is decided
-                    // before the notification work queued ahead of it (issue 9, EngineExecutor).
-                    let handler = self
-                    result = try await Task(priority: EngineExecutor.audioLanePriority) { () async -> Result<Data, WireError> in
-                        do throws(WireError) { return .success(try await handler.dispatch(request)) } catch { return .failure(error) }
-                    }.value.get()
-                } else {
-                    result = try await dispatch(request)
+                if !audioConnection, Self.audioMethods.contains(request.method) {
+                    // An audio app's connection runs at the audio lane's priority from its first
+                    // audio request on: its requests are decided before the notification work
+                    // queued on the engine (EngineExecutor), and its task waits in the
+                    // higher-priority queue of Swift's pool, not behind a burst's handlers (issue 9).
+                    withUnsafeCurrentTask { $0?.escalatePriority(to: EngineExecutor.audioLanePriority) }
+                    audioConnection = true
                 }
+                let result = try await dispatch(request)
                 if request.method == WireMethod.hello { greeted = true }
                 connection.reply(id: request.id, result: result)
             } catch {

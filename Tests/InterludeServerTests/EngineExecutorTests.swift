@@ -1,6 +1,12 @@
 import Dispatch
 import Foundation
 import InterludeEngine
+import InterludePolicy
+import InterludeClient
+import InterludeConfig
+import InterludeServer
+import InterludeTestSupport
+import InterludeWire
 import Testing
 
 /// The engine's executor (issue 9 item 2): audio work is not queued behind notification work.
@@ -70,5 +76,45 @@ import Testing
         let audio = stride(from: 1, to: 40, by: 2).map { $0 }, other = stride(from: 0, to: 40, by: 2).map { $0 }
         #expect(order == audio + other)
         #expect(executor.jobsRun.audio == 20)
+    }
+}
+
+/// Which lane a connection's requests take on a real socket (issue 9: an audio app's requests
+/// are decided before a notification burst's queued work).
+@Suite(.serialized) struct ConnectionLaneTests {
+    @Test func anAudioAppsRequestsTakeTheAudioLaneAndANotificationAppsDoNot() async throws {
+        let executor = EngineExecutor()
+        let dir = NSTemporaryDirectory() + "interlude-lanes-\(UUID().uuidString.prefix(8))"
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let config = try ConfigLoader.load(folders: [], overlay: nil)
+        let engine = try Engine(config: config, audio: FakeAudioBackend(), sounds: FakeSoundPlayer(), store: MemoryNotificationStore(),
+                                version: "test", executor: executor)
+        let server = SocketServer(path: dir + "/socket", engine: engine, log: { _ in })
+        try server.start()
+        defer { server.stop() }
+
+        let user = try await InterludeClient.connect(socket: dir + "/socket", app: "org.interlude.CLI")
+        defer { user.close() }
+        var grant = SettingsParams(app: "org.example.Chat")
+        grant.authorization = .authorized
+        _ = try await user.call(NotificationMethod.setSettings, grant, as: NotificationAppSettings.self)
+        let chat = try await InterludeClient.connect(socket: dir + "/socket", app: "org.example.Chat")
+        defer { chat.close() }
+        _ = try await chat.call(NotificationMethod.requestAuthorization, RequestAuthorizationParams(options: [.alert]), as: AuthorizationResult.self)
+        _ = try await chat.call(NotificationMethod.add, AddNotificationParams(identifier: "a", title: "hi"), as: AddNotificationResult.self)
+        #expect(executor.jobsRun.audio == 0, "a notification app's requests stay below the audio lane")
+
+        let music = try await InterludeClient.connect(socket: dir + "/socket", app: "org.example.Music")
+        defer { music.close() }
+        let session = try await music.register(category: .playback)
+        _ = try await music.activate(session)
+        let afterActivate = executor.jobsRun.audio
+        #expect(afterActivate >= 2, "register and activate ran in the audio lane")
+        _ = try await music.status()
+        #expect(executor.jobsRun.audio > afterActivate, "the audio app's connection stays in the audio lane")
+
+        let before = executor.jobsRun.audio
+        _ = try await chat.call(NotificationMethod.add, AddNotificationParams(identifier: "b", title: "again"), as: AddNotificationResult.self)
+        #expect(executor.jobsRun.audio == before, "the notification app's connection is not lifted by another's")
     }
 }
