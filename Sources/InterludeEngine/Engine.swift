@@ -258,9 +258,10 @@ public actor Engine {
             return ActivateResult(state: .active, promptStyle: style, ducked: ducked)
         case .delayed:
             return ActivateResult(state: .delayed, promptStyle: nil, ducked: false)
-        case let .failed(code):
-            throw WireError(WireErrorCode(rawValue: code) ?? .internalError,
-                            code == "insufficientPriority" ? "a call is active; activate with acceptsDelay to wait for it (A4)" : code)
+        case .failed(.insufficientPriority):
+            throw WireError(.insufficientPriority, "a call is active; activate with acceptsDelay to wait for it (A4)")
+        case .failed(.notFound):
+            throw WireError(.notFound, "no session \(id.rawValue)")
         }
     }
 
@@ -376,7 +377,7 @@ public actor Engine {
             case let .activated(style, ducked):
                 log("\(id) activate → active" + (style.map { ", promptStyle \($0.rawValue)" } ?? "") + (ducked ? ", ducked" : "") + " [A1, A4]")
             case .delayed: log("\(id) activate → delayed until the call ends [A4]")
-            case let .failed(code): log("\(id) activate → failed: \(code) [A4]")
+            case let .failed(code): log("\(id) activate → failed: \(code.rawValue) [A4]")
             }
         case let .interruptionBegan(id, reason):
             log("\(id) interruptionBegan reason=\(reason.rawValue)")

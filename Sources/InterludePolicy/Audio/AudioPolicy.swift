@@ -142,8 +142,16 @@ public enum ActivationResult: Codable, Sendable, Equatable {
     case activated(promptStyle: PromptStyle?, ducked: Bool)
     /// A4: the session will be activated when the call ends.
     case delayed
-    /// Refused, with a stable error code (`insufficientPriority`, `notFound`).
-    case failed(code: String)
+    /// Refused, with a stable error code (the wire's error code of the same name).
+    case failed(code: ActivationFailure)
+}
+
+/// Why an activation was refused; each is the wire's error code of the same name (PROTOCOL.md).
+public enum ActivationFailure: String, Codable, Sendable, Equatable {
+    /// No session with that id is registered.
+    case notFound
+    /// A call is active and the session did not accept a delayed activation (A4).
+    case insufficientPriority
 }
 
 /// Something that happened, fed to the arbiter in order.
@@ -268,7 +276,7 @@ public enum AudioPolicy {
 
     static func activate(_ state: inout AudioPolicyState, _ id: AudioSessionID, acceptsDelay: Bool,
                          now: Double, config: AudioPolicyConfig) -> [AudioPolicyEffect] {
-        guard let s = state.sessions[id] else { return [.activationResult(id, .failed(code: "notFound"))] }
+        guard let s = state.sessions[id] else { return [.activationResult(id, .failed(code: .notFound))] }
         if s.holdsActivation {
             // Idempotent: activating an active (or interrupted) session changes nothing.
             return [.activationResult(id, .activated(promptStyle: promptStyle(s, in: state),
@@ -335,7 +343,7 @@ public enum AudioPolicy {
                                    now: Double) -> ActivationResult? {
         guard let s = state.sessions[id], !s.descriptor.isCall, !s.descriptor.isMixable,
               !state.activeCalls.isEmpty else { return nil }
-        guard acceptsDelay else { return .failed(code: "insufficientPriority") }
+        guard acceptsDelay else { return .failed(code: .insufficientPriority) }
         state.modify(id) {
             $0.state = .delayed
             $0.delayedSince = now

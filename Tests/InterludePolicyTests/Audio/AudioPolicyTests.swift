@@ -10,7 +10,7 @@ import InterludePolicy
         var h = AudioHarness()
         h.start("music", AudioHarness.music)
         let fx = h.activate("radio")  // not registered yet
-        #expect(fx == [.activationResult(id("radio"), .failed(code: "notFound"))])
+        #expect(fx == [.activationResult(id("radio"), .failed(code: .notFound))])
         h.register("radio", AudioHarness.music2)
         let fx2 = h.activate("radio")
         #expect(fx2.contains(.interruptionBegan(id("music"), reason: .otherSession)))
@@ -139,7 +139,7 @@ import InterludePolicy
         var h = AudioHarness()
         h.start("call", AudioHarness.call)
         h.register("music", AudioHarness.music)
-        #expect(h.activate("music") == [.activationResult(id("music"), .failed(code: "insufficientPriority"))])
+        #expect(h.activate("music") == [.activationResult(id("music"), .failed(code: .insufficientPriority))])
         #expect(h.stateOf("music") == .inactive)
     }
 
