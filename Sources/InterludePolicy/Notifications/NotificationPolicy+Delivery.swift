@@ -122,27 +122,14 @@ extension NotificationReducer {
         rules += levelRules
         notes += levelNotes
 
-        // N7: remember calls per sender; a second one within the window may break through focus.
-        var repeatedCall = false
-        if content.isCall, let sender = content.sender, !origin.isSummary {
-            if let last = state.history.calls[sender], t - last <= config.repeatedCallWindow { repeatedCall = true }
-            state.history.calls[sender] = t
-        }
+        let repeatedCall = n7RememberCall(content, origin: origin, at: t)
 
         // N9: passive and active notifications of apps in the summary wait for the next summary time.
-        let inSummary = record.settings.scheduledSummary
-        if inSummary, level <= .active, !origin.isSummary {
-            state.summaryQueue.removeAll { $0.app == app && $0.request.identifier == id }
-            state.summaryQueue.append(HeldNotification(app: app, request: request, peerExecutablePath: peerPath,
-                                                       heldAt: t, until: nil))
-            let d = NotificationDecision(outcome: .held(until: nextSummaryTime(after: t - 0.001)),
-                                         requestedLevel: content.interruptionLevel, level: level,
-                                         rules: rules + ["N9"], notes: notes + ["held for the scheduled summary"])
-            log(app, id, d, at: t)
-            effects.append(.emit(.decided(app: app, identifier: id, decision: d)))
+        if record.settings.scheduledSummary, !origin.isSummary, level <= .active {
+            let d = n9HoldForSummary(request, app: app, peerPath: peerPath, level: level, rules: rules, notes: notes, at: t)
             return (d, nil)
         }
-        if inSummary, level == .timeSensitive {
+        if record.settings.scheduledSummary, level == .timeSensitive {
             rules.append("N4")
             notes.append("time-sensitive: breaks through the scheduled summary")
         }
@@ -185,27 +172,7 @@ extension NotificationReducer {
             }
         }
 
-        // N12: a content badge sets the badge; 0 also clears the app's delivered notifications.
-        var badge: Int?
-        if let count = content.badge {
-            if count == 0 {
-                let cleared = removeDelivered(app: app, where: { $0.request.identifier != id }, reason: "N12")
-                if !cleared.isEmpty {
-                    rules.append("N12")
-                    notes.append("badge 0 cleared \(cleared.count) delivered notification(s)")
-                }
-            }
-            if record.badgesOn {
-                setBadge(app, count)
-                badge = count
-            } else {
-                rules.append("N12")
-                notes.append("badges are off for this app")
-            }
-        } else if existing == nil, !content.isEmpty, record.badgesOn {
-            badge = record.badge + 1
-            setBadge(app, record.badge + 1)
-        }
+        let badge = n12Badge(content, app: app, identifier: id, record: record, replaces: existing != nil, rules: &rules, notes: &notes)
 
         let outcome: NotificationDecision.Outcome = silenced ? .silenced
             : level < content.interruptionLevel ? .downgraded(from: content.interruptionLevel, to: level) : .delivered
@@ -218,31 +185,8 @@ extension NotificationReducer {
         if content.isEmpty {
             effects.append(.emit(.decided(app: app, identifier: id, decision: decision)))
         } else {
-            let late = origin == .trigger(late: true)
-            var e = DeliveredNotification(app: app, request: request, deliveredAt: t, late: late, decision: decision)
-            // N16: a replacement (N10) keeps the decisions of the entries it replaced, the newest
-            // `decisionHistoryPerNotification` of them, so explain can show every one.
-            if let existing {
-                let old = state.delivered[existing]
-                e.earlierDecisions = Array(((old.earlierDecisions ?? []) + [NotificationDecisionRecord(
-                    app: app, identifier: id, time: old.deliveredAt, decision: old.decision)])
-                    .suffix(max(0, config.decisionHistoryPerNotification)))
-            }
-            // Replacement is one entry, moved to the newest place (only a replacement has one:
-            // no second walk of the center for a new identifier).
-            if existing != nil, let i = state.delivered.firstIndex(where: { $0.app == app && $0.request.identifier == id }) {
-                state.delivered.remove(at: i)
-            }
-            state.delivered.append(e)
-            effects.append(.deliver(e))
-            effects.append(.emit(existing != nil ? .updated(view(of: e), decision) : .delivered(view(of: e), decision)))
-            if missed {
-                state.focus.missed.removeAll { $0.app == app && $0.identifier == id }
-                state.focus.missed.append(NotificationMissedEntry(app: app, identifier: id, title: content.title, time: t))
-            }
-            entry = e
-            dropOldestOverPerApp(app)
-            dropOldestOverTotal()
+            entry = n10PutInCenter(request, app: app, decision: decision, late: origin == .trigger(late: true),
+                                   replacing: existing, missedDuringFocus: missed, at: t)
         }
         if let sound {
             effects.append(.playSound(NotificationSoundPlayback(
@@ -250,6 +194,84 @@ extension NotificationReducer {
                 bypassRingerAndFocus: sound.bypassRingerAndFocus, unmuteOutput: sound.unmuteOutput, duckOthers: true)))
         }
         return (decision, entry)
+    }
+
+    /// N7: remembers a call from its sender; returns whether it repeats one within
+    /// `repeatedCallWindow` (a repeated call may break through focus). Summary releases do not count.
+    mutating func n7RememberCall(_ content: NotificationContent, origin: Origin, at t: NotificationTime) -> Bool {
+        guard content.isCall, let sender = content.sender, !origin.isSummary else { return false }
+        defer { state.history.calls[sender] = t }
+        if let last = state.history.calls[sender], t - last <= config.repeatedCallWindow { return true }
+        return false
+    }
+
+    /// N9: holds a passive or active notification of an app in the scheduled summary until the
+    /// next summary time (one held entry per app and identifier, the latest), and logs the decision.
+    mutating func n9HoldForSummary(_ request: NotificationRequest, app: String, peerPath: String?, level: InterruptionLevel,
+                                   rules: [String], notes: [String], at t: NotificationTime) -> NotificationDecision {
+        let id = request.identifier
+        state.summaryQueue.removeAll { $0.app == app && $0.request.identifier == id }
+        state.summaryQueue.append(HeldNotification(app: app, request: request, peerExecutablePath: peerPath, heldAt: t, until: nil))
+        let d = NotificationDecision(outcome: .held(until: nextSummaryTime(after: t - 0.001)),
+                                     requestedLevel: request.content.interruptionLevel, level: level,
+                                     rules: rules + ["N9"], notes: notes + ["held for the scheduled summary"])
+        log(app, id, d, at: t)
+        effects.append(.emit(.decided(app: app, identifier: id, decision: d)))
+        return d
+    }
+
+    /// N12: a content badge sets the app's badge (0 also clears its other delivered
+    /// notifications); a new notification without one counts one up. Returns the badge set, if
+    /// any; the rules and notes say why one was not.
+    mutating func n12Badge(_ content: NotificationContent, app: String, identifier id: String, record: NotificationAppRecord,
+                           replaces: Bool, rules: inout [String], notes: inout [String]) -> Int? {
+        if let count = content.badge {
+            if count == 0 {
+                let cleared = removeDelivered(app: app, where: { $0.request.identifier != id }, reason: "N12")
+                if !cleared.isEmpty {
+                    rules.append("N12")
+                    notes.append("badge 0 cleared \(cleared.count) delivered notification(s)")
+                }
+            }
+            guard record.badgesOn else {
+                rules.append("N12")
+                notes.append("badges are off for this app")
+                return nil
+            }
+            setBadge(app, count)
+            return count
+        }
+        guard !replaces, !content.isEmpty, record.badgesOn else { return nil }
+        setBadge(app, record.badge + 1)
+        return record.badge + 1
+    }
+
+    /// Puts a delivered notification in the center, newest last, and tells watchers: N10, a
+    /// replacement (`replacing`: the index of the entry with its identifier) is one entry moved to
+    /// the newest place that keeps the decisions of the ones it replaced (N16, the newest
+    /// `decisionHistoryPerNotification`); N7, one silenced by the focus is listed as missed; N11,
+    /// the app's and the center's limits drop the oldest.
+    mutating func n10PutInCenter(_ request: NotificationRequest, app: String, decision: NotificationDecision, late: Bool,
+                                 replacing existing: Int?, missedDuringFocus: Bool, at t: NotificationTime) -> DeliveredNotification {
+        let id = request.identifier
+        var e = DeliveredNotification(app: app, request: request, deliveredAt: t, late: late, decision: decision)
+        // Found again, not taken at `existing`: N12's badge 0 may have cleared entries before it since.
+        if existing != nil, let i = state.delivered.firstIndex(where: { $0.app == app && $0.request.identifier == id }) {
+            let old = state.delivered.remove(at: i)
+            e.earlierDecisions = Array(((old.earlierDecisions ?? []) + [NotificationDecisionRecord(
+                app: app, identifier: id, time: old.deliveredAt, decision: old.decision)])
+                .suffix(max(0, config.decisionHistoryPerNotification)))
+        }
+        state.delivered.append(e)
+        effects.append(.deliver(e))
+        effects.append(.emit(existing != nil ? .updated(view(of: e), decision) : .delivered(view(of: e), decision)))
+        if missedDuringFocus {
+            state.focus.missed.removeAll { $0.app == app && $0.identifier == id }
+            state.focus.missed.append(NotificationMissedEntry(app: app, identifier: id, title: request.content.title, time: t))
+        }
+        dropOldestOverPerApp(app)
+        dropOldestOverTotal()
+        return e
     }
 
     /// N11: an app keeps at most `maxDeliveredPerApp` notifications in the center; its oldest go

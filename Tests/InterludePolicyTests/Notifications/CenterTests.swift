@@ -229,6 +229,20 @@ private func granted(_ config: NotificationPolicyConfig = .init(authorization: .
         #expect(h.center(news) == ["other"])
     }
 
+    /// N10 with N12: a replacement whose badge 0 clears the app's other notifications finds the
+    /// entry it replaces again (its old place moved when those before it went) and keeps its
+    /// decision (N16). Taken from the old place, the reducer read past the end of the center.
+    @Test func N10_N12_aReplacementWithBadgeZeroClearsTheOthersAndKeepsItsEarlierDecision() {
+        var h = granted()
+        h.post("a", from: chat, .test(sound: nil))
+        h.post("b", from: chat, .test(sound: nil))
+        h.post("c", from: chat, .test(sound: nil))
+        h.post("c", from: chat, .test(sound: nil, badge: 0))
+        #expect(h.center(chat) == ["c"])
+        #expect(h.state.delivered.last?.earlierDecisions?.count == 1)
+        #expect(h.state.apps[chat]?.badge == 0)
+    }
+
     /// Issue 7 hole 7: the per-app cap has no bound on apps; the whole center has one
     /// (`bursts.maxDeliveredTotal`, N11, N15), the oldest over all apps dropped first.
     @Test func N11_theWholeCenterKeepsAtMostMaxDeliveredTotalOldestFirst() {
