@@ -179,8 +179,8 @@ public final class PulseAudioBackend: AudioBackend, @unchecked Sendable {
     /// Whether the default sink is muted; nil when the server cannot say (not connected, no
     /// default sink) (N3).
     public func outputMuted() async -> Bool? {
-        guard let sink = try? connection.defaultSinkName() else { return nil }
-        return try? connection.sinkMuted(sink)
+        guard let sink = try? await connection.defaultSinkNameAsync() else { return nil }
+        return try? await connection.sinkMutedAsync(sink)
     }
 
     /// The server as it names itself (e.g. "pulseaudio"); nil while not connected.
@@ -189,7 +189,7 @@ public final class PulseAudioBackend: AudioBackend, @unchecked Sendable {
     /// Mutes or unmutes the default sink, for a critical sound through a muted output (N3). Errors
     /// are swallowed.
     public func setOutputMuted(_ muted: Bool) async {
-        guard let sink = try? connection.defaultSinkName() else { return }
-        try? connection.setSinkMute(sink, muted)
+        guard let sink = try? await connection.defaultSinkNameAsync() else { return }
+        try? await connection.setSinkMuteAsync(sink, muted)
     }
 }

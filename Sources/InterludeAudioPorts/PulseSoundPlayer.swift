@@ -7,6 +7,9 @@ import InterludeWire
 /// The engine's sound port: S2 lookup, S1 decoding with libsndfile, S3 sample cache on PulseAudio.
 /// A sound that cannot be used is replaced by the default sound, with a warning (S1).
 public actor PulseSoundPlayer: SoundPlayer {
+    /// Decoding and the sample cache's calls block: they run on a thread of their own, never on
+    /// Swift's pool (``BlockingWorkExecutor``, issue 9).
+    public nonisolated var unownedExecutor: UnownedSerialExecutor { BlockingWorkExecutor.shared.asUnownedSerialExecutor() }
     let connection: PulseConnection
     var lookup: SoundLookup
     var defaultName: String

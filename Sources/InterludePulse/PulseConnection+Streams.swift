@@ -262,6 +262,37 @@ extension PulseConnection {
         })
     }
 
+    /// ``defaultSinkName()`` without blocking a thread: for async code (issue 9: no blocking
+    /// PulseAudio call from Swift's pool).
+    /// - Throws: `noSuchEntity` if the server has none, `notConnected`, `timeout`.
+    public func defaultSinkNameAsync() async throws -> String {
+        try await performAsync("get server info", { context, userdata in
+            pa_context_get_server_info(context, serverInfoCallback, userdata)
+        }, result: { box in
+            guard let name = box.text, !name.isEmpty else { throw PulseError.noSuchEntity("the server has no default sink") }
+            return name
+        })
+    }
+
+    /// ``sinkMuted(_:)`` without blocking a thread, for async code.
+    /// - Throws: `noSuchEntity`, `notConnected`, `timeout`.
+    public func sinkMutedAsync(_ sink: String) async throws -> Bool {
+        try await performAsync("get sink \(sink)", { context, userdata in
+            pa_context_get_sink_info_by_name(context, sink, sinkInfoCallback, userdata)
+        }, result: { box in
+            guard box.found else { throw PulseError.noSuchEntity("no sink \(sink)") }
+            return box.flag
+        })
+    }
+
+    /// ``setSinkMute(_:_:)`` without blocking a thread, for async code.
+    /// - Throws: `noSuchEntity`, `notConnected`, `timeout`.
+    public func setSinkMuteAsync(_ sink: String, _ mute: Bool) async throws {
+        try await performAsync("set mute of sink \(sink)", { context, userdata in
+            pa_context_set_sink_mute_by_name(context, sink, mute ? 1 : 0, contextSuccessCallback, userdata)
+        }, result: { _ in })
+    }
+
     /// Whether a sink (an output) is muted. For critical sounds through a muted output (N3).
     /// - Throws: `noSuchEntity`, `notConnected`, `timeout`.
     public func sinkMuted(_ sink: String) throws -> Bool {

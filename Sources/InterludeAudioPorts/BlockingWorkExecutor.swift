@@ -1,0 +1,60 @@
+import Foundation
+
+/// A serial executor on a thread of its own, for an actor whose work blocks: libsndfile decoding
+/// (S1) and the sample cache's upload, play and remove calls (S3), which wait for the audio server
+/// (up to `PulseConnection.operationTimeout`). Run on Swift's pool, each such call held one of its
+/// few threads (two on this machine) for its length, and every other task of the daemon waited
+/// (issue 9: no blocking PulseAudio call from the pool). Jobs run one at a time, in the order they
+/// came; the thread sleeps when there is none (no wake-ups when idle).
+///
+/// One executor serves the process (``shared``): the daemon has one sound player.
+public final class BlockingWorkExecutor: SerialExecutor, @unchecked Sendable {
+    /// The process's executor for blocking audio work (its thread starts with the first job).
+    public static let shared = BlockingWorkExecutor(name: "interlude.sounds")
+
+    // `@unchecked Sendable`: `jobs` and `started` are only touched under `condition`.
+    private let condition = NSCondition()
+    private var jobs: [UnownedJob] = []
+    private var head = 0
+    private var started = false
+    private let name: String
+
+    /// An executor whose thread is called `name`.
+    public init(name: String) { self.name = name }
+
+    public func enqueue(_ job: consuming ExecutorJob) {
+        let unowned = UnownedJob(job)
+        condition.lock()
+        jobs.append(unowned)
+        if !started {
+            started = true
+            // Named from inside: on Linux a name set before start is not the thread's (it keeps
+            // the name of the thread that started it).
+            let thread = Thread { [self] in
+                Thread.current.name = name
+                run()
+            }
+            thread.start()
+        }
+        condition.signal()
+        condition.unlock()
+    }
+
+    public func asUnownedSerialExecutor() -> UnownedSerialExecutor { UnownedSerialExecutor(ordinary: self) }
+
+    private func run() {
+        let executor = asUnownedSerialExecutor()
+        while true {
+            condition.lock()
+            while head == jobs.count { condition.wait() }
+            let job = jobs[head]
+            head += 1
+            if head == jobs.count {
+                jobs.removeAll(keepingCapacity: true)
+                head = 0
+            }
+            condition.unlock()
+            job.runSynchronously(on: executor)
+        }
+    }
+}
