@@ -6,18 +6,9 @@ import Testing
 /// ``JSONWriter`` writes the same bytes as the protocol's `JSONEncoder` (issue 9: the daemon's
 /// replies, events and stored rows go through it instead).
 @Suite struct JSONWriterTests {
-    /// A small deterministic generator (SplitMix64), so that a failure is reproducible by its seed.
-    struct Random {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-        mutating func int(_ n: Int) -> Int { Int(next() % UInt64(n)) }
-    }
+    /// The suite's deterministic generator (`SplitMix`, WireTests), so that a failure is
+    /// reproducible by its seed.
+    typealias Random = SplitMix
 
     static let characters: [String] = ["a", "Z", "0", "9", "_", "-", ".", "/", "\"", "\\", "\n", "\r", "\t", "\u{08}", "\u{0C}",
                                        "\u{01}", "\u{1F}", "\u{7F}", " ", "é", "語", "😀", "\u{2028}", "A", "b", "10", "2"]
@@ -54,7 +45,7 @@ import Testing
 
     @Test func writesTheSameBytesAsJSONEncoderForRandomValues() throws {
         for seed in 0..<3000 {
-            var r = Random(state: UInt64(seed))
+            var r = Random(seed: UInt64(seed))
             let v = Self.value(&r, depth: 0)
             let expected = try WireCoding.encoder.encode(v)
             let written = JSONWriter.data(v)
@@ -87,7 +78,7 @@ import Testing
 @Suite struct ServerMessageParseTests {
     @Test func eventsAndRepliesParseAsJSONDecoderDecodesThem() throws {
         for seed in 0..<500 {
-            var r = JSONWriterTests.Random(state: UInt64(seed))
+            var r = JSONWriterTests.Random(seed: UInt64(seed))
             let data = JSONWriterTests.value(&r, depth: 0)
             let event = WireEvent(event: "e\(seed)", data: data, time: 1_764_500_000 + Double(seed) / 8)
             let eventLine = try WireCoding.encode(event)
@@ -106,4 +97,9 @@ import Testing
             #expect(throws: (any Error).self, "\(line)") { try ServerMessage.parse(Array(line.utf8)) }
         }
     }
+}
+
+extension SplitMix {
+    /// A number in 0..<n.
+    mutating func int(_ n: Int) -> Int { Int(next() % UInt64(n)) }
 }
