@@ -132,7 +132,7 @@ enum CLI {
         let s = try InterludeClient.request(socket: socket, app: "org.interlude.CLI", WireMethod.status, StatusParams(), as: StatusResult.self)
         if a.has("json") {
             let enc = JSONEncoder()
-            enc.outputFormatting = [.prettyPrinted, .sortedKeys]
+            enc.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
             print(String(decoding: try enc.encode(s), as: UTF8.self))
             return 0
         }

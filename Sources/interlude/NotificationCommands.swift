@@ -424,7 +424,7 @@ enum NotificationCommands {
 
     static func printSettings(_ app: String, _ s: NotificationAppSettings) {
         let enc = JSONEncoder()
-        enc.outputFormatting = [.sortedKeys, .prettyPrinted]
+        enc.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
         print("\(app): " + String(decoding: (try? enc.encode(s)) ?? Data(), as: UTF8.self))
     }
 }

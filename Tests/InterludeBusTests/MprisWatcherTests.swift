@@ -159,7 +159,13 @@ import Testing
         rig.audio.push(.streamAdded(AudioStream(index: 9, pid: other + 1, role: "music", appName: "helper",
                                                 appIdentifiers: ["fake-browser-helper"])))
         let session = await rig.player(named: "browser")?.session
-        let owned = await rig.until { await rig.status().sessions.first { $0.session == session }?.streams.map(\.index) == [8] }
+        // Stream 9 comes after stream 8: wait for both (under load the engine may have handled
+        // only the first when the player owns it).
+        let owned = await rig.until {
+            let s = await rig.status()
+            return s.sessions.first { $0.session == session }?.streams.map(\.index) == [8]
+                && s.sessions.contains { $0.streams.contains { $0.index == 9 } }
+        }
         let s = await rig.status()
         #expect(owned, "the player's session owns stream 8: \(s.sessions.map { ($0.session, $0.streams.map(\.index)) })")
         #expect(!s.sessions.contains { $0.session.rawValue == "i8" }, "stream 8 has no implicit session of its own")

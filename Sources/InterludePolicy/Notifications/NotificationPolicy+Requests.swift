@@ -85,7 +85,7 @@ extension NotificationReducer {
             reject(code, app: app, identifier: id, level: c.interruptionLevel, rule: rule, message, at: now)
         }
         guard !id.isEmpty else { return refuse(.badRequest, nil, "identifier is empty") }
-        guard (0...1).contains(c.relevanceScore) else { return refuse(.badRequest, "N9", "relevanceScore must be 0…1") }
+        guard (0...1).contains(c.relevanceScore) else { return refuse(.badRequest, "N9", "relevance must be 0…1") }
         if let v = c.criticalVolume, !(0...1).contains(v) { return refuse(.badRequest, "N3", "criticalVolume must be 0…1") }
         if let b = c.badge, b < 0 { return refuse(.badRequest, "N12", "badge must be ≥ 0") }
         var fireAt: NotificationTime?
