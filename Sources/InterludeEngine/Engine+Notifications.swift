@@ -47,9 +47,17 @@ extension Engine {
             waiter.resume(throwing: error)
             return
         }
+        settle(step, waiter: waiter)
+    }
+
+    /// N15: carries out a step's effects and answers its waiter at once if nothing waits before it
+    /// and its state needed no commit or is durable already; else queues it for ``drainCommits()``,
+    /// which does both, in order, when its commit is durable. The one place where a step meets
+    /// the commit queue (single requests, batches of adds, remote batches, the daemon's own events).
+    func settle(_ step: NotificationStep, waiter: CommitWaiter?) {
         if awaitingCommit.isEmpty, case .some(nil) = step.commit.known {
             carryOut(step.effects)
-            waiter.resume(returning: step.reply)
+            waiter?.resume(returning: step.reply)
             return
         }
         awaitingCommit.append(step, waiter: waiter)
@@ -61,12 +69,7 @@ extension Engine {
     @discardableResult
     func notify(_ event: NotificationEvent) throws(WireError) -> NotificationReply? {
         let step = try submitNotification(event)
-        if awaitingCommit.isEmpty, case .some(nil) = step.commit.known {
-            carryOut(step.effects)
-        } else {
-            awaitingCommit.append(step, waiter: nil)
-            drainCommits()
-        }
+        settle(step, waiter: nil)
         return step.reply
     }
 
@@ -78,7 +81,7 @@ extension Engine {
     }
 
     /// Who waits for an event's reply: a request's task, or a pipelined `notification.add`
-    /// (``beginAddNotification(client:_:)``) whose reply is taken later.
+    /// (``beginAddNotifications(client:_:)``) whose reply is taken later.
     enum CommitWaiter: Sendable {
         case continuation(CheckedContinuation<NotificationReply?, any Error>)
         case promise(NotificationReplyPromise)
@@ -353,27 +356,11 @@ extension Engine {
         return AddNotificationResult(identifier: id, decision: decision)
     }
 
-    /// `notification.add` for a connection that pipelines (issue 9): the request is decided and
-    /// its state handed to the store now, in the order of the calls, and the reply comes from
-    /// ``PendingNotificationAdd/result()`` once that state is durable (N15), so a connection's
-    /// next requests are decided while this one's commit is in flight and share it (group commit).
-    /// Effects and replies keep the order of the requests; if the commit fails, this request and
-    /// every one decided after it fail with `storageFailed`, as in ``addNotification(client:_:)``.
-    /// - Throws: what ``addNotification(client:_:)`` throws before the decision (`helloRequired`,
-    ///   `badRequest`); the decision's own refusals come from `result()`.
-    public func beginAddNotification(client: Int, _ p: AddNotificationParams) throws(WireError) -> PendingNotificationAdd {
-        let app = try appOf(client)
-        let request = try notificationRequest(p)
-        let peer = entitlementPeer(client: client, app: app, level: request.content.interruptionLevel)
-        let promise = NotificationReplyPromise()
-        submitAndAwaitCommit(.add(request, app: app, peerExecutablePath: peer.path, peerProblem: peer.problem), waiter: .promise(promise))
-        return PendingNotificationAdd(engine: self, promise: promise)
-    }
-
     /// `notification.add` for a batch of one connection's pipelined requests (issue 9): each is
-    /// decided in order, as by ``beginAddNotification(client:_:)``, and the state after the batch
+    /// decided now, in order, as by ``addNotification(client:_:)``, and the state after the batch
     /// is handed to the store once: one engine call, one state diff and one commit for the batch
-    /// instead of one each. Each reply comes from its ``PendingNotificationAdd/result()`` once the
+    /// instead of one each, and the connection's next requests are decided while this commit is
+    /// in flight (group commit). Effects and replies keep the order of the requests. Each reply comes from its ``PendingNotificationAdd/result()`` once the
     /// batch's state is durable (N15); a request refused before the decision (`badRequest`,
     /// `helloRequired`) has its error there at once, in its place. If the commit fails, every
     /// request of the batch fails with `storageFailed` and none of them stays.
@@ -407,16 +394,7 @@ extension Engine {
             return pendings
         }
         scheduleNotificationTick()
-        // As submitAndAwaitCommit, per request: effects and replies in order, once durable.
-        for d in decided {
-            if awaitingCommit.isEmpty, case .some(nil) = commit.known {
-                carryOut(d.effects)
-                d.promise.fulfill(.success(d.reply))
-            } else {
-                awaitingCommit.append(NotificationStep(commit: commit, effects: d.effects, reply: d.reply), waiter: .promise(d.promise))
-            }
-        }
-        if !awaitingCommit.isEmpty { drainCommits() }
+        for d in decided { settle(NotificationStep(commit: commit, effects: d.effects, reply: d.reply), waiter: .promise(d.promise)) }
         return pendings
     }
 
@@ -641,7 +619,7 @@ struct PlayedSounds {
     }
 }
 
-/// A reply that comes later, once (a pipelined request's, ``Engine/beginAddNotification(client:_:)``).
+/// A reply that comes later, once (a pipelined request's, ``Engine/beginAddNotifications(client:_:)``).
 /// Under NSLock, not `Mutex`: ThreadSanitizer cannot see Mutex's futex on Linux (the store's note).
 public final class NotificationReplyPromise: @unchecked Sendable {
     private let lock = NSLock()
@@ -678,7 +656,7 @@ public final class NotificationReplyPromise: @unchecked Sendable {
     }
 }
 
-/// A `notification.add` decided and on its way to the disk (``Engine/beginAddNotification(client:_:)``).
+/// A `notification.add` decided and on its way to the disk (``Engine/beginAddNotifications(client:_:)``).
 public struct PendingNotificationAdd: Sendable {
     let engine: Engine
     let promise: NotificationReplyPromise

@@ -93,22 +93,16 @@ extension Engine {
         let commit: NotificationCommit
         do { commit = try submitState(since: before) } catch { return notSaved(error) }
         if !decided.isEmpty { scheduleNotificationTick() }
-        // As `submitAndAwaitCommit`: the effects are carried out in order, once the state is
-        // durable, and only then do the receipts say so (N15): only then may the broker be
-        // acknowledged. A failed commit: the drain takes the store's durable state back
-        // (without this batch).
-        if awaitingCommit.isEmpty, case .some(nil) = commit.known {
-            carryOut(effects)
-        } else {
-            let step = NotificationStep(commit: commit, effects: effects, reply: nil)
-            do {
-                _ = try await withCheckedThrowingContinuation { (c: CheckedContinuation<NotificationReply?, any Error>) in
-                    awaitingCommit.append(step, waiter: .continuation(c))
-                    drainCommits()
-                }
-            } catch {
-                return notSaved(WireError(.storageFailed, "the notification state cannot be saved: \(error)"))
+        // The effects are carried out in order, once the state is durable, and only then do the
+        // receipts say so (N15): only then may the broker be acknowledged. A failed commit: the
+        // drain takes the store's durable state back (without this batch).
+        let step = NotificationStep(commit: commit, effects: effects, reply: nil)
+        do {
+            _ = try await withCheckedThrowingContinuation { (c: CheckedContinuation<NotificationReply?, any Error>) in
+                settle(step, waiter: .continuation(c))
             }
+        } catch {
+            return notSaved(WireError(.storageFailed, "the notification state cannot be saved: \(error)"))
         }
         for d in decided {
             let receipt = Self.receipt(of: d.reply, message: d.message, request: d.request, device: device, time: now)

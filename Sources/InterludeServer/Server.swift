@@ -172,8 +172,8 @@ public final class SocketServer: @unchecked Sendable {
             }
             let engine = self.engine
             let log = self.log
-            // A connection's requests run below the engine's audio lane; its audio requests are
-            // lifted into it one by one (RequestHandler.run, EngineExecutor).
+            // A connection's requests run below the engine's audio lane until its first audio
+            // request lifts the whole connection into it (RequestHandler.run, EngineExecutor).
             Task(priority: .medium) {
                 let client = await engine.connect(peer: peer) { [weak conn] event in conn?.send(.event(event)) }
                 await RequestHandler(engine: engine, client: client, connection: conn, log: log).run()
@@ -204,7 +204,7 @@ struct RequestHandler {
 
     /// Requests are taken in order, one at a time, except that `notification.add`s that have
     /// arrived back to back are pipelined (issue 9): each is decided at once
-    /// (``Engine/beginAddNotification(client:_:)``) and its reply sent, in order, once its state is
+    /// (``Engine/beginAddNotifications(client:_:)``) and its reply sent, in order, once its state is
     /// durable, so that they share a commit instead of one fsync each. Before any other request,
     /// and whenever no further line has arrived, the replies held are sent first: every other
     /// request sees the state of the ones before it, and every reply keeps the request order.
