@@ -251,59 +251,6 @@ extension PulseConnection {
 
     // MARK: Sinks
 
-    /// The server's default sink name (`pa_context_get_server_info`).
-    /// - Throws: `noSuchEntity` if the server has none, `notConnected`, `timeout`.
-    public func defaultSinkName() throws -> String {
-        try perform("get server info", { context, userdata in
-            pa_context_get_server_info(context, serverInfoCallback, userdata)
-        }, result: { box in
-            guard let name = box.text, !name.isEmpty else { throw PulseError.noSuchEntity("the server has no default sink") }
-            return name
-        })
-    }
-
-    /// ``defaultSinkName()`` without blocking a thread: for async code (issue 9: no blocking
-    /// PulseAudio call from Swift's pool).
-    /// - Throws: `noSuchEntity` if the server has none, `notConnected`, `timeout`.
-    public func defaultSinkNameAsync() async throws -> String {
-        try await performAsync("get server info", { context, userdata in
-            pa_context_get_server_info(context, serverInfoCallback, userdata)
-        }, result: { box in
-            guard let name = box.text, !name.isEmpty else { throw PulseError.noSuchEntity("the server has no default sink") }
-            return name
-        })
-    }
-
-    /// ``sinkMuted(_:)`` without blocking a thread, for async code.
-    /// - Throws: `noSuchEntity`, `notConnected`, `timeout`.
-    public func sinkMutedAsync(_ sink: String) async throws -> Bool {
-        try await performAsync("get sink \(sink)", { context, userdata in
-            pa_context_get_sink_info_by_name(context, sink, sinkInfoCallback, userdata)
-        }, result: { box in
-            guard box.found else { throw PulseError.noSuchEntity("no sink \(sink)") }
-            return box.flag
-        })
-    }
-
-    /// ``setSinkMute(_:_:)`` without blocking a thread, for async code.
-    /// - Throws: `noSuchEntity`, `notConnected`, `timeout`.
-    public func setSinkMuteAsync(_ sink: String, _ mute: Bool) async throws {
-        try await performAsync("set mute of sink \(sink)", { context, userdata in
-            pa_context_set_sink_mute_by_name(context, sink, mute ? 1 : 0, contextSuccessCallback, userdata)
-        }, result: { _ in })
-    }
-
-    /// Whether a sink (an output) is muted. For critical sounds through a muted output (N3).
-    /// - Throws: `noSuchEntity`, `notConnected`, `timeout`.
-    public func sinkMuted(_ sink: String) throws -> Bool {
-        try perform("get sink \(sink)", { context, userdata in
-            pa_context_get_sink_info_by_name(context, sink, sinkInfoCallback, userdata)
-        }, result: { box in
-            guard box.found else { throw PulseError.noSuchEntity("no sink \(sink)") }
-            return box.flag
-        })
-    }
-
     /// The source to record for `name` and its channel map (`pa_context_get_source_info_by_name`).
     ///
     /// A name `SINK.monitor` that is not a source's name is looked up as the monitor of sink `SINK`
@@ -340,12 +287,73 @@ extension PulseConnection {
         }
     }
 
+    /// The server's default sink name (`pa_context_get_server_info`).
+    /// - Throws: `noSuchEntity` if the server has none, `notConnected`, `timeout`.
+    public func defaultSinkName() throws -> String { try perform(.defaultSinkName) }
+
+    /// ``defaultSinkName()`` without blocking a thread, for async code (issue 9: no blocking
+    /// PulseAudio call from Swift's pool).
+    public func defaultSinkNameAsync() async throws -> String { try await performAsync(.defaultSinkName) }
+
+    /// Whether a sink (an output) is muted. For critical sounds through a muted output (N3).
+    /// - Throws: `noSuchEntity`, `notConnected`, `timeout`.
+    public func sinkMuted(_ sink: String) throws -> Bool { try perform(.sinkMuted(sink)) }
+
+    /// ``sinkMuted(_:)`` without blocking a thread, for async code.
+    public func sinkMutedAsync(_ sink: String) async throws -> Bool { try await performAsync(.sinkMuted(sink)) }
+
     /// Mutes or unmutes a sink (`pa_context_set_sink_mute_by_name`): N3 unmutes the output for a
     /// critical sound's length, then restores it.
     /// - Throws: `noSuchEntity`, `notConnected`, `timeout`.
-    public func setSinkMute(_ sink: String, _ mute: Bool) throws {
-        try perform("set mute of sink \(sink)", { context, userdata in
+    public func setSinkMute(_ sink: String, _ mute: Bool) throws { try perform(.setSinkMute(sink, mute)) }
+
+    /// ``setSinkMute(_:_:)`` without blocking a thread, for async code.
+    public func setSinkMuteAsync(_ sink: String, _ mute: Bool) async throws { try await performAsync(.setSinkMute(sink, mute)) }
+}
+
+/// One server operation as ``PulseConnection/perform(_:)`` (blocking) and
+/// ``PulseConnection/performAsync(_:)`` (suspending) both issue it: what it is called in errors,
+/// how it is issued and how its result is read, written once for both.
+struct PulseRequest<R: Sendable>: Sendable {
+    let what: String
+    let issue: @Sendable (OpaquePointer, UnsafeMutableRawPointer) -> OpaquePointer?
+    let result: @Sendable (Operation) throws -> R
+}
+
+extension PulseRequest where R == String {
+    /// The server's default sink name.
+    static var defaultSinkName: PulseRequest {
+        PulseRequest(what: "get server info", issue: { context, userdata in
+            pa_context_get_server_info(context, serverInfoCallback, userdata)
+        }, result: { box in
+            guard let name = box.text, !name.isEmpty else { throw PulseError.noSuchEntity("the server has no default sink") }
+            return name
+        })
+    }
+}
+
+extension PulseRequest where R == Bool {
+    /// Whether `sink` is muted.
+    static func sinkMuted(_ sink: String) -> PulseRequest {
+        PulseRequest(what: "get sink \(sink)", issue: { context, userdata in
+            pa_context_get_sink_info_by_name(context, sink, sinkInfoCallback, userdata)
+        }, result: { box in
+            guard box.found else { throw PulseError.noSuchEntity("no sink \(sink)") }
+            return box.flag
+        })
+    }
+}
+
+extension PulseRequest where R == Void {
+    /// Mutes or unmutes `sink`.
+    static func setSinkMute(_ sink: String, _ mute: Bool) -> PulseRequest {
+        PulseRequest(what: "set mute of sink \(sink)", issue: { context, userdata in
             pa_context_set_sink_mute_by_name(context, sink, mute ? 1 : 0, contextSuccessCallback, userdata)
         }, result: { _ in })
     }
+}
+
+extension PulseConnection {
+    func perform<R>(_ r: PulseRequest<R>) throws -> R { try perform(r.what, r.issue, result: r.result) }
+    func performAsync<R>(_ r: PulseRequest<R>) async throws -> R { try await performAsync(r.what, r.issue, result: r.result) }
 }
