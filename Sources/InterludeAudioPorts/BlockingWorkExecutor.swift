@@ -1,4 +1,5 @@
 import Foundation
+import InterludeEngine
 
 /// A serial executor on a thread of its own, for an actor whose work blocks: libsndfile decoding
 /// (S1) and the sample cache's upload, play and remove calls (S3), which wait for the audio server
@@ -14,8 +15,7 @@ public final class BlockingWorkExecutor: SerialExecutor, @unchecked Sendable {
 
     // `@unchecked Sendable`: `jobs` and `started` are only touched under `condition`.
     private let condition = NSCondition()
-    private var jobs: [UnownedJob] = []
-    private var head = 0
+    private var jobs = ExecutorJobQueue()
     private var started = false
     private let name: String
 
@@ -25,7 +25,7 @@ public final class BlockingWorkExecutor: SerialExecutor, @unchecked Sendable {
     public func enqueue(_ job: consuming ExecutorJob) {
         let unowned = UnownedJob(job)
         condition.lock()
-        jobs.append(unowned)
+        jobs.push(unowned)
         if !started {
             started = true
             // Named from inside: on Linux a name set before start is not the thread's (it keeps
@@ -46,14 +46,13 @@ public final class BlockingWorkExecutor: SerialExecutor, @unchecked Sendable {
         let executor = asUnownedSerialExecutor()
         while true {
             condition.lock()
-            while head == jobs.count { condition.wait() }
-            let job = jobs[head]
-            head += 1
-            if head == jobs.count {
-                jobs.removeAll(keepingCapacity: true)
-                head = 0
+            var next = jobs.pop()
+            while next == nil {
+                condition.wait()
+                next = jobs.pop()
             }
             condition.unlock()
+            let job = next!
             job.runSynchronously(on: executor)
         }
     }

@@ -35,8 +35,8 @@ public final class EngineExecutor: SerialExecutor, @unchecked Sendable {
 
     // `@unchecked Sendable`: the queues, `running` and `counts` are only touched under `lock`.
     private let lock = NSLock()
-    private var audio = JobQueue()
-    private var other = JobQueue()
+    private var audio = ExecutorJobQueue()
+    private var other = ExecutorJobQueue()
     /// Whether a thread is running the engine's jobs (then a new job queues for it).
     private var running = false
     private var counts: (audio: Int, other: Int) = (0, 0)
@@ -97,32 +97,39 @@ public final class EngineExecutor: SerialExecutor, @unchecked Sendable {
         running = false
         return nil
     }
+}
 
-    /// A first-in, first-out queue of jobs (a ring that grows; no allocation per job once grown).
-    private struct JobQueue {
-        private var items: [UnownedJob?] = []
-        private var head = 0
-        private(set) var count = 0
+/// A first-in, first-out queue of executor jobs (a ring that grows; no allocation per job once
+/// grown), for a custom executor's own locking: not thread-safe itself.
+public struct ExecutorJobQueue {
+    /// An empty queue.
+    public init() {}
 
-        mutating func push(_ job: UnownedJob) {
-            if count == items.count {
-                // Grow: unroll the ring into a buffer twice as large.
-                var grown = [UnownedJob?](repeating: nil, count: max(16, items.count * 2))
-                for i in 0..<count { grown[i] = items[(head + i) % items.count] }
-                items = grown
-                head = 0
-            }
-            items[(head + count) % items.count] = job
-            count += 1
+    private var items: [UnownedJob?] = []
+    private var head = 0
+    /// Jobs in the queue.
+    public private(set) var count = 0
+
+    /// Adds a job at the end.
+    public mutating func push(_ job: UnownedJob) {
+        if count == items.count {
+            // Grow: unroll the ring into a buffer twice as large.
+            var grown = [UnownedJob?](repeating: nil, count: max(16, items.count * 2))
+            for i in 0..<count { grown[i] = items[(head + i) % items.count] }
+            items = grown
+            head = 0
         }
+        items[(head + count) % items.count] = job
+        count += 1
+    }
 
-        mutating func pop() -> UnownedJob? {
-            guard count > 0 else { return nil }
-            let job = items[head]
-            items[head] = nil
-            head = (head + 1) % items.count
-            count -= 1
-            return job
-        }
+    /// Takes the first job; nil when empty.
+    public mutating func pop() -> UnownedJob? {
+        guard count > 0 else { return nil }
+        let job = items[head]
+        items[head] = nil
+        head = (head + 1) % items.count
+        count -= 1
+        return job
     }
 }
