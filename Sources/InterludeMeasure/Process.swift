@@ -86,6 +86,65 @@ public enum ProcStats {
         return nil
     }
 
+    /// A process's resident memory split by what backs it (`/proc/PID/status`), bytes.
+    public struct ResidentMemory: Sendable {
+        /// `VmRSS`: all of it.
+        public var total: Int
+        /// `RssAnon`: the heap, stacks and other private memory the process wrote.
+        public var anonymous: Int
+        /// `RssFile` + `RssShmem`: pages of mapped files (the executable and its libraries' code
+        /// and read-only data), shared with every other process that maps them.
+        public var files: Int
+    }
+
+    /// Resident memory and what backs it; nil if the process is gone.
+    public static func residentMemory(_ pid: Int32) -> ResidentMemory? {
+        guard let text = readWhole("/proc/\(pid)/status") else { return nil }
+        var kb: [Substring: Int] = [:]
+        for line in text.split(separator: "\n") {
+            let parts = line.split(whereSeparator: { $0 == " " || $0 == "\t" })
+            if parts.count >= 2, let v = Int(parts[1]) { kb[parts[0]] = v }
+        }
+        guard let total = kb["VmRSS:"] else { return nil }
+        return ResidentMemory(total: total * 1024, anonymous: (kb["RssAnon:"] ?? 0) * 1024,
+                              files: ((kb["RssFile:"] ?? 0) + (kb["RssShmem:"] ?? 0)) * 1024)
+    }
+
+    /// The files mapped into the process with the most resident bytes (`/proc/PID/smaps`), largest
+    /// first: which libraries' pages make up `ResidentMemory.files`.
+    public static func largestMappedFiles(_ pid: Int32, count: Int) -> [(file: String, bytes: Int)] {
+        guard let text = readWhole("/proc/\(pid)/smaps") else { return [] }
+        var byFile: [String: Int] = [:]
+        var current: String?
+        for line in text.split(separator: "\n") {
+            let parts = line.split(separator: " ", omittingEmptySubsequences: true)
+            if let first = parts.first, first.contains("-"), !first.hasSuffix(":") {
+                // A mapping's header: address perms offset dev inode [path].
+                current = parts.count >= 6 && parts[5].hasPrefix("/") ? String(parts[5]) : nil
+            } else if parts.first == "Rss:", let file = current, parts.count >= 2, let kb = Int(parts[1]) {
+                byFile[file, default: 0] += kb * 1024
+            }
+        }
+        return byFile.sorted { $0.value > $1.value }.prefix(count).map { (file: $0.key, bytes: $0.value) }
+    }
+
+    /// A /proc file read to its end (its size says 0, and one read returns a page at most).
+    static func readWhole(_ path: String) -> String? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n < 0 && errno == EINTR { continue }
+            guard n >= 0 else { return nil }
+            if n == 0 { break }
+            bytes += chunk[0..<n]
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
     /// CPU time used so far, user + system (`utime` + `stime` of /proc/PID/stat), seconds.
     public static func cpuSeconds(_ pid: Int32) -> Double? {
         guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),

@@ -15,7 +15,7 @@ struct ArbitrationBench {
         var activate: Stats
         var deactivate: Stats
         var register: Double
-        var residentWithSessions: Int?
+        var residentWithSessions: ProcStats.ResidentMemory?
     }
 
     /// Over the socket: one connection registers N sessions, then `runs` timed activations.
@@ -40,7 +40,7 @@ struct ArbitrationBench {
             let c = now()
             if i >= 3 { activate.append(b - a); deactivate.append(c - b) }  // 3 warm-up rounds
         }
-        let rss = daemonPID.flatMap { ProcStats.residentBytes($0) }
+        let rss = daemonPID.flatMap { ProcStats.residentMemory($0) }
         return DaemonResult(activate: Stats(activate), deactivate: Stats(deactivate), register: register,
                             residentWithSessions: rss)
     }

@@ -129,7 +129,8 @@ enum Bench {
         out.append("Machine: \(facts.cpus) × \(facts.cpu), Linux \(facts.kernel), \(facts.memory) RAM; PulseAudio \(facts.pulse) "
                    + "(\(facts.sink)); \(o.build); \(facts.date).")
         let loadStart = loadAverage()
-        let residentFresh = o.daemonPID.flatMap { ProcStats.residentBytes($0) }
+        let residentFresh = o.daemonPID.flatMap { ProcStats.residentMemory($0) }
+        let filesFresh = o.daemonPID.map { ProcStats.largestMappedFiles($0, count: 6) } ?? []
 
         let pulse = PulseConnection(clientName: "interlude-bench", properties: ["application.id": "org.interlude.Bench"])
         try pulse.connect(timeout: 5)
@@ -161,7 +162,7 @@ enum Bench {
             out.append(duckTable(try await bench.run(runs: o.runs), policy: policy))
         }
 
-        var residentWith1000: Int?
+        var residentWith1000: ProcStats.ResidentMemory?
         if o.sections.contains("arbitration") {
             let bench = ArbitrationBench(socket: o.socket, config: policy, log: log)
             var rows: [(Int, ArbitrationBench.DaemonResult, ArbitrationBench.PureResult)] = []
@@ -215,11 +216,11 @@ enum Bench {
             // 10 s, that the arbitration runs armed and cancelled, and idle worker threads exiting).
             log("resources: settling for 15 s, then idle for \(Int(o.idleSeconds)) s")
             await sleep(15)
-            let rssIdle = ProcStats.residentBytes(pid)
+            let rssIdle = ProcStats.residentMemory(pid)
             let cpu0 = ProcStats.cpuSeconds(pid), cs0 = ProcStats.contextSwitches(pid)
             await sleep(o.idleSeconds)
             let cpu1 = ProcStats.cpuSeconds(pid), cs1 = ProcStats.contextSwitches(pid)
-            out.append(resourceTable(fresh: residentFresh, with1000: residentWith1000, idleAfter: rssIdle,
+            out.append(resourceTable(fresh: residentFresh, with1000: residentWith1000, idleAfter: rssIdle, filesFresh: filesFresh,
                                      cpu: zip2(cpu0, cpu1).map { $1 - $0 }, wakeups: ProcStats.wakeups(cs0, cs1),
                                      seconds: o.idleSeconds, threads: cs1.count))
         }
@@ -324,24 +325,35 @@ enum Bench {
         return lines.joined(separator: "\n")
     }
 
-    static func resourceTable(fresh: Int?, with1000: Int?, idleAfter: Int?, cpu: Double?,
+    static func resourceTable(fresh: ProcStats.ResidentMemory?, with1000: ProcStats.ResidentMemory?, idleAfter: ProcStats.ResidentMemory?,
+                              filesFresh: [(file: String, bytes: Int)], cpu: Double?,
                               wakeups: (byThread: [(name: String, switches: Int)], started: Int, ended: Int), seconds: Double,
                               threads: Int) -> String {
         let total = wakeups.byThread.reduce(0) { $0 + $1.switches }
         let busy = wakeups.byThread.filter { $0.switches > 0 }.map { "`\($0.name)` \($0.switches)" }.joined(separator: ", ")
-        func mb(_ b: Int?) -> String { b.map { String(format: "%.1f MB", Double($0) / 1_048_576) } ?? "–" }
+        func mb(_ b: Int) -> String { String(format: "%.1f MB", Double(b) / 1_048_576) }
+        func row(_ m: ProcStats.ResidentMemory?) -> String {
+            m.map { "\(mb($0.total)) | \(mb($0.anonymous)) | \(mb($0.files))" } ?? "– | – | –"
+        }
+        let files = filesFresh.map { "`\(($0.file as NSString).lastPathComponent)` \(mb($0.bytes))" }.joined(separator: ", ")
         return [
-            "**Daemon resources** (`/proc/PID/status` VmRSS; `/proc/PID/stat` utime + stime, in 10 ms ticks; "
-            + "context switches of all its threads):",
+            "**Daemon resources** (`/proc/PID/status` VmRSS, split into RssAnon (heap, stacks) and RssFile "
+            + "(pages of the executable and the libraries, shared with other processes that map them); "
+            + "`/proc/PID/stat` utime + stime, in 10 ms ticks; context switches of all its threads):",
+            "",
+            "| | resident | of it anonymous | of it mapped files |",
+            "|---|---:|---:|---:|",
+            "| memory, idle (just started) | \(row(fresh)) |",
+            "| memory, 1000 sessions registered | \(row(with1000)) |",
+            "| memory, idle after the bench | \(row(idleAfter)) |",
             "",
             "| | |",
             "|---|---:|",
-            "| resident memory, idle (just started) | \(mb(fresh)) |",
-            "| resident memory, 1000 sessions registered | \(mb(with1000)) |",
-            "| resident memory, idle after the bench | \(mb(idleAfter)) |",
             "| CPU time over \(Int(seconds)) s idle | \(cpu.map { String(format: "%.0f ms", $0 * 1000) } ?? "–") |",
             "| context switches (wake-ups) over \(Int(seconds)) s idle, all \(threads) threads | \(total)\(busy.isEmpty ? "" : " (\(busy))") |",
             "| threads started / ended over \(Int(seconds)) s idle | \(wakeups.started) / \(wakeups.ended) |",
+            "",
+            "Largest mapped files, idle (just started): \(files.isEmpty ? "–" : files).",
         ].joined(separator: "\n")
     }
 }

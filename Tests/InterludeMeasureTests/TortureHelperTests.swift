@@ -125,3 +125,28 @@ import Glibc
         #expect(s == "{ audio: [[[]]] }\n")
     }
 }
+
+/// The bench's memory rows (README "Benchmarks", issue 9 item 4): resident memory split into what
+/// the process wrote and the mapped files' pages, and which files those are.
+@Suite struct ResidentMemoryTests {
+    @Test func splitsResidentMemoryOfThisProcess() throws {
+        let m = try #require(ProcStats.residentMemory(getpid()))
+        #expect(m.anonymous > 0)
+        #expect(m.files > 0)
+        #expect(m.anonymous + m.files <= m.total + 4096)  // VmRSS is their sum (shmem included)
+        // Writing 64 MiB of new heap shows up as anonymous memory, not as mapped files.
+        let big = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 << 20, alignment: 4096)
+        defer { big.deallocate() }
+        for i in stride(from: 0, to: big.count, by: 4096) { big[i] = 1 }
+        let after = try #require(ProcStats.residentMemory(getpid()))
+        #expect(after.anonymous - m.anonymous >= 60 << 20)
+    }
+
+    @Test func namesTheLargestMappedFiles() {
+        let files = ProcStats.largestMappedFiles(getpid(), count: 50)
+        #expect(files.contains { $0.file.contains("libc.so") })
+        #expect(zip(files, files.dropFirst()).allSatisfy { $0.bytes >= $1.bytes })
+        #expect(ProcStats.largestMappedFiles(getpid(), count: 2).count == 2)
+        #expect(ProcStats.residentMemory(-1) == nil && ProcStats.largestMappedFiles(-1, count: 3).isEmpty)
+    }
+}
