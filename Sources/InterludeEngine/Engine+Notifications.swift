@@ -160,8 +160,10 @@ extension Engine {
         guard !awaitingCommit.draining else { return }
         awaitingCommit.draining = true
         // Below the requests' priority: the actor runs an audio request (session.activate) before
-        // the effects of notifications that are already durable.
-        Task(priority: .low) {
+        // the effects of notifications that are already durable. Started here, on the engine,
+        // until it waits for the first commit (`Task.immediate`): a plain `Task` starts on Swift's
+        // pool and hops back, a thread woken per drain (most drain one commit; issue 9).
+        Task.immediate(priority: .low) {
             while let step = awaitingCommit.first {
                 let error = await step.commit.outcome()
                 guard let item = awaitingCommit.popFirst() else { break }

@@ -1,0 +1,76 @@
+import Foundation
+import Testing
+@testable import InterludeServer
+import InterludeWire
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A connection writes a reply at once on the caller's thread when nothing is queued before it
+/// (issue 9: one thread hand-off less per reply). Messages must still reach the peer in the order
+/// they were sent: an event queued for encoding on the connection's queue (`send`) goes out before
+/// a reply produced after it.
+@Suite struct ConnectionOrderTests {
+    /// Reads lines from `fd` until `count` have arrived (or 10 s pass).
+    static func readLines(_ fd: Int32, count: Int) -> [String] {
+        var lines: [String] = []
+        var buffer: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        let deadline = Date().addingTimeInterval(10)
+        while lines.count < count, Date() < deadline {
+            var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            guard poll(&p, 1, 100) > 0 else { continue }
+            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            guard n > 0 else { break }
+            buffer += chunk[0..<n]
+            while let nl = buffer.firstIndex(of: 0x0a) {
+                lines.append(String(decoding: buffer[..<nl], as: UTF8.self))
+                buffer.removeSubrange(...nl)
+            }
+        }
+        return lines
+    }
+
+    @Test func eventsAndRepliesKeepTheOrderTheyWereSentIn() throws {
+        var fds: [Int32] = [0, 0]
+        #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fds) == 0)
+        defer { close(fds[1]) }
+        let connection = Connection(fd: fds[0], pid: getpid(), limits: ConnectionLimits(), log: { _ in })
+        connection.start()
+        defer { connection.close() }
+        // Alternating: an event (encoded later, on the connection's queue), then a reply (encoded
+        // here, and written at once when nothing is ahead of it).
+        let rounds = 500
+        for i in 0..<rounds {
+            connection.send(.event(WireEvent(event: "tick", data: .number(Double(2 * i)), time: 0)))
+            connection.reply(.reply(WireReply(id: .number(Double(2 * i + 1)), result: .object([:]))))
+        }
+        let lines = Self.readLines(fds[1], count: 2 * rounds)
+        #expect(lines.count == 2 * rounds)
+        var order: [Int] = []
+        for line in lines {
+            guard case let .object(o)? = try? JSONValue.parse(Data(line.utf8)) else { continue }
+            if case let .number(n)? = o["data"] { order.append(Int(n)) }
+            if case let .number(n)? = o["id"] { order.append(Int(n)) }
+        }
+        #expect(order == Array(0..<(2 * rounds)))
+    }
+
+    @Test func aReplyWithNothingAheadIsWrittenBeforeReplyReturns() throws {
+        var fds: [Int32] = [0, 0]
+        #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fds) == 0)
+        defer { close(fds[1]) }
+        let connection = Connection(fd: fds[0], pid: getpid(), limits: ConnectionLimits(), log: { _ in })
+        connection.start()
+        defer { connection.close() }
+        // The connection's queue is held busy: a reply that needed it could not be written.
+        let held = DispatchSemaphore(value: 0)
+        connection.queue.async { held.wait() }
+        connection.reply(.reply(WireReply(id: .number(7), result: .object([:]))))
+        // Already in the socket: readable now, without the connection's queue.
+        var p = pollfd(fd: fds[1], events: Int16(POLLIN), revents: 0)
+        #expect(poll(&p, 1, 0) == 1)
+        held.signal()
+        #expect(Self.readLines(fds[1], count: 1) == [#"{"id":7,"result":{}}"#])
+    }
+}
