@@ -175,6 +175,9 @@ extension Engine {
                     carryOut(item.step.effects)
                     item.waiter?.resume(returning: item.step.reply)
                 }
+                // One commit may hold a hundred requests, their effects all due now: an audio
+                // request that arrived meanwhile runs before the rest of them, not after (issue 9).
+                if executor.audioJobWaiting { await Task.yield() }
             }
             awaitingCommit.draining = false
         }
@@ -366,15 +369,41 @@ extension Engine {
     /// batch's state is durable (N15); a request refused before the decision (`badRequest`,
     /// `helloRequired`) has its error there at once, in its place. If the commit fails, every
     /// request of the batch fails with `storageFailed` and none of them stays.
+    ///
+    /// An audio request that arrives while the batch is decided does not wait for the whole batch
+    /// (16 decisions can take half a millisecond): the requests decided so far are handed to the
+    /// store as a batch of their own, the audio request runs, and the rest follow as another.
     /// - Parameter batch: the params in the order the requests came; a params that could not be
     ///   decoded is its error.
     /// - Returns: one pending reply per request, in order.
-    public func beginAddNotifications(client: Int, _ batch: [Result<AddNotificationParams, WireError>]) -> [PendingNotificationAdd] {
+    public func beginAddNotifications(client: Int, _ batch: [Result<AddNotificationParams, WireError>]) async -> [PendingNotificationAdd] {
+        var pendings: [PendingNotificationAdd] = []
+        pendings.reserveCapacity(batch.count)
+        var next = batch.startIndex
+        while next < batch.endIndex {
+            next = decideAdds(client: client, batch, from: next, into: &pendings, pauseWhen: { notificationBatchPause(executor) })
+            if next < batch.endIndex { await Task.yield() }  // the audio lane first
+        }
+        return pendings
+    }
+
+    /// Replaces ``notificationBatchPause`` (tests: a split that does not depend on timing).
+    func setNotificationBatchPauseForTest(_ pause: @escaping @Sendable (EngineExecutor) -> Bool) {
+        notificationBatchPause = pause
+    }
+
+    /// Decides `batch[from...]` in order until all are decided or `pauseWhen` says to stop (checked
+    /// after each decision, so at least one is decided), hands their state to the store as one
+    /// commit, and appends their pending replies. Returns where the rest begins.
+    func decideAdds(client: Int, _ batch: [Result<AddNotificationParams, WireError>], from start: Int,
+                    into pendings: inout [PendingNotificationAdd], pauseWhen: () -> Bool) -> Int {
         let before = notifState
         let now = NotificationTime(clock.wallTime)
-        var pendings: [PendingNotificationAdd] = []
         var decided: [(effects: [NotificationEffect], reply: NotificationReply?, promise: NotificationReplyPromise)] = []
-        for params in batch {
+        var i = start
+        while i < batch.endIndex {
+            let params = batch[i]
+            i += 1
             let promise = NotificationReplyPromise()
             pendings.append(PendingNotificationAdd(engine: self, promise: promise))
             do throws(WireError) {
@@ -388,16 +417,17 @@ extension Engine {
             } catch {
                 promise.fulfill(.failure(error))
             }
+            if pauseWhen() { break }
         }
-        guard !decided.isEmpty else { return pendings }
+        guard !decided.isEmpty else { return i }
         let commit: NotificationCommit
         do { commit = try submitState(since: before) } catch {
             for d in decided { d.promise.fulfill(.failure(error)) }
-            return pendings
+            return i
         }
         scheduleNotificationTick()
         for d in decided { settle(NotificationStep(commit: commit, effects: d.effects, reply: d.reply), waiter: .promise(d.promise)) }
-        return pendings
+        return i
     }
 
     /// The policy's request for `notification.add` params (also a remote message's, issue 11).

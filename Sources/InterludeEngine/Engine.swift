@@ -68,6 +68,9 @@ public actor Engine {
     /// Notification events whose state is being committed, oldest first: their effects and
     /// replies wait for the commit (N15), in order (see `notifyDurably`).
     var awaitingCommit = CommitQueue()
+    /// Whether a batch of `notification.add`s stops after the decision in hand and commits what it
+    /// has (``beginAddNotifications(client:_:)``): when an audio job waits. Tests set their own.
+    var notificationBatchPause: @Sendable (EngineExecutor) -> Bool = { $0.audioJobWaiting }
     var generatedIDs = 0
     /// What the latest sound of each notification actually played (S1), for `notification.explain`:
     /// the policy decides the requested sound; whether it could be used is known only once the

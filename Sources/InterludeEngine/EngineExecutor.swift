@@ -50,6 +50,14 @@ public final class EngineExecutor: SerialExecutor, @unchecked Sendable {
         return (audio.count, other.count)
     }
 
+    /// Whether an audio-lane job is waiting for the one running: a long notification job (the
+    /// commit drain) checks it between its steps and lets the audio job run first.
+    public var audioJobWaiting: Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        return audio.count > 0
+    }
+
     /// Jobs run so far in each lane.
     public var jobsRun: (audio: Int, other: Int) {
         lock.lock()
