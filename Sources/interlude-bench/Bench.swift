@@ -10,7 +10,7 @@ import InterludePulse
 /// its socket and pid.
 enum Bench {
     static let usage = """
-    usage: interlude-bench --daemon-pid PID [--socket PATH] [--cli PATH] [--runs N] [--arbitration-runs N]
+    usage: interlude-bench --daemon-pid PID [--socket PATH] [--cli PATH] [--runs N] [--arbitration-runs N] [--activation-runs N]
                            [--idle-seconds S] [--only onset,duck,arbitration,throughput,remote,resources] [--build TEXT]
                            [--remote-broker URL --remote-dir DIR --remote-daemon PATH [--remote-backlog N]]
 
@@ -20,6 +20,7 @@ enum Bench {
       --cli PATH              the interlude CLI to time (default .build/release/interlude)
       --runs N                onset and duck runs (default 31)
       --arbitration-runs N    timed activations per session count (default 50)
+      --activation-runs N     session.activate rounds idle and during the notification burst (default 200)
       --idle-seconds S        idle time over which the daemon's CPU is measured (default 60)
       --build TEXT            how the binaries were built, for the header
       --remote-broker URL     a broker from Scripts/mosquitto-private (its folder: --remote-dir) for the
@@ -40,6 +41,8 @@ enum Bench {
         var cli = ".build/release/interlude"
         var runs = 31
         var arbitrationRuns = 50
+        /// `session.activate` rounds idle and during the burst (each 5 ms apart).
+        var activationRuns = 200
         var idleSeconds = 60.0
         var sections: Set<String> = ["onset", "duck", "arbitration", "throughput", "remote", "resources"]
         var build = "?"
@@ -76,6 +79,7 @@ enum Bench {
             case "--cli": o.cli = try value()
             case "--runs": o.runs = max(1, Int(try number(try value())))
             case "--arbitration-runs": o.arbitrationRuns = max(1, Int(try number(try value())))
+            case "--activation-runs": o.activationRuns = max(1, Int(try number(try value())))
             case "--idle-seconds": o.idleSeconds = try number(try value())
             case "--only": o.sections = Set(try value().split(separator: ",").map(String.init))
             case "--build": o.build = try value()
@@ -197,8 +201,8 @@ enum Bench {
             log("throughput: one-row SQLite commits in \(o.commitDirectory)")
             let commitRate = try? ThroughputBench.sqliteCommitRate(directory: o.commitDirectory)
             log("throughput: session.activate idle and during an 8-client burst")
-            let activation = !o.activationDuringBurst ? nil : await { () async -> (idle: Stats, duringBurst: Stats, burstRate: Double)? in
-                do { return try await bench.activation(runs: o.arbitrationRuns) } catch {
+            let activation = !o.activationDuringBurst ? nil : await { () async -> (idle: Stats, idleBackToBack: Stats, duringBurst: Stats, burstRate: Double)? in
+                do { return try await bench.activation(runs: o.activationRuns) } catch {
                     log("throughput: session.activate during a burst: \(error)")
                     return nil
                 }
