@@ -255,7 +255,8 @@ extension Engine {
                 played["played"] = .string(r.played)
                 played["duration"] = .number(r.duration)
                 if let w = r.warning { played["warning"] = (try? JSONValue(encoding: w)) ?? .null }
-                self.publish(WireEventName.soundPlayed, .object(played), to: .app(p.app, always: true))
+                let data = JSONValue.object(played)
+                self.publish(WireEventName.soundPlayed, data, to: .app(p.app, always: true))
                 if restoreMute {
                     try? await Task.sleep(nanoseconds: UInt64((r.duration + 0.1) * 1e9))
                 }
@@ -266,7 +267,8 @@ extension Engine {
                 played["played"] = .string("none")
                 played["duration"] = .number(0)
                 played["warning"] = (try? JSONValue(encoding: e)) ?? .null
-                self.publish(WireEventName.soundPlayed, .object(played), to: .app(p.app, always: true))
+                let data = JSONValue.object(played)
+                self.publish(WireEventName.soundPlayed, data, to: .app(p.app, always: true))
             }
             if restoreMute, let audio { await audio.setOutputMuted(true) }
         }
@@ -275,7 +277,7 @@ extension Engine {
     /// Watcher events go to the app they are about and the user's subscribed tools, never to
     /// another app (``EventAudience``); views carry N13's placeholder for hidden previews.
     func route(_ w: NotificationWatcherEvent) {
-        func enc<T: Encodable>(_ v: T) -> JSONValue { (try? JSONValue(encoding: v)) ?? .null }
+        @Sendable func enc<T: Encodable>(_ v: T) -> JSONValue { (try? JSONValue(encoding: v)) ?? .null }
         busObserve(w)  // bus notifications' signals (Engine+Bus.swift)
         switch w {
         case let .delivered(view, decision):

@@ -1,9 +1,49 @@
+import Foundation
 import InterludeConfig
 import InterludePolicy
 import InterludeWire
 
 /// Where a client's events go (the server's connection writer). Must not block.
-public typealias EventSink = @Sendable (WireEvent) -> Void
+public typealias EventSink = @Sendable (EngineEvent) -> Void
+
+/// An event for a client, as the engine publishes it: its name and time are fixed now, its data
+/// is encoded when first asked for (``wire``), by whoever writes it: the server does that on
+/// the connection's queue, not on the engine, which would otherwise spend a fifth of its time
+/// during a notification burst encoding `delivered` events (issue 9). Encoded once however many
+/// connections write it.
+public struct EngineEvent: Sendable {
+    /// The event's name (`delivered`, `interruptionBegan`, …).
+    public let name: String
+    /// When it happened, seconds since the Unix epoch.
+    public let time: Double
+    private let data: LazyEventData
+
+    init(name: String, time: Double, data: @escaping @Sendable () -> JSONValue) {
+        self.name = name
+        self.time = time
+        self.data = LazyEventData(data)
+    }
+
+    /// The event as written to the wire (its data encoded now if not yet).
+    public var wire: WireEvent { WireEvent(event: name, data: data.value, time: time) }
+}
+
+/// A value made at most once, on first use, from any thread.
+final class LazyEventData: @unchecked Sendable {
+    private let lock = NSLock()
+    private var make: (@Sendable () -> JSONValue)?
+    private var made: JSONValue?
+    init(_ make: @escaping @Sendable () -> JSONValue) { self.make = make }
+    var value: JSONValue {
+        lock.lock()
+        defer { lock.unlock() }
+        if let made { return made }
+        let v = make?() ?? .null
+        made = v
+        make = nil
+        return v
+    }
+}
 
 /// The daemon's heart: owns the state, feeds events to the pure policies in order, and carries
 /// out their effects through the ports (DESIGN.md "Shape"). The only place where the audio and
@@ -321,10 +361,11 @@ public actor Engine {
         if let identity { props["interlude.daemon"] = identity }
         let result = try await sounds.play(p.sound, volume: volume, properties: props)
         if let w = result.warning { log("sound \(p.sound) for \(app): \(w) → played \(result.played) [S1]") }
-        publish(WireEventName.soundPlayed, .object([
+        let played = JSONValue.object([
             "app": .string(app), "requested": .string(p.sound), "played": .string(result.played),
             "volume": .number(volume), "duration": .number(result.duration),
-        ]), to: .app(app))
+        ])
+        publish(WireEventName.soundPlayed, played, to: .app(app))
         return result
     }
 
@@ -459,17 +500,22 @@ public actor Engine {
 
     /// A session's event: to the connection that owns it, and to the subscribed connections of
     /// its app and the user's tools (an implicit session, A10, has neither: the user's tools only).
-    func send<T: Encodable>(to id: AudioSessionID, _ name: String, _ data: T) {
+    func send<T: Encodable & Sendable>(to id: AudioSessionID, _ name: String, _ data: T) {
         let ownerID = owner[id]
         let app = ownerID.flatMap { clients[$0]?.app }
         publish(name, (try? JSONValue(encoding: data)) ?? .null, to: EventAudience(app: app, client: ownerID))
     }
 
     /// Sends an event to the connections of `audience` (see ``EventAudience``): never to an app
-    /// the event is not about (issue 7: an app must not learn another app's data).
-    func publish(_ name: String, _ data: JSONValue, to audience: EventAudience) {
-        let event = WireEvent(event: name, data: data, time: clock.wallTime)
-        for c in clients.values where receives(c, audience) { c.sink(event) }
+    /// the event is not about (issue 7: an app must not learn another app's data). `data` is
+    /// evaluated only if a connection receives the event, and then off the engine, by the first
+    /// writer (``EngineEvent``): it must capture values, not the engine's state.
+    func publish(_ name: String, _ data: @autoclosure @escaping @Sendable () -> JSONValue, to audience: EventAudience) {
+        var event: EngineEvent?
+        for c in clients.values where receives(c, audience) {
+            if event == nil { event = EngineEvent(name: name, time: clock.wallTime, data: data) }
+            c.sink(event!)
+        }
     }
 
     func receives(_ c: Client, _ a: EventAudience) -> Bool {

@@ -268,14 +268,18 @@ final class Connection: @unchecked Sendable {
     // MARK: Messages out
 
     /// Queues a message for the peer (encoded on the connection's queue). Safe from any thread.
-    func send(_ m: ServerMessage) {
+    func send(_ m: ServerMessage) { send { m } }
+
+    /// Queues a message made and encoded on the connection's queue (an engine event whose data is
+    /// encoded there, off the engine). Safe from any thread.
+    func send(_ make: @escaping @Sendable () -> ServerMessage) {
         guard lock.withLock({ () -> Bool in
             guard phase == .open else { return false }
             sendsQueued += 1
             return true
         }) else { return }
         queue.async { [self] in
-            let data = try? m.encoded()
+            let data = try? make().encoded()
             var after: [() -> Void] = []
             lock.withLock {
                 sendsQueued -= 1

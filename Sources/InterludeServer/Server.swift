@@ -175,7 +175,7 @@ public final class SocketServer: @unchecked Sendable {
             // A connection's requests run below the engine's audio lane until its first audio
             // request lifts the whole connection into it (RequestHandler.run, EngineExecutor).
             Task(priority: .medium) {
-                let client = await engine.connect(peer: peer) { [weak conn] event in conn?.send(.event(event)) }
+                let client = await engine.connect(peer: peer) { [weak conn] event in conn?.send { .event(event.wire) } }
                 await RequestHandler(engine: engine, client: client, connection: conn, log: log).run()
                 await engine.disconnect(client: client)
             }

@@ -43,8 +43,11 @@ enum Daemon {
     holds it; --private daemons manage only their own streams and do not compete.
     """
 
+    /// Standard error, written off the logging thread (the engine logs a line per notification).
+    static let logWriter = LogWriter()
+
     static func log(_ line: String) {
-        FileHandle.standardError.write(Data("interluded: \(line)\n".utf8))
+        logWriter.write("interluded: \(line)")
     }
 
     static func run(arguments: [String]) async -> Int32 {

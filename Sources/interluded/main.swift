@@ -1,4 +1,6 @@
 import Foundation
 
 // interluded: composition root only; see Daemon.swift.
-exit(await Daemon.run(arguments: CommandLine.arguments))
+let status = await Daemon.run(arguments: CommandLine.arguments)
+Daemon.logWriter.flush()
+exit(status)

@@ -1,0 +1,45 @@
+import Foundation
+import InterludeServer
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The daemon's log (issue 9): written off the logging thread, every line, in order.
+@Suite struct LogWriterTests {
+    /// A temporary file open for writing, and a way to read what it holds.
+    static func file() -> (fd: Int32, read: () -> [String], remove: () -> Void) {
+        let path = NSTemporaryDirectory() + "interlude-log-\(UUID().uuidString.prefix(8))"
+        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        return (fd, {
+            let text = (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
+            return text.split(separator: "\n", omittingEmptySubsequences: false).dropLast().map(String.init)
+        }, { close(fd); unlink(path) })
+    }
+
+    @Test func everyLineIsWrittenInTheOrderOfEachLoggingThread() async {
+        let f = Self.file()
+        defer { f.remove() }
+        let log = LogWriter(fd: f.fd)
+        await withTaskGroup(of: Void.self) { group in
+            for t in 0..<4 {
+                group.addTask { for i in 0..<2000 { log.write("t\(t) \(i)") } }
+            }
+        }
+        log.flush()
+        let lines = f.read()
+        #expect(lines.count == 8000)
+        for t in 0..<4 {
+            #expect(lines.filter { $0.hasPrefix("t\(t) ") } == (0..<2000).map { "t\(t) \($0)" })
+        }
+    }
+
+    @Test func pastTheBoundTheLoggingThreadWritesItself() {
+        let f = Self.file()
+        defer { f.remove() }
+        let log = LogWriter(fd: f.fd, maxPendingBytes: 64)
+        log.write("short")  // under the bound: left to the writer queue (maybe written already)
+        log.write(String(repeating: "x", count: 100))  // over it: written before write returns
+        #expect(f.read() == ["short", String(repeating: "x", count: 100)])
+    }
+}
