@@ -201,7 +201,7 @@ enum Bench {
             log("throughput: one-row SQLite commits in \(o.commitDirectory)")
             let commitRate = try? ThroughputBench.sqliteCommitRate(directory: o.commitDirectory)
             log("throughput: session.activate idle and during an 8-client burst")
-            let activation = !o.activationDuringBurst ? nil : await { () async -> (idle: Stats, idleBackToBack: Stats, duringBurst: Stats, burstRate: Double)? in
+            let activation = !o.activationDuringBurst ? nil : await { () async -> (idle: Stats, idleBackToBack: Stats, duringBurst: Stats, burstRate: Double, underCPULoad: Stats, spinThreads: Int)? in
                 do { return try await bench.activation(runs: o.activationRuns) } catch {
                     log("throughput: session.activate during a burst: \(error)")
                     return nil

@@ -88,7 +88,12 @@ struct ThroughputBench {
     /// The rounds during the burst are 5 ms apart, so the idle rounds that they are compared with
     /// are too (the daemon's threads asleep between them, as between a real app's requests);
     /// back-to-back idle rounds, with every thread still awake, are printed beside them.
-    func activation(runs: Int) async throws -> (idle: Stats, idleBackToBack: Stats, duringBurst: Stats, burstRate: Double) {
+    ///
+    /// The machine's own limit beside it: the same rounds while the bench keeps every core busy
+    /// with arithmetic in threads of its own and no notification flows (``SpinLoad``). What the
+    /// burst costs an activation beyond busy cores is the ratio of the two.
+    func activation(runs: Int) async throws -> (idle: Stats, idleBackToBack: Stats, duringBurst: Stats, burstRate: Double,
+                                                 underCPULoad: Stats, spinThreads: Int) {
         let activator = try LineClient(socket: socket, app: "org.interlude.bench.Activator")
         defer { activator.close() }
         let session = try activator.call("session.register", #"{"category":"playback"}"#)
@@ -113,6 +118,9 @@ struct ThroughputBench {
         _ = try await rounds(5)  // warm-up
         let backToBack = try await rounds(runs)
         let idle = try await rounds(runs, pause: 0.005)
+        let spin = SpinLoad(threads: ProcessInfo.processInfo.activeProcessorCount)
+        let underLoad = try await rounds(runs, pause: 0.005)
+        spin.stop()
         let apps = try await apps(8, tag: "activate")
         defer { apps.forEach { $0.close() } }
         // Long enough to outlast the rounds (each ≈ 5.5 ms; about 1 s of burst per 100 rounds at
@@ -139,7 +147,8 @@ struct ThroughputBench {
         }
         let (acks, end) = try await burst.value
         let rate = Double(acks) / (end - t0)
-        return (Stats(idle), Stats(backToBack), Stats(timed.filter { $0.end <= end }.map(\.seconds)), rate)
+        return (Stats(idle), Stats(backToBack), Stats(timed.filter { $0.end <= end }.map(\.seconds)), rate,
+                Stats(underLoad), spin.threads)
     }
 
     /// One-row transactions per second on this machine (WAL, `synchronous=FULL`, as the daemon's
@@ -165,7 +174,8 @@ struct ThroughputBench {
         return Double(n) / (now() - t0)
     }
 
-    static func table(_ rows: [Result], commitRate: Double?, activation: (idle: Stats, idleBackToBack: Stats, duringBurst: Stats, burstRate: Double)?) -> String {
+    static func table(_ rows: [Result], commitRate: Double?, activation: (idle: Stats, idleBackToBack: Stats, duringBurst: Stats, burstRate: Double,
+                                                                                underCPULoad: Stats, spinThreads: Int)?) -> String {
         var t = "| notification throughput (N15: acknowledged = durable) | requests | per second | median ack | p95 ack |\n"
         t += "|---|---:|---:|---:|---:|\n"
         for r in rows {
@@ -181,8 +191,14 @@ struct ThroughputBench {
             t += "| idle, 5 ms apart (as during the burst) | \(us(a.idle.median)) | \(us(a.idle.quantile(0.9))) | \(a.idle.count) |\n"
             t += "| during an 8-client `notification.add` burst (16 in flight each; " + String(format: "%.0f", a.burstRate)
                 + "/s), 5 ms apart | \(us(a.duringBurst.median)) | \(us(a.duringBurst.quantile(0.9))) | \(a.duringBurst.count) |\n"
+            t += "| this machine: while \(a.spinThreads) threads of the bench spin (every core busy, no notifications), 5 ms apart | "
+                + "\(us(a.underCPULoad.median)) | \(us(a.underCPULoad.quantile(0.9))) | \(a.underCPULoad.count) |\n"
             if let i = a.idle.median, let d = a.duringBurst.median, i > 0 {
                 t += String(format: "| during / idle 5 ms apart (target ≤ 2×) | %.2f× | | |\n", d / i)
+                if let l = a.underCPULoad.median, l > 0 {
+                    t += String(format: "| busy cores alone / idle 5 ms apart | %.2f× | | |\n", l / i)
+                    t += String(format: "| during the burst / busy cores alone | %.2f× | | |\n", d / l)
+                }
             }
         }
         return t
@@ -248,5 +264,35 @@ final class LineClient: @unchecked Sendable {
             guard n > 0 else { throw Spawn.Failure(description: "the daemon closed the connection") }
             buffer += chunk[..<n]
         }
+    }
+}
+
+/// Every core kept busy with arithmetic by threads of the bench (no I/O, no notifications): the
+/// machine's own load limit for the activation rows (issue 9: a reference in the same run).
+final class SpinLoad: @unchecked Sendable {
+    let threads: Int
+    private let lock = NSLock()
+    private var running = true
+    private let done = DispatchGroup()
+
+    init(threads: Int) {
+        self.threads = threads
+        for _ in 0..<threads {
+            done.enter()
+            Thread { [self] in
+                var x: UInt64 = 1
+                while lock.withLock({ running }) {
+                    for _ in 0..<10_000 { x = x &* 6364136223846793005 &+ 1442695040888963407 }
+                }
+                if x == 42 { print("") }  // keeps the loop's work
+                done.leave()
+            }.start()
+        }
+    }
+
+    /// Stops the threads and waits for them to end.
+    func stop() {
+        lock.withLock { running = false }
+        done.wait()
     }
 }
