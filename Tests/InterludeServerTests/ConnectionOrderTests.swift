@@ -31,46 +31,49 @@ import Glibc
         return lines
     }
 
-    @Test func eventsAndRepliesKeepTheOrderTheyWereSentIn() throws {
+    /// A started connection on one end of a socket pair, the peer's end, for `body`.
+    static func withConnection(_ body: (Connection, Int32) throws -> Void) throws {
         var fds: [Int32] = [0, 0]
         #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fds) == 0)
         defer { close(fds[1]) }
         let connection = Connection(fd: fds[0], pid: getpid(), limits: ConnectionLimits(), log: { _ in })
         connection.start()
         defer { connection.close() }
-        // Alternating: an event (encoded later, on the connection's queue), then a reply (encoded
-        // here, and written at once when nothing is ahead of it).
-        let rounds = 500
-        for i in 0..<rounds {
-            connection.send(.event(WireEvent(event: "tick", data: .number(Double(2 * i)), time: 0)))
-            connection.reply(.reply(WireReply(id: .number(Double(2 * i + 1)), result: .object([:]))))
+        try body(connection, fds[1])
+    }
+
+    @Test func eventsAndRepliesKeepTheOrderTheyWereSentIn() throws {
+        try Self.withConnection { connection, peer in
+            // Alternating: an event (encoded later, on the connection's queue), then a reply
+            // (encoded here, and written at once when nothing is ahead of it).
+            let rounds = 500
+            for i in 0..<rounds {
+                connection.send(.event(WireEvent(event: "tick", data: .number(Double(2 * i)), time: 0)))
+                connection.reply(.reply(WireReply(id: .number(Double(2 * i + 1)), result: .object([:]))))
+            }
+            let lines = Self.readLines(peer, count: 2 * rounds)
+            #expect(lines.count == 2 * rounds)
+            var order: [Int] = []
+            for line in lines {
+                guard case let .object(o)? = try? JSONValue.parse(Data(line.utf8)) else { continue }
+                if case let .number(n)? = o["data"] { order.append(Int(n)) }
+                if case let .number(n)? = o["id"] { order.append(Int(n)) }
+            }
+            #expect(order == Array(0..<(2 * rounds)))
         }
-        let lines = Self.readLines(fds[1], count: 2 * rounds)
-        #expect(lines.count == 2 * rounds)
-        var order: [Int] = []
-        for line in lines {
-            guard case let .object(o)? = try? JSONValue.parse(Data(line.utf8)) else { continue }
-            if case let .number(n)? = o["data"] { order.append(Int(n)) }
-            if case let .number(n)? = o["id"] { order.append(Int(n)) }
-        }
-        #expect(order == Array(0..<(2 * rounds)))
     }
 
     @Test func aReplyWithNothingAheadIsWrittenBeforeReplyReturns() throws {
-        var fds: [Int32] = [0, 0]
-        #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fds) == 0)
-        defer { close(fds[1]) }
-        let connection = Connection(fd: fds[0], pid: getpid(), limits: ConnectionLimits(), log: { _ in })
-        connection.start()
-        defer { connection.close() }
-        // The connection's queue is held busy: a reply that needed it could not be written.
-        let held = DispatchSemaphore(value: 0)
-        connection.queue.async { held.wait() }
-        connection.reply(.reply(WireReply(id: .number(7), result: .object([:]))))
-        // Already in the socket: readable now, without the connection's queue.
-        var p = pollfd(fd: fds[1], events: Int16(POLLIN), revents: 0)
-        #expect(poll(&p, 1, 0) == 1)
-        held.signal()
-        #expect(Self.readLines(fds[1], count: 1) == [#"{"id":7,"result":{}}"#])
+        try Self.withConnection { connection, peer in
+            // The connection's queue is held busy: a reply that needed it could not be written.
+            let held = DispatchSemaphore(value: 0)
+            connection.queue.async { held.wait() }
+            connection.reply(.reply(WireReply(id: .number(7), result: .object([:]))))
+            // Already in the socket: readable now, without the connection's queue.
+            var p = pollfd(fd: peer, events: Int16(POLLIN), revents: 0)
+            #expect(poll(&p, 1, 0) == 1)
+            held.signal()
+            #expect(Self.readLines(peer, count: 1) == [#"{"id":7,"result":{}}"#])
+        }
     }
 }
