@@ -77,14 +77,7 @@ public enum Spawn {
 /// What `/proc` says about a process (the daemon).
 public enum ProcStats {
     /// Resident memory (`VmRSS` of /proc/PID/status), bytes.
-    public static func residentBytes(_ pid: Int32) -> Int? {
-        guard let text = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return nil }
-        for line in text.split(separator: "\n") where line.hasPrefix("VmRSS:") {
-            let kb = line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first.flatMap { Int($0) }
-            return kb.map { $0 * 1024 }
-        }
-        return nil
-    }
+    public static func residentBytes(_ pid: Int32) -> Int? { residentMemory(pid)?.total }
 
     /// A process's resident memory split by what backs it (`/proc/PID/status`), bytes.
     public struct ResidentMemory: Sendable {

@@ -101,20 +101,23 @@ struct ThroughputBench {
             throw Spawn.Failure(description: "session.register answered \(session)")
         }
         let activate = #"{"session":"\#(id)"}"#, deactivate = #"{"session":"\#(id)","notifyOthers":false}"#
-        /// `n` rounds on the activator's thread, `pause` seconds apart.
-        func rounds(_ n: Int, pause: Double = 0) async throws -> [Double] {
+        /// `n` rounds on the activator's thread, `pause` seconds apart: each round's activation
+        /// round trip and when it ended (seconds).
+        func timedRounds(_ n: Int, pause: Double = 0) async throws -> [(seconds: Double, end: Double)] {
             try await activator.onThread {
-                var out: [Double] = []
+                var out: [(seconds: Double, end: Double)] = []
                 while out.count < n {
                     let a = now()
                     _ = try activator.call("session.activate", activate)
-                    out.append(now() - a)
+                    let b = now()
+                    out.append((b - a, b))
                     _ = try activator.call("session.deactivate", deactivate)
                     if pause > 0 { usleep(UInt32(pause * 1e6)) }
                 }
                 return out
             }
         }
+        func rounds(_ n: Int, pause: Double = 0) async throws -> [Double] { try await timedRounds(n, pause: pause).map(\.seconds) }
         _ = try await rounds(5)  // warm-up
         let backToBack = try await rounds(runs)
         let idle = try await rounds(runs, pause: 0.005)
@@ -133,18 +136,7 @@ struct ThroughputBench {
         }
         try await Task.sleep(nanoseconds: 20_000_000)  // the burst under way
         // `runs` rounds while the burst runs, 5 ms apart, each with the time it ended.
-        let timed = try await activator.onThread {
-            var out: [(seconds: Double, end: Double)] = []
-            while out.count < runs {
-                let a = now()
-                _ = try activator.call("session.activate", activate)
-                let b = now()
-                out.append((b - a, b))
-                _ = try activator.call("session.deactivate", deactivate)
-                usleep(5000)
-            }
-            return out
-        }
+        let timed = try await timedRounds(runs, pause: 0.005)
         let (acks, end) = try await burst.value
         let rate = Double(acks) / (end - t0)
         return (Stats(idle), Stats(backToBack), Stats(timed.filter { $0.end <= end }.map(\.seconds)), rate,
