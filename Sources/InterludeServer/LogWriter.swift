@@ -23,7 +23,7 @@ public final class LogWriter: @unchecked Sendable {
     private var scheduled = false
     /// Serializes the writes: lines leave in the order they were logged.
     private let writing = NSLock()
-    private let queue = DispatchQueue(label: "interlude.log", qos: .utility)
+    let queue = DispatchQueue(label: "interlude.log", qos: .utility)
 
     /// - Parameters:
     ///   - fd: where lines go (2, standard error, by default). Not closed by this writer.

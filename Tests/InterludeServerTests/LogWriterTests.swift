@@ -1,5 +1,5 @@
 import Foundation
-import InterludeServer
+@testable import InterludeServer
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -38,7 +38,11 @@ import Glibc
         let f = Self.file()
         defer { f.remove() }
         let log = LogWriter(fd: f.fd, maxPendingBytes: 64)
-        log.write("short")  // under the bound: left to the writer queue (maybe written already)
+        // The writer queue is held: only the logging thread itself can write now.
+        let held = DispatchSemaphore(value: 0)
+        log.queue.async { held.wait() }
+        defer { held.signal() }
+        log.write("short")  // under the bound: left to the (held) writer queue
         log.write(String(repeating: "x", count: 100))  // over it: written before write returns
         #expect(f.read() == ["short", String(repeating: "x", count: 100)])
     }
