@@ -107,7 +107,7 @@ extension NotificationStoring {
 public struct NotificationCommit: Sendable {
     /// The error if known now to have failed, `.some(nil)` if known durable, nil if still in flight.
     public let known: (any Error)??
-    private let wait: (@Sendable () async -> (any Error)?)?
+    private let wait: (nonisolated(nonsending) @Sendable () async -> (any Error)?)?
 
     /// Durable already.
     public static let durable = NotificationCommit(known: .some(nil), wait: nil)
@@ -115,18 +115,18 @@ public struct NotificationCommit: Sendable {
     public static func failed(_ error: any Error) -> NotificationCommit { NotificationCommit(known: .some(error), wait: nil) }
 
     /// A commit in flight: `wait` returns nil when it is durable, or the error it failed with.
-    public init(waiting wait: @escaping @Sendable () async -> (any Error)?) {
+    public init(waiting wait: nonisolated(nonsending) @escaping @Sendable () async -> (any Error)?) {
         known = nil
         self.wait = wait
     }
 
-    private init(known: (any Error)??, wait: (@Sendable () async -> (any Error)?)?) {
+    private init(known: (any Error)??, wait: (nonisolated(nonsending) @Sendable () async -> (any Error)?)?) {
         self.known = known
         self.wait = wait
     }
 
     /// Waits until the state is durable (nil) or its commit failed (the error).
-    public func outcome() async -> (any Error)? {
+    nonisolated(nonsending) public func outcome() async -> (any Error)? {
         if let known { return known }
         return await wait?() ?? nil
     }

@@ -190,7 +190,7 @@ public final class SQLiteNotificationStore: NotificationStoring, Sendable {
     }
 
     /// Waits until `ticket` is durable (nil) or failed (the error).
-    private func wait(for ticket: UInt64) async -> (any Error)? {
+    nonisolated(nonsending) private func wait(for ticket: UInt64) async -> (any Error)? {
         await withCheckedContinuation { (c: CheckedContinuation<(any Error)?, Never>) in
             let now: (any Error)?? = shared.withLock { s in
                 if ticket <= s.durableThrough { return .some(Self.failure(of: ticket, in: s.failed)) }
