@@ -17,6 +17,7 @@ import Glibc
 public final class LogWriter: @unchecked Sendable {
     private let fd: Int32
     private let maxPendingBytes: Int
+    private let gatherSeconds: Double
     // `pending` and `scheduled` only under `lock` (NSLock: ThreadSanitizer cannot see Mutex on Linux).
     private let lock = NSLock()
     private var pending: [UInt8] = []
@@ -28,9 +29,12 @@ public final class LogWriter: @unchecked Sendable {
     /// - Parameters:
     ///   - fd: where lines go (2, standard error, by default). Not closed by this writer.
     ///   - maxPendingBytes: bytes waiting past which the logging thread writes them itself.
-    public init(fd: Int32 = 2, maxPendingBytes: Int = 256 * 1024) {
+    ///   - gatherSeconds: how long the first line waits for others before they are written
+    ///     together (seconds; 5 ms by default: a log line is for people, not a clock).
+    public init(fd: Int32 = 2, maxPendingBytes: Int = 256 * 1024, gatherSeconds: Double = 0.005) {
         self.fd = fd
         self.maxPendingBytes = maxPendingBytes
+        self.gatherSeconds = gatherSeconds
     }
 
     /// Logs `line` (a newline is added). Returns without waiting for the write, unless
@@ -46,7 +50,9 @@ public final class LogWriter: @unchecked Sendable {
         if overBound {
             drain()
         } else if schedule {
-            queue.async { self.drain() }
+            // Lines gather for `gatherSeconds` before one write: a line per notification acknowledged
+            // one by one woke the writer's thread for each (issue 9).
+            queue.asyncAfter(deadline: .now() + gatherSeconds) { self.drain() }
         }
     }
 
