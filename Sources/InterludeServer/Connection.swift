@@ -272,7 +272,20 @@ final class Connection: @unchecked Sendable {
 
     /// Queues a message made and encoded on the connection's queue (an engine event whose data is
     /// encoded there, off the engine). Safe from any thread.
+    ///
+    /// When nothing is queued or waiting to be written before it, the message is made, encoded and
+    /// written at once on the caller's thread instead: a thread woken per event cost more than the
+    /// encoding (an app's `notificationDelivered` before each reply; issue 9).
     func send(_ make: @escaping @Sendable () -> ServerMessage) {
+        let idle: Bool? = lock.withLock {
+            guard phase == .open else { return nil }
+            return inFlight == 0 && sendsQueued == 0 && outputHead == output.count
+        }
+        guard let idle else { return }
+        if idle, let data = try? make().encoded() {
+            enqueue(data)
+            return
+        }
         guard lock.withLock({ () -> Bool in
             guard phase == .open else { return false }
             sendsQueued += 1
