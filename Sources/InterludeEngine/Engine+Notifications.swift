@@ -654,28 +654,34 @@ struct PlayedSounds {
 }
 
 /// A reply that comes later, once (a pipelined request's, ``Engine/beginAddNotifications(client:_:)``).
+/// Taken either by one waiting task (``value()``) or by one callback (``onFulfill(_:)``).
 /// Under NSLock, not `Mutex`: ThreadSanitizer cannot see Mutex's futex on Linux (the store's note).
 public final class NotificationReplyPromise: @unchecked Sendable {
     private let lock = NSLock()
     private var result: Result<NotificationReply?, any Error>?
     private var waiter: CheckedContinuation<NotificationReply?, any Error>?
+    private var callback: (@Sendable (Result<NotificationReply?, any Error>) -> Void)?
 
     init() {}
 
-    /// Sets the outcome (once) and wakes the one waiting, if any.
+    /// Sets the outcome (once) and wakes the one waiting, or calls the callback (on this thread).
     func fulfill(_ r: Result<NotificationReply?, any Error>) {
         lock.lock()
         if let w = waiter {
             waiter = nil
             lock.unlock()
             w.resume(with: r)
+        } else if let f = callback {
+            callback = nil
+            lock.unlock()
+            f(r)
         } else {
             result = r
             lock.unlock()
         }
     }
 
-    /// Waits for the outcome (one caller).
+    /// Waits for the outcome (one caller, and no callback).
     func value() async throws -> NotificationReply? {
         try await withCheckedThrowingContinuation { (c: CheckedContinuation<NotificationReply?, any Error>) in
             lock.lock()
@@ -686,6 +692,19 @@ public final class NotificationReplyPromise: @unchecked Sendable {
                 waiter = c
                 lock.unlock()
             }
+        }
+    }
+
+    /// Calls `f` with the outcome: now if it is known, else on the thread that fulfills it (one
+    /// callback, and no waiting task).
+    func onFulfill(_ f: @escaping @Sendable (Result<NotificationReply?, any Error>) -> Void) {
+        lock.lock()
+        if let r = result {
+            lock.unlock()
+            f(r)
+        } else {
+            callback = f
+            lock.unlock()
         }
     }
 }
@@ -703,7 +722,29 @@ public struct PendingNotificationAdd: Sendable {
         do { reply = try await promise.value() } catch let e as WireError { throw e } catch {
             throw WireError(.storageFailed, "\(error)")
         }
-        guard case let .accepted(id, decision) = try engine.expect(reply) else { throw WireError(.internalError, "unexpected reply") }
-        return AddNotificationResult(identifier: id, decision: decision)
+        return try Self.result(of: .success(reply), engine: engine).get()
+    }
+
+    /// Calls `f` with the reply once the request's state is durable (N15), or with its error (as
+    /// ``result()``): at once if known, else on the thread that settles it, which is the engine's
+    /// (`f` must be short and must not wait). Either this or ``result()``, once.
+    public func whenSettled(_ f: @escaping @Sendable (Result<AddNotificationResult, WireError>) -> Void) {
+        let engine = self.engine
+        promise.onFulfill { f(Self.result(of: $0, engine: engine)) }
+    }
+
+    private static func result(of r: Result<NotificationReply?, any Error>, engine: Engine) -> Result<AddNotificationResult, WireError> {
+        do throws(WireError) {
+            let reply: NotificationReply?
+            switch r {
+            case let .failure(e as WireError): throw e
+            case let .failure(e): throw WireError(.storageFailed, "\(e)")
+            case let .success(r): reply = r
+            }
+            guard case let .accepted(id, decision) = try engine.expect(reply) else { throw WireError(.internalError, "unexpected reply") }
+            return .success(AddNotificationResult(identifier: id, decision: decision))
+        } catch {
+            return .failure(error)
+        }
     }
 }

@@ -202,25 +202,18 @@ struct RequestHandler {
     /// commit (the client library's pipelining depth).
     static let maxPipelined = 16
 
-    /// Requests are taken in order, one at a time, except that `notification.add`s that have
-    /// arrived back to back are pipelined (issue 9): each is decided at once
-    /// (``Engine/beginAddNotifications(client:_:)``) and its reply sent, in order, once its state is
-    /// durable, so that they share a commit instead of one fsync each. Before any other request,
-    /// and whenever no further line has arrived, the replies held are sent first: every other
-    /// request sees the state of the ones before it, and every reply keeps the request order.
+    /// Requests are taken in order, one at a time, except that `notification.add`s are pipelined
+    /// (issue 9): the adds that have arrived back to back are decided at once, together
+    /// (``Engine/beginAddNotifications(client:_:)``), and the handler goes on reading while their
+    /// state is committed; each reply is written, in request order, by the thread that settles it
+    /// (``ReplySequencer``), once its state is durable. At most ``maxPipelined`` adds wait for
+    /// their commit; before any other request the handler waits until every add's reply is
+    /// written: every other request sees the state of the ones before it, and every reply keeps
+    /// the request order.
     func run() async {
         var greeted = false
-        var pipelined: [(id: JSONValue, reply: PendingNotificationAdd)] = []
-        func flush() async {
-            for p in pipelined {
-                do { connection.reply(id: p.id, result: try WireCoding.encode(try await p.reply.result())) } catch let e as WireError {
-                    connection.reply(.reply(WireReply(id: p.id, error: e)))
-                } catch {
-                    connection.reply(.reply(WireReply(id: p.id, error: WireError(.internalError, "cannot encode result"))))
-                }
-            }
-            pipelined.removeAll()
-        }
+        let replies = ReplySequencer(connection: connection)
+        func flush() async { await replies.drained() }
         /// A request read ahead while gathering a batch of adds, handled next.
         var carried: Result<WireRequest, WireParseError>?
         /// Whether this connection has made an audio request (it then runs in the audio lane).
@@ -231,16 +224,7 @@ struct RequestHandler {
                 parsed = c
                 carried = nil
             } else {
-                let next: [UInt8]?
-                if pipelined.isEmpty {
-                    next = await connection.nextRequest()
-                } else if let ready = connection.nextRequestIfReady() {
-                    next = ready
-                } else {
-                    await flush()
-                    continue
-                }
-                guard let line = next else { break }
+                guard let line = await connection.nextRequest() else { break }
                 parsed = Result { () throws(WireParseError) in try WireRequest.parse(line) }
             }
             let request: WireRequest
@@ -252,17 +236,27 @@ struct RequestHandler {
             case let .success(r): request = r
             }
             if greeted, request.method == NotificationMethod.add {
+                if replies.outstanding >= Self.maxPipelined { await flush() }
                 // The adds already read behind this one join it: one engine call, one commit.
                 var batch = [request]
-                while pipelined.count + batch.count < Self.maxPipelined, let line = connection.nextRequestIfReady() {
+                while replies.outstanding + batch.count < Self.maxPipelined, let line = connection.nextRequestIfReady() {
                     let next = Result { () throws(WireParseError) in try WireRequest.parse(line) }
                     guard case let .success(r) = next, r.method == NotificationMethod.add else { carried = next; break }
                     batch.append(r)
                 }
+                let numbers = batch.map { _ in replies.reserve() }
                 let params = batch.map { r in Result { () throws(WireError) in try r.decodeParams(AddNotificationParams.self) } }
                 let pendings = await engine.beginAddNotifications(client: client, params)
-                for (r, p) in zip(batch, pendings) { pipelined.append((r.id, p)) }
-                if pipelined.count >= Self.maxPipelined { await flush() }
+                for (i, p) in pendings.enumerated() {
+                    let id = batch[i].id, number = numbers[i]
+                    p.whenSettled { r in
+                        replies.settle(number, id: id, r.flatMap { v in
+                            Result { () throws(WireError) in
+                                do { return try WireCoding.encode(v) } catch { throw WireError(.internalError, "cannot encode result") }
+                            }
+                        })
+                    }
+                }
                 continue
             }
             await flush()
