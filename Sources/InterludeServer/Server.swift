@@ -172,9 +172,9 @@ public final class SocketServer: @unchecked Sendable {
             }
             let engine = self.engine
             let log = self.log
-            // A connection's requests run below the engine's audio lane until its first audio
-            // request lifts the whole connection into it (RequestHandler.run, EngineExecutor).
-            Task(priority: .medium) {
+            // A connection's requests run below the engine's audio lane; its audio requests run
+            // in it, one by one (RequestHandler.run, EngineExecutor).
+            Task(priority: RequestHandler.handlerPriority) {
                 let client = await engine.connect(peer: peer) { [weak conn] event in conn?.send { .event(event.wire) } }
                 await RequestHandler(engine: engine, client: client, connection: conn, log: log).run()
                 await engine.disconnect(client: client)
@@ -190,9 +190,9 @@ struct RequestHandler {
     let connection: Connection
     let log: @Sendable (String) -> Void
 
-    /// The requests that put a connection in the engine's audio lane (``EngineExecutor``): audio
-    /// sessions and sounds. A connection that never makes one (a notification app's) stays below
-    /// it, with its notifications, status and settings requests.
+    /// The requests that run in the engine's audio lane (``EngineExecutor``): audio sessions and
+    /// sounds. Every other request (notifications, status, settings) runs below it, whichever
+    /// connection it comes on.
     static let audioMethods: Set<String> = [
         WireMethod.sessionRegister, WireMethod.sessionActivate, WireMethod.sessionDeactivate,
         WireMethod.sessionSetPlaying, WireMethod.soundPlay,
@@ -216,8 +216,6 @@ struct RequestHandler {
         func flush() async { await replies.drained() }
         /// A request read ahead while gathering a batch of adds, handled next.
         var carried: Result<WireRequest, WireParseError>?
-        /// Whether this connection has made an audio request (it then runs in the audio lane).
-        var audioConnection = false
         while true {
             let parsed: Result<WireRequest, WireParseError>
             if let c = carried {
@@ -264,15 +262,27 @@ struct RequestHandler {
                 connection.reply(.reply(WireReply(id: request.id, error: WireError(.helloRequired, "the first request must be hello"))))
                 continue
             }
+            if Self.audioMethods.contains(request.method) {
+                // An audio request runs in the engine's audio lane (EngineExecutor), the request
+                // only: a task of the lane's priority, started on this thread (no hop), is decided
+                // before the notification work queued on the engine and writes its reply itself,
+                // on a thread of the lane's priority, so the reply does not wait for this
+                // handler's task to be woken behind a burst's handlers in Swift's pool. The connection's task keeps
+                // its priority: its other requests (an audio app's notification flood too) run
+                // below the lane. (Raising the connection's task took all of them into the lane:
+                // a task's priority only goes up; issue 9.)
+                let connection = self.connection
+                let handler = self
+                await Task.immediate(priority: EngineExecutor.audioLanePriority) {
+                    do throws(WireError) {
+                        connection.reply(id: request.id, result: try await handler.dispatch(request))
+                    } catch {
+                        connection.reply(.reply(WireReply(id: request.id, error: error)))
+                    }
+                }.value
+                continue
+            }
             do {
-                if !audioConnection, Self.audioMethods.contains(request.method) {
-                    // An audio app's connection runs at the audio lane's priority from its first
-                    // audio request on: its requests are decided before the notification work
-                    // queued on the engine (EngineExecutor), and its task waits in the
-                    // higher-priority queue of Swift's pool, not behind a burst's handlers (issue 9).
-                    withUnsafeCurrentTask { $0?.escalatePriority(to: EngineExecutor.audioLanePriority) }
-                    audioConnection = true
-                }
                 let result = try await dispatch(request)
                 if request.method == WireMethod.hello { greeted = true }
                 connection.reply(id: request.id, result: result)
@@ -282,6 +292,10 @@ struct RequestHandler {
         }
         await flush()
     }
+
+    /// The priority of a connection's task: below the audio lane (``EngineExecutor``), where only
+    /// its audio requests run.
+    static let handlerPriority = TaskPriority.medium
 
     /// Maps one request to the engine and returns the result encoded (JSON, the wire's settings).
     /// Params are validated (unknown fields refused) before any side effect. The result is encoded

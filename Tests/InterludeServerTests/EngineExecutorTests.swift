@@ -82,7 +82,7 @@ import Testing
 /// Which lane a connection's requests take on a real socket (issue 9: an audio app's requests
 /// are decided before a notification burst's queued work).
 @Suite(.serialized) struct ConnectionLaneTests {
-    @Test func anAudioAppsRequestsTakeTheAudioLaneAndANotificationAppsDoNot() async throws {
+    @Test func audioRequestsTakeTheAudioLaneAndNoOtherRequestDoes() async throws {
         let executor = EngineExecutor()
         let dir = NSTemporaryDirectory() + "interlude-lanes-\(UUID().uuidString.prefix(8))"
         defer { try? FileManager.default.removeItem(atPath: dir) }
@@ -110,8 +110,24 @@ import Testing
         _ = try await music.activate(session)
         let afterActivate = executor.jobsRun.audio
         #expect(afterActivate >= 2, "register and activate ran in the audio lane")
+        // The lane is the request's, not the connection's: the audio app's other requests (a
+        // status, a flood of its own notifications) stay below it, its next audio request takes it.
         _ = try await music.status()
-        #expect(executor.jobsRun.audio > afterActivate, "the audio app's connection stays in the audio lane")
+        grant.app = "org.example.Music"
+        _ = try await user.call(NotificationMethod.setSettings, grant, as: NotificationAppSettings.self)
+        _ = try await music.call(NotificationMethod.requestAuthorization, RequestAuthorizationParams(options: [.alert]), as: AuthorizationResult.self)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for i in 0..<40 {
+                group.addTask {
+                    _ = try await music.call(NotificationMethod.add, AddNotificationParams(identifier: "m\(i)", title: "track \(i)"),
+                                             as: AddNotificationResult.self)
+                }
+            }
+            try await group.waitForAll()
+        }
+        #expect(executor.jobsRun.audio == afterActivate, "an audio app's status and notifications run below the audio lane")
+        try await music.deactivate(session)
+        #expect(executor.jobsRun.audio > afterActivate, "the audio app's next audio request takes the lane again")
 
         let before = executor.jobsRun.audio
         _ = try await chat.call(NotificationMethod.add, AddNotificationParams(identifier: "b", title: "again"), as: AddNotificationResult.self)
