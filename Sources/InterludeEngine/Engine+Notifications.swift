@@ -227,6 +227,10 @@ extension Engine {
     /// its length (N3) and is marked so that calls do not duck it.
     func playNotificationSound(_ p: NotificationSoundPlayback) {
         guard let sounds, p.volume > 0 else { return }
+        if stopping {
+            log("sound \(p.name) for \(p.app)/\(p.notificationIdentifier ?? "-") not played: the daemon is stopping")
+            return
+        }
         let audio = self.audio
         let log = self.log
         var props = ["application.id": p.app, "interlude.notification": p.notificationIdentifier ?? ""]

@@ -108,6 +108,8 @@ public actor Engine {
     /// Notification events whose state is being committed, oldest first: their effects and
     /// replies wait for the commit (N15), in order (see `notifyDurably`).
     var awaitingCommit = CommitQueue()
+    /// Whether the daemon is stopping (``beginStopping()``): no sound starts from then on.
+    var stopping = false
     /// Whether a batch of `notification.add`s stops after the decision in hand and commits what it
     /// has (``beginAddNotifications(client:_:)``): when an audio job waits. Tests set their own.
     var notificationBatchPause: @Sendable (EngineExecutor) -> Bool = { $0.audioJobWaiting }
@@ -452,6 +454,12 @@ public actor Engine {
             return streams.values.filter { session(for: $0) == id }.map { apply(out, to: $0.index, ramp: ramp) }
         }
         return []
+    }
+
+    /// The daemon is stopping (SIGTERM): the requests being decided still finish and are
+    /// answered, but no notification sound starts from now on (it would outlive the daemon).
+    public func beginStopping() {
+        stopping = true
     }
 
     /// Puts every stream the daemon changed back as the user had it: gain 0 dB and unmuted, at

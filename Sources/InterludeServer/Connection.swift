@@ -98,6 +98,8 @@ final class Connection: @unchecked Sendable {
     private var waiting: CheckedContinuation<[UInt8]?, Never>?
     /// Whether reading stopped because requests are waiting (not for good).
     private var readPaused = false
+    /// Whether reading stopped for good while replies may still be written (``stopReading()``).
+    private var readingStopped = false
 
     init(fd: Int32, pid: Int32, limits: ConnectionLimits, log: @escaping @Sendable (String) -> Void,
          onClose: (@Sendable () -> Void)? = nil) {
@@ -152,7 +154,7 @@ final class Connection: @unchecked Sendable {
         await withCheckedContinuation { (k: CheckedContinuation<[UInt8]?, Never>) in
             var resumeReading = false
             let now: [UInt8]?? = lock.withLock {
-                if phase != .open { return .some(nil) }
+                if phase != .open || readingStopped { return .some(nil) }
                 if let line = takeLineLocked(&resumeReading) { return .some(line) }
                 waiting = k
                 return .none
@@ -167,7 +169,7 @@ final class Connection: @unchecked Sendable {
     /// the replies it holds before it waits.
     func nextRequestIfReady() -> [UInt8]? {
         var resumeReading = false
-        let line: [UInt8]? = lock.withLock { phase == .open ? takeLineLocked(&resumeReading) : nil }
+        let line: [UInt8]? = lock.withLock { phase == .open && !readingStopped ? takeLineLocked(&resumeReading) : nil }
         if resumeReading { queue.async { [weak self] in self?.readAvailable() } }
         return line
     }
@@ -231,7 +233,7 @@ final class Connection: @unchecked Sendable {
         var handOff: (CheckedContinuation<[UInt8]?, Never>, [UInt8])?
         var after: [() -> Void] = []
         lock.withLock {
-            guard phase == .open else { return }
+            guard phase == .open, !readingStopped else { return }
             do {
                 try framer.append(bytes)
             } catch {
@@ -405,6 +407,22 @@ final class Connection: @unchecked Sendable {
     }
 
     // MARK: Closing
+
+    /// Stops reading for good (the daemon is stopping): requests received but not yet handed to
+    /// the handler are dropped unanswered (never decided, so never saved), the handler's next
+    /// request is nil, and what is sent from now on (the replies of requests being decided, the
+    /// events of their commits) is still written, until ``closeWhenFlushed()`` or ``close()``.
+    func stopReading() {
+        var after: [() -> Void] = []
+        lock.withLock {
+            guard phase == .open, !readingStopped else { return }
+            readingStopped = true
+            reader?.cancel()
+            framer = LineFramer()
+            if let k = waiting { waiting = nil; after.append { k.resume(returning: nil) } }
+        }
+        for a in after { a() }
+    }
 
     /// Closes once what is queued has been written (messages sent before this are written first).
     func closeWhenFlushed() {

@@ -21,6 +21,11 @@ public final class SocketServer: @unchecked Sendable {
     private var acceptSource: DispatchSourceRead?
     private let queue = DispatchQueue(label: "interlude.server")
     private var open = 0
+    /// Handlers still deciding requests, and the point where they all are done when stopping.
+    private let stopping = StopGate()
+    /// The connections being served, with their handler's task (nil for one being refused), by
+    /// identity; on `queue`.
+    private var live: [ObjectIdentifier: (connection: Connection, handler: Task<Void, Never>?)] = [:]
     /// Whether start() bound the socket at `path` (stop removes only that).
     private var bound = false
 
@@ -142,7 +147,57 @@ public final class SocketServer: @unchecked Sendable {
     /// Whether a daemon answers on the socket at `path`.
     public static func isLive(_ path: String) -> Bool { UnixSocket.isLive(path) }
 
-    private func connectionClosed() { queue.async { self.open -= 1 } }
+    private func connectionClosed(_ id: ObjectIdentifier) {
+        queue.async {
+            self.open -= 1
+            self.live[id] = nil
+        }
+    }
+
+    /// Stops the server as the daemon stops (SIGTERM): stops accepting, stops reading every
+    /// connection (requests not yet read or not yet handed over are dropped unanswered: never
+    /// decided, never saved), lets the requests being decided finish (their commits, their
+    /// events to the user's tools, their replies), then closes each connection once what it was
+    /// sent has been written. So every notification saved was acknowledged to a client that is
+    /// still connected, and each tool watching saw its events (N15). Waits at most `timeout`
+    /// seconds for the handlers, then closes what is left; removes the socket file.
+    public func shutDown(timeout: Double = 5) async {
+        let handlers: [Task<Void, Never>] = queue.sync {
+            if let source = acceptSource {
+                source.cancel()
+                acceptSource = nil
+            } else if listenFD >= 0 {
+                close(listenFD)
+            }
+            listenFD = -1
+            self.stopping.close()  // before any handler can finish for want of requests
+            for (c, _) in live.values { c.stopReading() }
+            return live.values.compactMap(\.handler)
+        }
+        if bound { unlink(path) }
+        let stopping = self.stopping
+        let finished = await Self.within(timeout) { await stopping.allHandlersDone() }
+        if !finished { log("stopping: requests still being decided after \(timeout) s; closing their connections") }
+        stopping.open()
+        _ = await Self.within(1) { for h in handlers { await h.value } }
+        let left: [Connection] = queue.sync { live.values.map(\.connection) }
+        for c in left { c.closeWhenFlushed() }
+        // What was sent is written unless a peer does not read: then it is closed after a second.
+        let deadline = Date().addingTimeInterval(1)
+        while queue.sync(execute: { open }) > 0, Date() < deadline { try? await Task.sleep(nanoseconds: 5_000_000) }
+        for c in queue.sync(execute: { live.values.map(\.connection) }) { c.close() }
+    }
+
+    /// Runs `body` for at most `seconds`; whether it finished (a body still running then is left
+    /// to finish on its own).
+    static func within(_ seconds: Double, _ body: @escaping @Sendable () async -> Void) async -> Bool {
+        let first = FirstOutcome()
+        return await withCheckedContinuation { (k: CheckedContinuation<Bool, Never>) in
+            first.set(k)
+            Task { await body(); first.resume(true) }
+            Task { try? await Task.sleep(nanoseconds: UInt64(seconds * 1e9)); first.resume(false) }
+        }
+    }
 
     private func acceptAll() {
         while listenFD >= 0 {
@@ -155,8 +210,14 @@ public final class SocketServer: @unchecked Sendable {
             let peer = PeerIdentity.read(pid: pid, fd: fd)
             // onClose is given at init, before start: a connection that closes at once is counted
             // out too. Every connection counts until it has closed, the refused ones included.
-            let conn = Connection(fd: fd, pid: pid, limits: limits, log: log, onClose: { [weak self] in self?.connectionClosed() })
+            // The connection's identity, known before it exists: its onClose takes it off `live`.
+            let box = IdentityBox()
+            let conn = Connection(fd: fd, pid: pid, limits: limits, log: log, onClose: { [weak self] in
+                if let id = box.id { self?.connectionClosed(id) }
+            })
+            box.id = ObjectIdentifier(conn)
             open += 1
+            live[ObjectIdentifier(conn)] = (conn, nil)
             conn.start()
             conn.send(.greeting(Greeting(version: engine.version)))
             guard credOK, uid == geteuid() else {
@@ -174,11 +235,17 @@ public final class SocketServer: @unchecked Sendable {
             let log = self.log
             // A connection's requests run below the engine's audio lane; its audio requests run
             // in it, one by one (RequestHandler.run, EngineExecutor).
-            Task(priority: RequestHandler.handlerPriority) {
+            let stopping = self.stopping
+            stopping.handlerStarted()
+            let handler = Task(priority: RequestHandler.handlerPriority) {
                 let client = await engine.connect(peer: peer) { [weak conn] event in conn?.send { .event(event.wire) } }
                 await RequestHandler(engine: engine, client: client, connection: conn, log: log).run()
+                // When the daemon stops, a connection stays the engine's client (a user's tool keeps
+                // receiving the events of the commits still in flight) until every handler is done.
+                await stopping.handlerDone()
                 await engine.disconnect(client: client)
             }
+            if live[ObjectIdentifier(conn)] != nil { live[ObjectIdentifier(conn)] = (conn, handler) }
         }
     }
 }
@@ -373,5 +440,83 @@ struct RequestHandler {
         default:
             throw WireError(.unknownMethod, "no method \"\(r.method)\"")
         }
+    }
+}
+
+/// An identity set once, right after the object it names is made (for a closure given to its init).
+private final class IdentityBox: @unchecked Sendable {
+    private let lock = NSLock()
+    private var _id: ObjectIdentifier?
+    var id: ObjectIdentifier? {
+        get { lock.withLock { _id } }
+        set { lock.withLock { _id = newValue } }
+    }
+}
+
+/// The server's handlers as the daemon stops (``SocketServer/shutDown(timeout:)``): how many are
+/// still deciding requests, and a gate where each finished one waits, still the engine's client,
+/// until all are done (or the stop gives up waiting). Before the stop the gate is open.
+final class StopGate: @unchecked Sendable {
+    private let lock = NSLock()
+    private var running = 0
+    private var closed = false
+    private var doneWaiters: [CheckedContinuation<Void, Never>] = []
+    private var allDoneWaiters: [CheckedContinuation<Void, Never>] = []
+
+    func handlerStarted() { lock.withLock { running += 1 } }
+
+    /// A handler has answered its last request: waits while the daemon is stopping and others are not done.
+    func handlerDone() async {
+        await withCheckedContinuation { (k: CheckedContinuation<Void, Never>) in
+            var wake: [CheckedContinuation<Void, Never>] = []
+            let now: Bool = lock.withLock {
+                running -= 1
+                if running == 0 { swap(&wake, &allDoneWaiters) }
+                if !closed { return true }
+                doneWaiters.append(k)
+                return false
+            }
+            for w in wake { w.resume() }
+            if now { k.resume() }
+        }
+    }
+
+    /// Closes the gate (the daemon is stopping): a handler done from now on waits at it.
+    func close() { lock.withLock { closed = true } }
+
+    /// Returns once every handler is done.
+    func allHandlersDone() async {
+        await withCheckedContinuation { (k: CheckedContinuation<Void, Never>) in
+            let now: Bool = lock.withLock {
+                if running == 0 { return true }
+                allDoneWaiters.append(k)
+                return false
+            }
+            if now { k.resume() }
+        }
+    }
+
+    /// Opens the gate: the handlers waiting at it go on.
+    func open() {
+        let waiters: [CheckedContinuation<Void, Never>] = lock.withLock {
+            closed = false
+            defer { doneWaiters = [] }
+            return doneWaiters
+        }
+        for w in waiters { w.resume() }
+    }
+}
+
+/// A continuation resumed by the first of several racers (``SocketServer/within(_:_:)``).
+private final class FirstOutcome: @unchecked Sendable {
+    private let lock = NSLock()
+    private var k: CheckedContinuation<Bool, Never>?
+    func set(_ k: CheckedContinuation<Bool, Never>) { lock.withLock { self.k = k } }
+    func resume(_ value: Bool) {
+        let k: CheckedContinuation<Bool, Never>? = lock.withLock {
+            defer { self.k = nil }
+            return self.k
+        }
+        k?.resume(returning: value)
     }
 }

@@ -190,10 +190,12 @@ enum Daemon {
         let players = await Self.watchPlayers(address: env["DBUS_SESSION_BUS_ADDRESS"], engine: engine, log: log, off: offReason)
         let status = await waitForTerminationSignal(orParentExit: options["exit-with-parent"] != nil, or: exitRequest)
         log("stopping")
+        await engine.beginStopping()
         bus.stop()
         players?.stop()
         remote?.stop()
-        server.stop()
+        // Requests being decided finish and are answered before the connections close (N15).
+        await server.shutDown(timeout: 5)
         await engine.releaseStreams()  // no duck or mute of ours outlives the daemon
         pulse.disconnect()
         return status

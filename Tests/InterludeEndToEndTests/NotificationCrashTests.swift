@@ -15,6 +15,8 @@ import Testing
     final class Tally: Sendable {
         let acknowledged = Mutex<[String: Set<String>]>([:])
         let inFlight = Mutex(0)
+        /// "app/identifier" of each `notificationDelivered` the user's subscribed tool saw.
+        let watched = Mutex<Set<String>>([])
     }
 
     static let clients = 8
@@ -114,5 +116,102 @@ import Testing
         #expect(startsRetried <= 2, "\(startsRetried) of 21 starts exited before listening")
         print("N15 burst crash: 20 kills during 8-client bursts, \(totalAcknowledged) notifications acknowledged, "
               + "every one in the center exactly once after each restart")
+    }
+    /// SIGTERM in the middle of an 8-client burst (issue 9, a fresh user's finding): the daemon
+    /// stops reading, lets the requests being decided finish, answers them and only then closes,
+    /// 5 times over the same state folder. After each restart: every acknowledged notification is
+    /// in the center exactly once (N15), every notification saved in the burst was acknowledged
+    /// to its client (none saved whose client only saw the connection close), the user's
+    /// subscribed tool saw each acknowledged one delivered, and the daemon exited 0.
+    @Test func N15_sigtermDuringABurstAnswersEverythingItSavedBeforeItCloses() async throws {
+        let w = try WorkFolder("e2e-n15-term")
+        defer { w.remove() }
+        try w.config(#"{ authorization: { default: "grant" }, bursts: { maxDeliveredPerApp: 100000, maxDeliveredTotal: 1000000 } }"#)
+        let tally = Tally()
+        let rounds = 5
+        var unansweredAtStop = 0
+        var stoppedWithRequestsInFlight = 0
+        for round in 0...rounds {
+            let daemon = try DaemonProcess(socket: w.socket, work: w.path)
+            defer { if daemon.isRunning { daemon.kill9() } }
+            try #require(SocketProbe.live(w.socket), "the daemon did not start (round \(round)); its log ends: \(Self.logTail(w.path + "/log"))")
+
+            let user = try await InterludeClient.connect(socket: w.socket, app: "org.interlude.CLI")
+            let center = try await user.wholeCenter(all: true)
+            var count: [String: Int] = [:]
+            for n in center.notifications where n.app.hasPrefix("org.example.Burst") { count[n.app + "/" + n.identifier, default: 0] += 1 }
+            let acknowledged = Set(tally.acknowledged.withLock { $0.flatMap { app, ids in ids.map { app + "/" + $0 } } })
+            for key in acknowledged where count[key] != 1 {
+                Issue.record("round \(round): acknowledged \(key) is in the center \(count[key] ?? 0) times")
+            }
+            for key in count.keys where !acknowledged.contains(key) {
+                Issue.record("round \(round): \(key) was saved, but its client never got the reply")
+            }
+            let seen = tally.watched.withLock { $0 }
+            for key in acknowledged where !seen.contains(key) {
+                Issue.record("round \(round): the subscribed tool never saw acknowledged \(key) delivered")
+            }
+            if round == rounds { user.close(); break }
+
+            // The user's tool watches; 8 apps burst; SIGTERM in the middle.
+            try await user.subscribe()
+            let watching = Task {
+                for await e in user.events where e.event == NotificationEventName.delivered {
+                    guard case let .object(d) = e.data, case let .object(n)? = d["notification"],
+                          case let .string(app)? = n["app"], case let .string(id)? = n["identifier"] else { continue }
+                    _ = tally.watched.withLock { $0.insert(app + "/" + id) }
+                }
+            }
+            var apps: [InterludeClient] = []
+            for i in 0..<Self.clients {
+                let c = try await InterludeClient.connect(socket: w.socket, app: "org.example.Burst\(i)")
+                _ = try await c.call(NotificationMethod.requestAuthorization, RequestAuthorizationParams(options: [.alert]),
+                                     as: AuthorizationResult.self)
+                apps.append(c)
+            }
+            tally.inFlight.withLock { $0 = 0 }
+            let burst = Task { [apps] in
+                await withTaskGroup(of: Void.self) { group in
+                    for (i, c) in apps.enumerated() {
+                        for lane in 0..<Self.lanes {
+                            group.addTask {
+                                for k in 0... {
+                                    let id = "t\(round)-c\(i)-l\(lane)-\(k)"
+                                    tally.inFlight.withLock { $0 += 1 }
+                                    do {
+                                        _ = try await c.call(NotificationMethod.add, AddNotificationParams(identifier: id, title: "burst \(k)"),
+                                                             as: AddNotificationResult.self)
+                                    } catch {
+                                        return  // the daemon closed the connection
+                                    }
+                                    tally.inFlight.withLock { $0 -= 1 }
+                                    _ = tally.acknowledged.withLock { $0["org.example.Burst\(i)", default: []].insert(id) }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            let before = tally.acknowledged.withLock { $0.values.reduce(0) { $0 + $1.count } }
+            let firstAck = Date().addingTimeInterval(10)
+            while tally.acknowledged.withLock({ $0.values.reduce(0) { $0 + $1.count } }) == before, Date() < firstAck {
+                try await Task.sleep(nanoseconds: 5_000_000)
+            }
+            try await Task.sleep(nanoseconds: UInt64.random(in: 100_000_000...300_000_000))
+            if tally.inFlight.withLock({ $0 }) > 0 { stoppedWithRequestsInFlight += 1 }
+            kill(daemon.process.processIdentifier, SIGTERM)
+            await burst.value
+            unansweredAtStop += tally.inFlight.withLock { $0 }
+            daemon.process.waitUntilExit()
+            #expect(daemon.process.terminationReason == .exit && daemon.process.terminationStatus == 0,
+                    "round \(round): the daemon ended with \(daemon.process.terminationStatus) after SIGTERM; its log ends: \(Self.logTail(w.path + "/log"))")
+            await watching.value  // the tool's connection closed with the daemon
+            apps.forEach { $0.close() }
+            user.close()
+        }
+        // The stop must land in the middle of the bursts for the test to prove anything.
+        #expect(stoppedWithRequestsInFlight >= 3, "only \(stoppedWithRequestsInFlight) of \(rounds) stops found requests in flight")
+        print("N15 SIGTERM: \(rounds) stops during 8-client bursts, \(tally.acknowledged.withLock { $0.values.reduce(0) { $0 + $1.count } }) acknowledged, "
+              + "\(unansweredAtStop) requests unanswered at the stops")
     }
 }
