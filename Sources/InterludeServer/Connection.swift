@@ -77,6 +77,8 @@ final class Connection: @unchecked Sendable {
     let fd: Int32
     let pid: Int32
     let queue: DispatchQueue
+    /// Runs the connection's request handler on `queue` (``ConnectionTaskExecutor``).
+    let taskExecutor: ConnectionTaskExecutor
     let limits: ConnectionLimits
     let log: @Sendable (String) -> Void
     /// Called once, when the connection has closed (set at init: no window where a close is missed).
@@ -109,6 +111,7 @@ final class Connection: @unchecked Sendable {
         self.log = log
         self.onClose = onClose
         self.queue = DispatchQueue(label: "interlude.connection.\(fd)", target: Connection.ioTarget)
+        self.taskExecutor = ConnectionTaskExecutor(queue: queue)
     }
 
     /// What every connection's queue runs on: the global queue, whose threads are about as many as
@@ -460,6 +463,23 @@ final class Connection: @unchecked Sendable {
         outputHead = 0
         if let k = waiting { waiting = nil; after.append { k.resume(returning: nil) } }
         if let onClose { after.append(onClose) }
+    }
+}
+
+/// Runs a task's jobs on a connection's serial queue (a task executor preference, SE-0417): the
+/// connection's request handler runs where its lines are read. A line that arrives for a handler
+/// waiting for it resumes the handler right after the read, on the same thread, and the handler
+/// comes back from an engine call that ran on its thread (``EngineExecutor`` runs a job on the
+/// thread that enqueues it when the engine is free) without waking another: on Swift's pool each
+/// of those was a thread woken (issue 9: a request waiting for its handler's wake-up was a
+/// quarter of an activation's round trip).
+final class ConnectionTaskExecutor: TaskExecutor, @unchecked Sendable {
+    let queue: DispatchQueue
+    init(queue: DispatchQueue) { self.queue = queue }
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        queue.async { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
     }
 }
 

@@ -237,7 +237,7 @@ public final class SocketServer: @unchecked Sendable {
             // in it, one by one (RequestHandler.run, EngineExecutor).
             let stopping = self.stopping
             stopping.handlerStarted()
-            let handler = Task(priority: RequestHandler.handlerPriority) {
+            let handler = Task(executorPreference: conn.taskExecutor, priority: RequestHandler.handlerPriority) {
                 let client = await engine.connect(peer: peer) { [weak conn] event in conn?.send { .event(event.wire) } }
                 await RequestHandler(engine: engine, client: client, connection: conn, log: log).run()
                 // When the daemon stops, a connection stays the engine's client (a user's tool keeps
@@ -340,7 +340,7 @@ struct RequestHandler {
                 // a task's priority only goes up; issue 9.)
                 let connection = self.connection
                 let handler = self
-                await Task.immediate(priority: EngineExecutor.audioLanePriority) {
+                await Task.immediate(priority: EngineExecutor.audioLanePriority, executorPreference: connection.taskExecutor) {
                     do throws(WireError) {
                         connection.reply(id: request.id, result: try await handler.dispatch(request))
                     } catch {
