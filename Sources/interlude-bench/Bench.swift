@@ -29,7 +29,7 @@ enum Bench {
       --commit-dir DIR        where to measure one-row SQLite commits (the daemon's state file system;
                               default the temporary folder)
       --throughput-rows LIST  only these throughput rows, e.g. 8x16x1000 (clients x in flight x requests
-                              each)
+                              each; with L, e.g. 8x16x1000L, through the client library)
       --no-activation-burst   without the session.activate rows (idle and during a burst)
     """
 
@@ -54,8 +54,9 @@ enum Bench {
         var remoteBacklog = 10000
         /// Where the one-row SQLite commit rate is measured: the file system of the daemon's state.
         var commitDirectory = NSTemporaryDirectory()
-        /// Throughput rows: clients, requests in flight per client, requests per client.
-        var throughputRows = [(1, 16, 2000), (8, 16, 1000), (64, 16, 150), (1, 1, 1000)]
+        /// Throughput rows: clients, requests in flight per client, requests per client, and whether
+        /// the clients are the client library's (``InterludeClient``) instead of raw load clients.
+        var throughputRows = [(1, 16, 2000, false), (8, 16, 1000, false), (64, 16, 150, false), (1, 1, 1000, false), (8, 16, 1000, true)]
         /// Whether the throughput section also times `session.activate` during a burst.
         var activationDuringBurst = true
     }
@@ -92,9 +93,10 @@ enum Bench {
             case "--commit-dir": o.commitDirectory = try value()
             case "--throughput-rows":
                 o.throughputRows = try value().split(separator: ",").map {
-                    let n = $0.split(separator: "x").compactMap { Int($0) }
-                    guard n.count == 3, n.allSatisfy({ $0 > 0 }) else { throw Spawn.Failure(description: "--throughput-rows: CLIENTSxINFLIGHTxREQUESTS,…") }
-                    return (n[0], n[1], n[2])
+                    let library = $0.hasSuffix("L")
+                    let n = $0.dropLast(library ? 1 : 0).split(separator: "x").compactMap { Int($0) }
+                    guard n.count == 3, n.allSatisfy({ $0 > 0 }) else { throw Spawn.Failure(description: "--throughput-rows: CLIENTSxINFLIGHTxREQUESTS[L],…") }
+                    return (n[0], n[1], n[2], library)
                 }
             case "--no-activation-burst": o.activationDuringBurst = false
             case "--help", "-h": print(usage); exit(0)
@@ -186,10 +188,10 @@ enum Bench {
         if o.sections.contains("throughput") {
             let bench = ThroughputBench(socket: o.socket, log: log)
             var rows: [ThroughputBench.Result] = []
-            for (clients, inFlight, each) in o.throughputRows {
-                log("throughput: \(clients) client(s), \(inFlight) in flight each")
+            for (clients, inFlight, each, library) in o.throughputRows {
+                log("throughput: \(clients) client(s), \(inFlight) in flight each\(library ? ", through the client library" : "")")
                 do {
-                    rows.append(try await bench.run(clients: clients, inFlight: inFlight, requestsPerClient: each))
+                    rows.append(try await bench.run(clients: clients, inFlight: inFlight, requestsPerClient: each, library: library))
                 } catch {
                     // A daemon too slow for the row (a reply later than the client's 30 s) gets a row saying so.
                     log("throughput: \(error)")

@@ -23,7 +23,22 @@ struct ThroughputBench {
         var latency: Stats
     }
 
-    /// `clients` apps, authorized, connected and asked for authorization.
+    /// `clients` apps authorized by the user (N1's setting), to connect as.
+    func grantedApps(_ clients: Int, tag: String) async throws -> [String] {
+        let user = try await InterludeClient.connect(socket: socket, app: "org.interlude.CLI")
+        defer { user.close() }
+        var apps: [String] = []
+        for i in 0..<clients {
+            let app = "org.interlude.bench.Notify\(tag)x\(i)"
+            var grant = SettingsParams(app: app)
+            grant.authorization = .authorized
+            _ = try await user.call(NotificationMethod.setSettings, grant, as: NotificationAppSettings.self)
+            apps.append(app)
+        }
+        return apps
+    }
+
+    /// `clients` apps, authorized, connected through the client library and asked for authorization.
     func apps(_ clients: Int, tag: String) async throws -> [InterludeClient] {
         let user = try await InterludeClient.connect(socket: socket, app: "org.interlude.CLI")
         defer { user.close() }
@@ -43,16 +58,44 @@ struct ThroughputBench {
 
     /// Each of `clients` clients sends `requestsPerClient` `notification.add`s, with up to
     /// `inFlight` of them outstanding at a time (1 = one waiting for each reply).
-    func run(clients: Int, inFlight: Int, requestsPerClient: Int) async throws -> Result {
-        let tag = "\(clients)x\(inFlight)"
-        let apps = try await apps(clients, tag: tag)
-        defer { apps.forEach { $0.close() } }
-        let t0 = now()
-        let latencies = try await Self.burst(apps, inFlight: inFlight, requestsPerClient: requestsPerClient, tag: tag)
+    ///
+    /// The clients are ``RawLoadClient``s, a thread each, writing lines made with string
+    /// interpolation and telling replies from events by their first bytes: the load generator runs
+    /// on the same two cores as the daemon, and the client library's own JSON work (about as much
+    /// CPU per request as the daemon's) made it the bottleneck of the rows and a burden on every
+    /// other thread, the activating app's included. With `library`, the clients are
+    /// ``InterludeClient``s instead (a row of their own: what an app using the library sees).
+    func run(clients: Int, inFlight: Int, requestsPerClient: Int, library: Bool = false) async throws -> Result {
+        let tag = "\(clients)x\(inFlight)\(library ? "lib" : "")"
+        let latencies: [Double]
+        let t0: Double
+        if library {
+            let apps = try await apps(clients, tag: tag)
+            defer { apps.forEach { $0.close() } }
+            t0 = now()
+            latencies = try await Self.burst(apps, inFlight: inFlight, requestsPerClient: requestsPerClient, tag: tag)
+        } else {
+            let apps = try await rawApps(clients, tag: tag)
+            defer { apps.forEach { $0.close() } }
+            t0 = now()
+            latencies = try await RawLoadClient.burst(apps, inFlight: inFlight, requestsPerClient: requestsPerClient, tag: tag)
+        }
         let seconds = now() - t0
-        let label = inFlight == 1 ? "\(clients) client\(clients == 1 ? "" : "s"), each waiting for each reply"
+        var label = inFlight == 1 ? "\(clients) client\(clients == 1 ? "" : "s"), each waiting for each reply"
                                   : "\(clients) client\(clients == 1 ? "" : "s"), each pipelining up to \(inFlight)"
+        if library { label += ", through the client library (InterludeClient)" }
         return Result(label: label, requests: clients * requestsPerClient, seconds: seconds, latency: Stats(latencies))
+    }
+
+    /// `clients` apps, authorized, connected as ``RawLoadClient``s and asked for authorization.
+    func rawApps(_ clients: Int, tag: String) async throws -> [RawLoadClient] {
+        var apps: [RawLoadClient] = []
+        for app in try await grantedApps(clients, tag: tag) {
+            let c = try RawLoadClient(socket: socket, app: app)
+            _ = try c.line.call(NotificationMethod.requestAuthorization, #"{"options":["alert","badge"]}"#)
+            apps.append(c)
+        }
+        return apps
     }
 
     /// The requests of `run`, returning every acknowledgement's latency (seconds).
@@ -124,14 +167,14 @@ struct ThroughputBench {
         let spin = SpinLoad(threads: ProcessInfo.processInfo.activeProcessorCount)
         let underLoad = try await rounds(runs, pause: 0.005)
         spin.stop()
-        let apps = try await apps(8, tag: "activate")
+        let apps = try await rawApps(8, tag: "activate")
         defer { apps.forEach { $0.close() } }
         // Long enough to outlast the rounds (each ≈ 5.5 ms; about 1 s of burst per 100 rounds at
         // 10,000/s); a round that ended after the burst is not counted.
         let perClient = max(600, runs * 20)
         let t0 = now()
         let burst = Task { () throws -> (count: Int, end: Double) in
-            let acks = try await Self.burst(apps, inFlight: 16, requestsPerClient: perClient, tag: "activate")
+            let acks = try await RawLoadClient.burst(apps, inFlight: 16, requestsPerClient: perClient, tag: "activate")
             return (acks.count, now())
         }
         try await Task.sleep(nanoseconds: 20_000_000)  // the burst under way
@@ -202,7 +245,7 @@ struct ThroughputBench {
 /// Swift's concurrency pool, as another process's would.
 final class LineClient: @unchecked Sendable {
     // `@unchecked Sendable`: used by one thread at a time (the caller's, or the one `onThread` starts).
-    private let fd: Int32
+    let fd: Int32
     private var buffer: [UInt8] = []
     private var nextID = 1
 
@@ -221,18 +264,24 @@ final class LineClient: @unchecked Sendable {
     func call(_ method: String, _ params: String) throws -> String {
         let id = nextID
         nextID += 1
-        let request = Array(#"{"id":\#(id),"method":"\#(method)","params":\#(params)}"#.utf8) + [10]
-        var sent = 0
-        while sent < request.count {
-            let n = request[sent...].withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-            guard n > 0 else { throw Spawn.Failure(description: "\(method): write failed") }
-            sent += n
-        }
+        try writeAll(Array(#"{"id":\#(id),"method":"\#(method)","params":\#(params)}"#.utf8) + [10])
         while true {
             let reply = try line()
             guard reply.hasPrefix(#"{"id":\#(id),"#) || reply.contains(#""id":\#(id),"#) else { continue }  // an event
             if reply.contains(#""error":"#) { throw Spawn.Failure(description: "\(method): \(reply)") }
             return reply
+        }
+    }
+
+    /// Writes `bytes` whole.
+    /// - Throws: `Spawn.Failure` when the connection is gone.
+    func writeAll(_ bytes: [UInt8]) throws {
+        var sent = 0
+        while sent < bytes.count {
+            let n = bytes[sent...].withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { throw Spawn.Failure(description: "write failed: the daemon closed the connection") }
+            sent += n
         }
     }
 
@@ -257,6 +306,79 @@ final class LineClient: @unchecked Sendable {
             buffer += chunk[..<n]
         }
     }
+}
+
+/// A load-generating app on a thread of its own: `notification.add` lines made by string
+/// interpolation, written several at a time, and replies told from events by their first bytes
+/// (every line the daemon writes has its keys sorted: a reply starts `{"id":`, an error reply
+/// `{"error":`, an event `{"data":`). Replies come in request order (PROTOCOL.md), so each one's
+/// latency is its request's, first in, first out.
+final class RawLoadClient: @unchecked Sendable {
+    // `@unchecked Sendable`: used by one thread at a time (the set-up's, then its burst thread).
+    let line: LineClient
+
+    init(socket: String, app: String) throws { line = try LineClient(socket: socket, app: app) }
+
+    func close() { line.close() }
+
+    /// Each client sends `requestsPerClient` adds with up to `inFlight` outstanding, each on a
+    /// thread of its own; every acknowledgement's latency (seconds).
+    /// - Throws: `Spawn.Failure` on an error reply or a closed connection.
+    static func burst(_ clients: [RawLoadClient], inFlight: Int, requestsPerClient: Int, tag: String) async throws -> [Double] {
+        try await withThrowingTaskGroup(of: [Double].self) { group in
+            for (i, c) in clients.enumerated() {
+                group.addTask {
+                    try await c.line.onThread { try c.run(inFlight: inFlight, requests: requestsPerClient, prefix: "r\(tag)-\(i)-") }
+                }
+            }
+            var all: [Double] = []
+            for try await l in group { all += l }
+            return all
+        }
+    }
+
+    /// The burst of one client, on the calling thread.
+    func run(inFlight: Int, requests: Int, prefix: String) throws -> [Double] {
+        var sentAt = [Double](repeating: 0, count: requests)
+        var latencies: [Double] = []
+        latencies.reserveCapacity(requests)
+        var sent = 0, acked = 0
+        var out: [UInt8] = []
+        var partial: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        let firstID = 1_000_000
+        while acked < requests {
+            out.removeAll(keepingCapacity: true)
+            let t = now()
+            while sent < requests, sent - acked < inFlight {
+                out += Array(#"{"id":\#(firstID + sent),"method":"notification.add","params":{"identifier":"\#(prefix)\#(sent)","title":"message \#(sent)"}}"#.utf8)
+                out.append(10)
+                sentAt[sent] = t
+                sent += 1
+            }
+            try line.writeAll(out)
+            let n = chunk.withUnsafeMutableBytes { read(line.fd, $0.baseAddress, $0.count) }
+            guard n > 0 else { throw Spawn.Failure(description: "the daemon closed the connection after \(acked) acknowledgements") }
+            let got = now()
+            var start = 0
+            for k in 0..<n where chunk[k] == 10 {
+                let l: ArraySlice<UInt8> = partial.isEmpty ? chunk[start..<k] : ArraySlice(partial + chunk[start..<k])
+                partial.removeAll(keepingCapacity: true)
+                start = k + 1
+                if l.starts(with: Self.replyPrefix) {
+                    latencies.append(got - sentAt[acked])
+                    acked += 1
+                } else if l.starts(with: Self.errorPrefix) {
+                    throw Spawn.Failure(description: "notification.add: \(String(decoding: l, as: UTF8.self))")
+                }
+            }
+            partial += chunk[start..<n]
+        }
+        return latencies
+    }
+
+    static let replyPrefix = Array(#"{"id":"#.utf8)
+    static let errorPrefix = Array(#"{"error":"#.utf8)
 }
 
 /// Every core kept busy with arithmetic by threads of the bench (no I/O, no notifications): the
