@@ -289,8 +289,12 @@ extension Engine {
         case let .updated(view, decision):
             publish(NotificationEventName.updated, .object(["notification": enc(view), "decision": enc(decision)]), to: .app(view.app, always: true))
         case let .removed(app, ids, reason):
+            // The daemon's own removals are said in the log, as deliveries are (the app's and the
+            // user's own removals are theirs to know).
+            if reason == "N11" { log("notification \(app)/\(ids.joined(separator: ",")) removed: over the center's limits [N11]") }
             publish(NotificationEventName.removed, .object(["app": .string(app), "identifiers": enc(ids), "reason": .string(reason)]), to: .app(app, always: true))
         case let .decided(app, id, decision):
+            log("notification \(app)/\(id) \(decision.outcome) [\(decision.rules.joined(separator: ","))]")
             publish(NotificationEventName.decided, .object(["app": .string(app), "identifier": .string(id), "decision": enc(decision)]), to: .app(app))
         case let .actionResponse(app, response):
             // The user's typed reply: the app gets it (.sendToApp, or queued), the user's tools this copy.

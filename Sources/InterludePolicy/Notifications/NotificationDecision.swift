@@ -38,7 +38,7 @@ public struct NotificationSoundDecision: Codable, Sendable, Equatable {
 /// What the policy decided about one notification or standalone sound, and which rules made it (N16).
 public struct NotificationDecision: Codable, Sendable, Equatable {
     /// The outcome of a decision.
-    public enum Outcome: Codable, Sendable, Equatable {
+    public enum Outcome: Codable, Sendable, Equatable, CustomStringConvertible {
         /// In the center, with banner and sound as `banner`/`sound` say.
         case delivered
         /// Not yet delivered: waiting for a trigger (N8), the scheduled summary (N9) or the end of a
@@ -53,6 +53,18 @@ public struct NotificationDecision: Codable, Sendable, Equatable {
         case rejected(NotificationErrorCode)
 
         private enum CodingKeys: String, CodingKey { case kind, until, from, to, code }
+
+        /// As the daemon's log says it: `delivered`, `held until t=…`, `silenced`,
+        /// `downgraded critical→active`, `rejected notAuthorized`.
+        public var description: String {
+            switch self {
+            case .delivered: "delivered"
+            case let .held(until): until.map { "held until \($0)" } ?? "held"
+            case .silenced: "silenced"
+            case let .downgraded(from, to): "downgraded \(from)→\(to)"
+            case let .rejected(code): "rejected \(code.rawValue)"
+            }
+        }
 
         /// Encodes as a flat object: `{"kind": "delivered"}`, `{"kind": "held", "until": 1764…}`,
         /// `{"kind": "silenced"}`, `{"kind": "downgraded", "from": "critical", "to": "active"}`,

@@ -1,0 +1,41 @@
+import Foundation
+@testable import InterludeEngine
+import InterludeConfig
+import InterludePolicy
+import InterludeTestSupport
+import InterludeWire
+import Testing
+
+/// The daemon's log says every decision, not only deliveries (N16; a fresh user's finding, issue 9):
+/// a request held for its trigger (N8), one refused (N1), and the oldest notifications N11's
+/// per-app limit removed from the center.
+@Suite struct DecisionLogTests {
+    @Test func heldRefusedAndN11RemovalsAreLogged_N8_N1_N11() async throws {
+        let log = StoppingTests.Lines()
+        let config = try ConfigLoader.load(folders: [], overlay: ("test", try JSON5.parse(
+            #"{"authorization": {"default": "grant"}, "bursts": {"maxDeliveredPerApp": 2}}"#)))
+        let engine = try Engine(config: config, audio: FakeAudioBackend(), sounds: FakeSoundPlayer(), store: MemoryNotificationStore(),
+                                version: "test", log: log.append)
+        let chat = await engine.connect(pid: getpid(), sink: { _ in })
+        _ = try await engine.hello(client: chat, app: "org.example.Chat")
+        _ = try await engine.requestAuthorization(client: chat, RequestAuthorizationParams(options: [.alert]))
+        for i in 1...3 { _ = try await engine.addNotification(client: chat, AddNotificationParams(identifier: "m\(i)", title: "hi")) }
+        #expect(log.all.contains("notification org.example.Chat/m1 removed: over the center's limits [N11]"), "\(log.all)")
+
+        let later = AddNotificationParams(identifier: "later", title: "in a minute", trigger: TriggerParams(in: 60))
+        _ = try await engine.addNotification(client: chat, later)
+        #expect(log.all.contains { $0.hasPrefix("notification org.example.Chat/later held until t=") && $0.hasSuffix("[N8]") }, "\(log.all)")
+
+        var deny = SettingsParams(app: "org.example.Spam")
+        deny.authorization = .denied
+        let user = await engine.connect(pid: getpid(), sink: { _ in })
+        _ = try await engine.hello(client: user, app: "org.interlude.CLI")
+        _ = try await engine.setSettings(client: user, deny)
+        let spam = await engine.connect(pid: getpid(), sink: { _ in })
+        _ = try await engine.hello(client: spam, app: "org.example.Spam")
+        await #expect(throws: WireError.self) {
+            _ = try await engine.addNotification(client: spam, AddNotificationParams(identifier: "s1", title: "buy"))
+        }
+        #expect(log.all.contains { $0.hasPrefix("notification org.example.Spam/s1 rejected notAuthorized [") }, "\(log.all)")
+    }
+}
