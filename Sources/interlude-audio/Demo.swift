@@ -244,8 +244,12 @@ enum Demo {
         case WireEventName.enforcement:
             return "\(who): \(d["muted"]?.boolValue == true ? "muted by the daemon [A8]" : "unmuted")"
         case NotificationEventName.delivered:
+            // The event says the notification reached the center; its decision says how: delivered,
+            // or silenced (in the center without sound or banner, N5/N7), as the daemon's log does.
             let n = d["notification"]
-            return "notification \(n?["app"]?.stringValue ?? "?"): \"\(n?["title"]?.stringValue ?? "")\" delivered [\(rules(d))]"
+            let outcome = d["decision"]?["outcome"]?["kind"]?.stringValue ?? "delivered"
+            let how = outcome == "silenced" ? "silenced (in the center, no sound, no banner)" : outcome
+            return "notification \(n?["app"]?.stringValue ?? "?"): \"\(n?["title"]?.stringValue ?? "")\" \(how) [\(rules(d))]"
         case NotificationEventName.focusChanged:
             return "focus \(d["previous"]?.stringValue ?? "off") → \(d["focus"]?.stringValue ?? "off") [N7]"
         case NotificationEventName.missedDuringFocus:
