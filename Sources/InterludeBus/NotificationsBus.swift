@@ -113,6 +113,13 @@ public final class NotificationsBus: @unchecked Sendable {
         return NotificationsBus(connection: connection, service: nil, companion: companion, status: status)
     }
 
+    /// Leaves the bus as the daemon stops: no call is taken from then on, the calls already taken
+    /// are answered (at most `timeout` seconds), then the connection closes.
+    public func shutDown(timeout: Double = 5) async {
+        await service?.shutDown(timeout: timeout)
+        stop()
+    }
+
     /// Leaves the bus (the name is released with the connection).
     public func stop() {
         service?.stop()

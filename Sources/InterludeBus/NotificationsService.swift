@@ -168,6 +168,15 @@ public final class NotificationsService: NotificationBusPort, @unchecked Sendabl
         consumer.cancel()
     }
 
+    /// The daemon stops: unregisters the object (no call is taken from now on) and waits, at most
+    /// `timeout` seconds, until the calls already taken are decided and answered, so that a
+    /// notification saved was answered to its sender (N15), as the socket server does.
+    public func shutDown(timeout: Double) async {
+        stop()
+        let consumer = self.consumer
+        _ = await finishes(within: timeout) { await consumer.value }
+    }
+
     /// Unregisters the object (on the queue) and ends the job stream.
     public func stop() {
         connection.queue.sync {

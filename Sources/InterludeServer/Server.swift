@@ -176,27 +176,16 @@ public final class SocketServer: @unchecked Sendable {
         }
         if bound { unlink(path) }
         let stopping = self.stopping
-        let finished = await Self.within(timeout) { await stopping.allHandlersDone() }
+        let finished = await finishes(within: timeout) { await stopping.allHandlersDone() }
         if !finished { log("stopping: requests still being decided after \(timeout) s; closing their connections") }
         stopping.open()
-        _ = await Self.within(1) { for h in handlers { await h.value } }
+        _ = await finishes(within: 1) { for h in handlers { await h.value } }
         let left: [Connection] = queue.sync { live.values.map(\.connection) }
         for c in left { c.closeWhenFlushed() }
         // What was sent is written unless a peer does not read: then it is closed after a second.
         let deadline = Date().addingTimeInterval(1)
         while queue.sync(execute: { open }) > 0, Date() < deadline { try? await Task.sleep(nanoseconds: 5_000_000) }
         for c in queue.sync(execute: { live.values.map(\.connection) }) { c.close() }
-    }
-
-    /// Runs `body` for at most `seconds`; whether it finished (a body still running then is left
-    /// to finish on its own).
-    static func within(_ seconds: Double, _ body: @escaping @Sendable () async -> Void) async -> Bool {
-        let first = FirstOutcome()
-        return await withCheckedContinuation { (k: CheckedContinuation<Bool, Never>) in
-            first.set(k)
-            Task { await body(); first.resume(true) }
-            Task { try? await Task.sleep(nanoseconds: UInt64(seconds * 1e9)); first.resume(false) }
-        }
     }
 
     private func acceptAll() {
@@ -504,19 +493,5 @@ final class StopGate: @unchecked Sendable {
             return doneWaiters
         }
         for w in waiters { w.resume() }
-    }
-}
-
-/// A continuation resumed by the first of several racers (``SocketServer/within(_:_:)``).
-private final class FirstOutcome: @unchecked Sendable {
-    private let lock = NSLock()
-    private var k: CheckedContinuation<Bool, Never>?
-    func set(_ k: CheckedContinuation<Bool, Never>) { lock.withLock { self.k = k } }
-    func resume(_ value: Bool) {
-        let k: CheckedContinuation<Bool, Never>? = lock.withLock {
-            defer { self.k = nil }
-            return self.k
-        }
-        k?.resume(returning: value)
     }
 }

@@ -140,26 +140,33 @@ public final class PrivateBus: @unchecked Sendable {
     }
 }
 
+/// Runs a blocking `body` on a thread of its own and returns what it returned. Not on
+/// `DispatchQueue.global()`: on Linux its default-priority threads are the ones Swift's pool runs
+/// tasks on, so 40 commands waited for there (a flood of `notify-send`s) took every such thread
+/// and the engine's tasks, which the commands were waiting for, could not run until the commands'
+/// timeouts killed them.
+func onThreadOfItsOwn<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { (k: CheckedContinuation<T, any Error>) in
+        Thread { k.resume(with: Result { try body() }) }.start()
+    }
+}
+
 extension PrivateBus {
-    /// ``run(_:_:timeout:)`` off Swift's cooperative pool (a blocking wait there can starve the
-    /// engine's tasks on a 2-core machine): for async tests.
+    /// ``run(_:_:timeout:)`` on a thread of its own, off Swift's cooperative pool (a blocking wait
+    /// there can starve the engine's tasks on a 2-core machine): for async tests.
     public func exec(_ path: String, _ arguments: [String], timeout: Double = 20) async throws -> Output {
         let env = environment
-        return try await withCheckedThrowingContinuation { k in
-            DispatchQueue.global().async {
-                k.resume(with: Result { try PrivateBus.run(path, arguments, environment: env, timeout: timeout) })
-            }
-        }
+        return try await onThreadOfItsOwn { try PrivateBus.run(path, arguments, environment: env, timeout: timeout) }
     }
 }
 
 extension PrivateBus.Background {
     /// ``finish(timeout:)`` off the cooperative pool.
     public func ended(timeout: Double = 10) async -> PrivateBus.Output {
-        await withCheckedContinuation { k in DispatchQueue.global().async { k.resume(returning: self.finish(timeout: timeout)) } }
+        (try? await onThreadOfItsOwn { self.finish(timeout: timeout) }) ?? PrivateBus.Output(status: -1, stdout: "", stderr: "")
     }
     /// ``stop()`` off the cooperative pool.
     public func stopped() async -> PrivateBus.Output {
-        await withCheckedContinuation { k in DispatchQueue.global().async { k.resume(returning: self.stop()) } }
+        (try? await onThreadOfItsOwn { self.stop() }) ?? PrivateBus.Output(status: -1, stdout: "", stderr: "")
     }
 }

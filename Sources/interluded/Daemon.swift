@@ -191,11 +191,13 @@ enum Daemon {
         let status = await waitForTerminationSignal(orParentExit: options["exit-with-parent"] != nil, or: exitRequest)
         log("stopping")
         await engine.beginStopping()
-        bus.stop()
+        // No request is taken from now on; those being decided finish and are answered before
+        // the socket's connections and the bus close (N15), both at once, each within 5 s.
+        async let busStopped: Void = bus.shutDown(timeout: 5)
+        async let socketStopped: Void = server.shutDown(timeout: 5)
         players?.stop()
         remote?.stop()
-        // Requests being decided finish and are answered before the connections close (N15).
-        await server.shutDown(timeout: 5)
+        _ = await (busStopped, socketStopped)
         await engine.releaseStreams()  // no duck or mute of ours outlives the daemon
         pulse.disconnect()
         return status

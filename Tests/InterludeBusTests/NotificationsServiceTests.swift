@@ -32,10 +32,10 @@ import Testing
         let link: NotificationsBus
         let cli: Int
 
-        init(_ name: String, config overlay: String = "{}") async throws {
+        init(_ name: String, config overlay: String = "{}", store: NotificationStoring = MemoryNotificationStore()) async throws {
             bus = try PrivateBus(name)
             let config = try ConfigLoader.load(folders: [], overlay: ("test", try JSON5.parse(overlay)))
-            engine = try Engine(config: config, audio: nil, sounds: sounds, store: MemoryNotificationStore(), version: "test")
+            engine = try Engine(config: config, audio: nil, sounds: sounds, store: store, version: "test")
             await engine.start()
             link = await NotificationsBus.join(address: bus.address, engine: engine, replace: false,
                                                config: NotificationsBusConfig(), version: "test", log: { _ in })
@@ -90,6 +90,37 @@ import Testing
         // With no sound hint, bus.defaultSound plays (message-new-instant).
         #expect(await rig.eventually { rig.sounds.plays.count == 2 })
         #expect(rig.sounds.plays.count == 2 && rig.sounds.plays[1].name == "message-new-instant")
+    }
+
+    /// The daemon stopping during a flood of `Notify` calls (issue 9, as for the socket): the
+    /// object is unregistered first, the calls already taken are decided and answered, then the
+    /// bus closes. Every notification in the center was answered with its id (N15).
+    @Test(.enabled(if: required()))
+    func N15_shutDownAnswersEveryCallWhoseNotificationItSaved() async throws {
+        // Each commit takes 20 ms, as on a slow disk: calls taken pile up behind the one deciding.
+        let rig = try await Rig("shutdown", store: SlowStore())
+        defer { rig.bus.stop() }
+        let flood = Task {
+            await withTaskGroup(of: String?.self) { group in
+                for i in 0..<40 {
+                    group.addTask {
+                        guard let o = try? await rig.notifySend(["-p", "-a", "org.example.Flood", "flood \(i)"]), o.status == 0,
+                              let id = UInt32(o.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) else { return nil }
+                        return "dbus-\(id)"
+                    }
+                }
+                var answered: [String] = []
+                for await a in group { if let a { answered.append(a) } }
+                return answered
+            }
+        }
+        #expect(try await rig.eventually(10) { try await !rig.center().isEmpty }, "the flood never reached the engine")
+        await rig.link.shutDown(timeout: 5)
+        let answered = Set(await flood.value)
+        let saved = Set(try await rig.center().map(\.identifier))
+        #expect(!answered.isEmpty, "answered: \(answered.sorted()), saved: \(saved.sorted())")
+        #expect(saved.subtracting(answered).isEmpty, "saved without an answer to the caller: \(saved.subtracting(answered).sorted())")
+        #expect(answered.subtracting(saved).isEmpty, "answered but not in the center: \(answered.subtracting(saved).sorted())")
     }
 
     @Test(.enabled(if: required()))
@@ -447,5 +478,19 @@ import Testing
         #expect(try await rig.eventually(20) { await rig.engine.busStatus()?.mode == "companion" })
         #expect(rig.link.status.mode == "companion")
         #expect(rig.link.status.nameOwner?.hasPrefix(":") == true)
+    }
+}
+
+/// A store whose every commit is durable 20 ms after it is submitted (a slow disk).
+final class SlowStore: NotificationStoring, @unchecked Sendable {
+    private let memory = MemoryNotificationStore()
+    func load() throws -> NotificationState { try memory.load() }
+    func save(_ state: NotificationState) throws { try memory.save(state) }
+    func submit(_ state: NotificationState) -> NotificationCommit {
+        do { try memory.save(state) } catch { return .failed(error) }
+        return NotificationCommit {
+            try? await Task.sleep(nanoseconds: 20_000_000)
+            return nil
+        }
     }
 }
