@@ -6,9 +6,16 @@ import Glibc
 
 /// The daemon's log lines, written to a file descriptor (standard error, which systemd's journal
 /// reads) in the order they were logged, but not on the logging thread: a line is appended to a
-/// buffer and a writer on a utility queue writes what has gathered with one `write`. The engine
-/// logs a line per notification delivered; written there, each was a system call on the engine,
-/// a tenth of its time during a notification burst (issue 9).
+/// buffer, and a writer thread of its own writes what has gathered with one `write`. The engine
+/// logs a line per notification decided; written there, each was a system call on the engine, a
+/// tenth of its time during a notification burst (issue 9).
+///
+/// The writer thread sleeps on a condition variable while nothing is logged (no wake-ups when
+/// idle). Woken by a line, it lets lines gather for `gatherSeconds` and writes them together: one
+/// wake-up per gathering, not per line (a line per notification acknowledged one by one woke a
+/// dispatch thread each). No dispatch timer is involved: in one of 50 daemons started at once
+/// under load, a `DispatchQueue.asyncAfter` that should have written the gathered lines never ran,
+/// and its log stopped after two lines.
 ///
 /// Bounded: past `maxPendingBytes` waiting, the logging thread writes them itself (a flood slows
 /// the logger, it does not grow the daemon). `flush()` writes everything logged so far; the daemon
@@ -18,19 +25,19 @@ public final class LogWriter: @unchecked Sendable {
     private let fd: Int32
     private let maxPendingBytes: Int
     private let gatherSeconds: Double
-    // `pending` and `scheduled` only under `lock` (NSLock: ThreadSanitizer cannot see Mutex on Linux).
-    private let lock = NSLock()
+    // `pending` and `writerStarted` only under `condition` (NSCondition: ThreadSanitizer cannot
+    // see Mutex on Linux).
+    private let condition = NSCondition()
     private var pending: [UInt8] = []
-    private var scheduled = false
+    private var writerStarted = false
     /// Serializes the writes: lines leave in the order they were logged.
     private let writing = NSLock()
-    let queue = DispatchQueue(label: "interlude.log", qos: .utility)
 
     /// - Parameters:
     ///   - fd: where lines go (2, standard error, by default). Not closed by this writer.
     ///   - maxPendingBytes: bytes waiting past which the logging thread writes them itself.
-    ///   - gatherSeconds: how long the first line waits for others before they are written
-    ///     together (seconds; 5 ms by default: a log line is for people, not a clock).
+    ///   - gatherSeconds: how long the writer lets lines gather after the first before it writes
+    ///     them together (seconds; 5 ms by default: a log line is for people, not a clock).
     public init(fd: Int32 = 2, maxPendingBytes: Int = 256 * 1024, gatherSeconds: Double = 0.005) {
         self.fd = fd
         self.maxPendingBytes = maxPendingBytes
@@ -40,35 +47,44 @@ public final class LogWriter: @unchecked Sendable {
     /// Logs `line` (a newline is added). Returns without waiting for the write, unless
     /// `maxPendingBytes` are waiting.
     public func write(_ line: String) {
-        let (schedule, overBound): (Bool, Bool) = lock.withLock {
-            pending.append(contentsOf: line.utf8)
-            pending.append(0x0a)
-            let schedule = !scheduled
-            scheduled = true
-            return (schedule, pending.count > maxPendingBytes)
+        condition.lock()
+        pending.append(contentsOf: line.utf8)
+        pending.append(0x0a)
+        let overBound = pending.count > maxPendingBytes
+        let start = !writerStarted
+        writerStarted = true
+        condition.signal()  // no system call unless the writer waits for it
+        condition.unlock()
+        if start {
+            let t = Thread { [self] in writerLoop() }
+            t.name = "interlude-log"
+            t.start()
         }
-        if overBound {
-            drain()
-        } else if schedule {
-            // Lines gather for `gatherSeconds` before one write: a line per notification acknowledged
-            // one by one woke the writer's thread for each (issue 9).
-            queue.asyncAfter(deadline: .now() + gatherSeconds) { self.drain() }
-        }
+        if overBound { drain() }
     }
 
     /// Writes every line logged so far before returning.
     public func flush() { drain() }
 
+    /// The writer thread: waits for a line, lets others gather, writes them all; for ever (the
+    /// writer lives as long as the process).
+    private func writerLoop() {
+        while true {
+            condition.lock()
+            while pending.isEmpty { condition.wait() }
+            condition.unlock()
+            if gatherSeconds > 0 { usleep(UInt32(min(gatherSeconds, 60) * 1_000_000)) }
+            drain()
+        }
+    }
+
     private func drain() {
         writing.lock()
         defer { writing.unlock() }
-        let bytes: [UInt8] = lock.withLock {
-            defer {
-                pending.removeAll(keepingCapacity: pending.capacity <= 64 * 1024)
-                scheduled = false
-            }
-            return pending
-        }
+        condition.lock()
+        let bytes = pending
+        pending.removeAll(keepingCapacity: pending.capacity <= 64 * 1024)
+        condition.unlock()
         var offset = 0
         while offset < bytes.count {
             let n = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + offset, $0.count - offset) }

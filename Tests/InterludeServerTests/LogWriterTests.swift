@@ -37,13 +37,25 @@ import Glibc
     @Test func pastTheBoundTheLoggingThreadWritesItself() {
         let f = Self.file()
         defer { f.remove() }
-        let log = LogWriter(fd: f.fd, maxPendingBytes: 64)
-        // The writer queue is held: only the logging thread itself can write now.
-        let held = DispatchSemaphore(value: 0)
-        log.queue.async { held.wait() }
-        defer { held.signal() }
-        log.write("short")  // under the bound: left to the (held) writer queue
+        // The writer thread gathers for a minute: only the logging thread itself can write now.
+        let log = LogWriter(fd: f.fd, maxPendingBytes: 64, gatherSeconds: 60)
+        log.write("short")  // under the bound: left to the (gathering) writer thread
+        #expect(f.read() == [])
         log.write(String(repeating: "x", count: 100))  // over it: written before write returns
         #expect(f.read() == ["short", String(repeating: "x", count: 100)])
+    }
+
+    /// Without a flush, the writer thread writes what gathered soon after (5 ms by default). A
+    /// dispatch timer that did this once never fired in one daemon of 50, whose log then stopped.
+    @Test func aLineIsWrittenSoonWithoutAFlush() async throws {
+        let f = Self.file()
+        defer { f.remove() }
+        let log = LogWriter(fd: f.fd)
+        for round in 0..<20 {
+            log.write("line \(round)")
+            let deadline = Date().addingTimeInterval(2)
+            while f.read().count <= round, Date() < deadline { try await Task.sleep(nanoseconds: 1_000_000) }
+            #expect(f.read().count == round + 1, "line \(round) not written within 2 s")
+        }
     }
 }
