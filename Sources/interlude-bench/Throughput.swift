@@ -186,9 +186,13 @@ struct ThroughputBench {
                 Stats(underLoad), spin.threads)
     }
 
-    /// One-row transactions per second on this machine (WAL, `synchronous=FULL`, as the daemon's
-    /// store) in `directory`, for `seconds`.
-    static func sqliteCommitRate(directory: String, seconds: Double = 1.5) throws -> Double {
+    /// Transactions per second on this machine (WAL, `synchronous=FULL`, as the daemon's store) in
+    /// `directory`, for `seconds`: one-row inserts, or with `daemonShape` the rows one
+    /// `notification.add` of an app at its limits changes in the daemon's store (strace: 7–8 pages
+    /// written per commit, against 1): a delivered row inserted and the app's oldest deleted (N11),
+    /// a decision-log row inserted and the oldest deleted (N16), the app's record (its badge, N12)
+    /// and one meta value updated; the same tables and row sizes as `NotificationStore`'s.
+    static func sqliteCommitRate(directory: String, seconds: Double = 1.5, daemonShape: Bool = false) throws -> Double {
         let path = directory + "/interlude-bench-commit-\(getpid()).sqlite3"
         defer { for suffix in ["", "-wal", "-shm"] { unlink(path + suffix) } }
         var db: OpaquePointer?
@@ -201,15 +205,45 @@ struct ThroughputBench {
         }
         try exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; CREATE TABLE t(k INTEGER PRIMARY KEY, v TEXT)")
         var n = 0
+        if daemonShape {
+            try exec("""
+                CREATE TABLE app(app_id TEXT PRIMARY KEY NOT NULL, json TEXT NOT NULL);
+                CREATE TABLE delivered(seq INTEGER PRIMARY KEY, app_id TEXT NOT NULL, identifier TEXT NOT NULL, json TEXT NOT NULL);
+                CREATE TABLE decision_log(seq INTEGER PRIMARY KEY, app_id TEXT NOT NULL, identifier TEXT NOT NULL, json TEXT NOT NULL);
+                CREATE TABLE meta(key TEXT PRIMARY KEY NOT NULL, json TEXT NOT NULL);
+                """)
+            // Full as after a burst: 1,000 delivered (50 of each of 20 apps), 200 decisions.
+            let notification = "'" + String(repeating: "n", count: 400) + "'"
+            let decision = "'" + String(repeating: "d", count: 250) + "'"
+            try exec("BEGIN")
+            for a in 0..<20 { try exec("INSERT INTO app VALUES ('org.example.App\(a)', '\(String(repeating: "a", count: 200))')") }
+            for k in 0..<1000 { try exec("INSERT INTO delivered(app_id, identifier, json) VALUES ('org.example.App\(k % 20)', 'n\(k)', \(notification))") }
+            for k in 0..<200 { try exec("INSERT INTO decision_log(app_id, identifier, json) VALUES ('org.example.App\(k % 20)', 'n\(k)', \(decision))") }
+            try exec("INSERT INTO meta VALUES ('history', '\(String(repeating: "h", count: 100))'); COMMIT")
+        }
         let t0 = now()
         while now() - t0 < seconds {
-            try exec("BEGIN IMMEDIATE; INSERT INTO t(v) VALUES ('{\"title\":\"message\"}'); COMMIT")
+            if daemonShape {
+                let app = "'org.example.App\(n % 20)'"
+                try exec("""
+                    BEGIN IMMEDIATE;
+                    INSERT INTO delivered(app_id, identifier, json) VALUES (\(app), 'm\(n)', '\(String(repeating: "n", count: 400))');
+                    DELETE FROM delivered WHERE seq = (SELECT min(seq) FROM delivered WHERE app_id = \(app));
+                    INSERT INTO decision_log(app_id, identifier, json) VALUES (\(app), 'm\(n)', '\(String(repeating: "d", count: 250))');
+                    DELETE FROM decision_log WHERE seq = (SELECT min(seq) FROM decision_log);
+                    UPDATE app SET json = '\(String(repeating: "b", count: 200))\(n)' WHERE app_id = \(app);
+                    UPDATE meta SET json = '\(n)' WHERE key = 'history';
+                    COMMIT
+                    """)
+            } else {
+                try exec("BEGIN IMMEDIATE; INSERT INTO t(v) VALUES ('{\"title\":\"message\"}'); COMMIT")
+            }
             n += 1
         }
         return Double(n) / (now() - t0)
     }
 
-    static func table(_ rows: [Result], commitRate: Double?, activation: (idle: Stats, idleBackToBack: Stats, duringBurst: Stats, burstRate: Double,
+    static func table(_ rows: [Result], commitRate: Double?, shapedCommitRate: Double? = nil, activation: (idle: Stats, idleBackToBack: Stats, duringBurst: Stats, burstRate: Double,
                                                                                 underCPULoad: Stats, spinThreads: Int)?) -> String {
         var t = "| notification throughput (N15: acknowledged = durable) | requests | per second | median ack | p95 ack |\n"
         t += "|---|---:|---:|---:|---:|\n"
@@ -219,6 +253,14 @@ struct ThroughputBench {
         }
         if let commitRate {
             t += String(format: "| this machine: one-row SQLite commits (WAL, `synchronous=FULL`), same folder, same run | | %.0f | | |\n", commitRate)
+        }
+        if let shapedCommitRate {
+            t += String(format: "| this machine: SQLite commits of one add's rows (2 inserts, 2 deletes, 2 updates in 4 tables, as the daemon's store), same folder, same run | | %.0f | | |\n", shapedCommitRate)
+        }
+        if let waiting = rows.first(where: { $0.label.hasPrefix("1 client, each waiting") && $0.seconds > 0 }) {
+            let rate = Double(waiting.requests) / waiting.seconds
+            if let commitRate { t += String(format: "| one waiting client / one-row commits (target ≥ 0.5) | | %.2f | | |\n", rate / commitRate) }
+            if let shapedCommitRate { t += String(format: "| one waiting client / commits of one add's rows | | %.2f | | |\n", rate / shapedCommitRate) }
         }
         if let a = activation {
             t += "\n| `session.activate` round trip | median | p90 | runs |\n|---|---:|---:|---:|\n"
