@@ -290,11 +290,12 @@ extension Engine {
             publish(NotificationEventName.updated, .object(["notification": enc(view), "decision": enc(decision)]), to: .app(view.app, always: true))
         case let .removed(app, ids, reason):
             // The daemon's own removals are said in the log, as deliveries are (the app's and the
-            // user's own removals are theirs to know).
-            if reason == "N11" { log("notification \(app)/\(ids.joined(separator: ",")) removed: over the center's limits [N11]") }
+            // user's own removals are theirs to know). Not a "notification APP/ID" line: those say
+            // what is in the center now, and log readers count them as deliveries.
+            if reason == "N11" { log("center: removed \(app)/\(ids.joined(separator: ",")), over the center's limits [N11]") }
             publish(NotificationEventName.removed, .object(["app": .string(app), "identifiers": enc(ids), "reason": .string(reason)]), to: .app(app, always: true))
         case let .decided(app, id, decision):
-            log("notification \(app)/\(id) \(decision.outcome) [\(decision.rules.joined(separator: ","))]")
+            log("not delivered: \(app)/\(id) \(decision.outcome) [\(decision.rules.joined(separator: ","))]")
             publish(NotificationEventName.decided, .object(["app": .string(app), "identifier": .string(id), "decision": enc(decision)]), to: .app(app))
         case let .actionResponse(app, response):
             // The user's typed reply: the app gets it (.sendToApp, or queued), the user's tools this copy.

@@ -8,7 +8,8 @@ import Testing
 
 /// The daemon's log says every decision, not only deliveries (N16; a fresh user's finding, issue 9):
 /// a request held for its trigger (N8), one refused (N1), and the oldest notifications N11's
-/// per-app limit removed from the center.
+/// per-app limit removed from the center. Those lines do not start "notification APP/ID", which
+/// says what reached the center (log readers, the remote tests among them, count those).
 @Suite struct DecisionLogTests {
     @Test func heldRefusedAndN11RemovalsAreLogged_N8_N1_N11() async throws {
         let log = StoppingTests.Lines()
@@ -20,11 +21,12 @@ import Testing
         _ = try await engine.hello(client: chat, app: "org.example.Chat")
         _ = try await engine.requestAuthorization(client: chat, RequestAuthorizationParams(options: [.alert]))
         for i in 1...3 { _ = try await engine.addNotification(client: chat, AddNotificationParams(identifier: "m\(i)", title: "hi")) }
-        #expect(log.all.contains("notification org.example.Chat/m1 removed: over the center's limits [N11]"), "\(log.all)")
+        #expect(log.all.contains("center: removed org.example.Chat/m1, over the center's limits [N11]"), "\(log.all)")
+        #expect(log.all.filter { $0.hasPrefix("notification org.example.Chat/") }.count == 3, "one line per delivery: \(log.all)")
 
         let later = AddNotificationParams(identifier: "later", title: "in a minute", trigger: TriggerParams(in: 60))
         _ = try await engine.addNotification(client: chat, later)
-        #expect(log.all.contains { $0.hasPrefix("notification org.example.Chat/later held until t=") && $0.hasSuffix("[N8]") }, "\(log.all)")
+        #expect(log.all.contains { $0.hasPrefix("not delivered: org.example.Chat/later held until t=") && $0.hasSuffix("[N8]") }, "\(log.all)")
 
         var deny = SettingsParams(app: "org.example.Spam")
         deny.authorization = .denied
@@ -36,6 +38,6 @@ import Testing
         await #expect(throws: WireError.self) {
             _ = try await engine.addNotification(client: spam, AddNotificationParams(identifier: "s1", title: "buy"))
         }
-        #expect(log.all.contains { $0.hasPrefix("notification org.example.Spam/s1 rejected notAuthorized [") }, "\(log.all)")
+        #expect(log.all.contains { $0.hasPrefix("not delivered: org.example.Spam/s1 rejected notAuthorized [") }, "\(log.all)")
     }
 }
