@@ -295,7 +295,10 @@ extension Engine {
             if reason == "N11" { log("center: removed \(app)/\(ids.joined(separator: ",")), over the center's limits [N11]") }
             publish(NotificationEventName.removed, .object(["app": .string(app), "identifiers": enc(ids), "reason": .string(reason)]), to: .app(app, always: true))
         case let .decided(app, id, decision):
-            log("not delivered: \(app)/\(id) \(decision.outcome) [\(decision.rules.joined(separator: ","))]")
+            // Held or refused; a badge-only request (N12) is decided "delivered" but puts nothing in
+            // the center.
+            let what = decision.outcome == .delivered ? "badge only, nothing in the center" : "\(decision.outcome)"
+            log("not delivered: \(app)/\(id) \(what) [\(decision.rules.joined(separator: ","))]")
             publish(NotificationEventName.decided, .object(["app": .string(app), "identifier": .string(id), "decision": enc(decision)]), to: .app(app))
         case let .actionResponse(app, response):
             // The user's typed reply: the app gets it (.sendToApp, or queued), the user's tools this copy.

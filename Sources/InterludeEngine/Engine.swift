@@ -465,9 +465,12 @@ public actor Engine {
     /// Puts every stream the daemon changed back as the user had it: gain 0 dB and unmuted, at
     /// once, and waits for it. Called when the daemon stops, so that no duck (A2) or mute (A8,
     /// A12) outlives it: a duck is only ever a limit on top of the user's volume (A7).
+    /// A stream whose change is still being carried out counts too: the stop closes the
+    /// connections first, so a prompt's release has just started its ramp back up (its applied
+    /// output is unity already) and exiting would cut that ramp short, the stream left ducked.
     public func releaseStreams() async {
         let changed = streams.values.filter { s in
-            session(for: s).flatMap { audioState.applied[$0] }.map { $0 != .unity } ?? false
+            outputChanges[s.index] != nil || (session(for: s).flatMap { audioState.applied[$0] }.map { $0 != .unity } ?? false)
         }
         log("stopping: restoring \(changed.count) stream(s) to the user's volume")
         for s in changed { await apply(.unity, to: s.index, ramp: 0).value }

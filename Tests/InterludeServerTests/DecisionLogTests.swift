@@ -28,6 +28,10 @@ import Testing
         _ = try await engine.addNotification(client: chat, later)
         #expect(log.all.contains { $0.hasPrefix("not delivered: org.example.Chat/later held until t=") && $0.hasSuffix("[N8]") }, "\(log.all)")
 
+        let badge = AddNotificationParams(identifier: "b1", title: "", badge: 3)
+        _ = try await engine.addNotification(client: chat, badge)
+        #expect(log.all.contains { $0.hasPrefix("not delivered: org.example.Chat/b1 badge only, nothing in the center [") }, "\(log.all)")
+
         var deny = SettingsParams(app: "org.example.Spam")
         deny.authorization = .denied
         let user = await engine.connect(pid: getpid(), sink: { _ in })

@@ -220,6 +220,30 @@ final class RawPeer {
         #expect(d.backend.lastGain(7) == 0)
     }
 
+    /// The daemon stopping just after a prompt's connection closed (SIGTERM closes the connections
+    /// first: a stranger's finding): the duck's release has started but not reached the stream
+    /// (its mute call is slow here), and the policy's output is unity already. Releasing the
+    /// streams must still leave the music at 0 dB, not at the duck's −14 dB.
+    @Test func stoppingDuringADucksReleaseLeavesTheStreamAtItsVolume_A7() async throws {
+        let d = try TestDaemon()
+        await d.start()
+        let music = try await InterludeClient.connect(socket: d.socket, app: "org.example.Music")
+        let m = try await music.register(category: .playback)
+        d.backend.push(.streamAdded(AudioStream(index: 7, sessionTag: m.rawValue)))
+        _ = try await music.activate(m)
+        let nav = try await InterludeClient.connect(socket: d.socket, app: "org.example.Maps")
+        let n = try await nav.register(category: .playback, mode: .voicePrompt, options: [.duckOthers])
+        _ = try await nav.activate(n)
+        #expect(d.backend.lastGain(7) == -14)
+        d.backend.delayMutes { _, _ in 0.3 }  // the release's server calls are slow
+        nav.close()
+        _ = await nextEvent(music, named: WireEventName.duckChanged) { $0.data["ducked"] == .bool(false) }
+        #expect(d.backend.lastGain(7) == -14, "the release has not reached the stream yet")
+        await d.engine.releaseStreams()
+        #expect(d.backend.lastGain(7) == 0)
+        #expect(!d.backend.muted(7))
+    }
+
     /// Output changes to one stream are carried out in the order the policy decided them, however
     /// long each server call takes: a duck whose mute call is slow, then the ringer switched to
     /// silent (A12 mutes the ambient stream): the stream must end muted. Each change used to be its
