@@ -106,12 +106,13 @@ interlude_run_with_deadline() {
     while kill -0 "$pid" 2>/dev/null; do
         if [ "$waited" -ge "$limit" ]; then
             echo "interlude: '$*' still running after $limit s: it hung; the test process's threads follow" >&2
-            for x in $(pgrep -f 'PackageTests\.xctest'); do
+            # Only this checkout's test process: another checkout's (a CI run beside it) is not ours.
+            for x in $(pgrep -f "$INTERLUDE_ROOT/\.build/.*PackageTests\.xctest"); do
                 echo "--- threads of pid $x: $(tr '\0' ' ' < "/proc/$x/cmdline" 2>/dev/null)" >&2
                 command -v gdb >/dev/null && timeout 120 gdb -p "$x" -batch -ex 'thread apply all bt 30' 2>&1 \
                     | grep -E '^(Thread |#)' | cut -c1-240 >&2
             done
-            pkill -KILL -f 'PackageTests\.xctest'
+            pkill -KILL -f "$INTERLUDE_ROOT/\.build/.*PackageTests\.xctest"
             pkill -TERM -P "$pid" 2>/dev/null  # the pass under the log's tee runs in a subshell
             kill "$pid" 2>/dev/null
             wait "$pid" 2>/dev/null
