@@ -132,16 +132,19 @@ public final class SocketServer: @unchecked Sendable {
     /// Stops accepting and removes the socket file. The listening socket is closed when its
     /// dispatch source has been cancelled.
     public func stop() {
-        queue.sync {
-            if let source = acceptSource {
-                source.cancel()
-                acceptSource = nil
-            } else if listenFD >= 0 {
-                close(listenFD)
-            }
-            listenFD = -1
-        }
+        queue.sync { stopAcceptingOnQueue() }
         if bound { unlink(path) }  // only our own socket: never a file start() refused
+    }
+
+    /// Stops accepting (on `queue`): the listening socket is closed when its source is cancelled.
+    private func stopAcceptingOnQueue() {
+        if let source = acceptSource {
+            source.cancel()
+            acceptSource = nil
+        } else if listenFD >= 0 {
+            close(listenFD)
+        }
+        listenFD = -1
     }
 
     /// Whether a daemon answers on the socket at `path`.
@@ -163,13 +166,7 @@ public final class SocketServer: @unchecked Sendable {
     /// seconds for the handlers, then closes what is left; removes the socket file.
     public func shutDown(timeout: Double = 5) async {
         let handlers: [Task<Void, Never>] = queue.sync {
-            if let source = acceptSource {
-                source.cancel()
-                acceptSource = nil
-            } else if listenFD >= 0 {
-                close(listenFD)
-            }
-            listenFD = -1
+            stopAcceptingOnQueue()
             self.stopping.close()  // before any handler can finish for want of requests
             for (c, _) in live.values { c.stopReading() }
             return live.values.compactMap(\.handler)
