@@ -40,14 +40,8 @@ struct ThroughputBench {
 
     /// `clients` apps, authorized, connected through the client library and asked for authorization.
     func apps(_ clients: Int, tag: String) async throws -> [InterludeClient] {
-        let user = try await InterludeClient.connect(socket: socket, app: "org.interlude.CLI")
-        defer { user.close() }
         var apps: [InterludeClient] = []
-        for i in 0..<clients {
-            let app = "org.interlude.bench.Notify\(tag)x\(i)"
-            var grant = SettingsParams(app: app)
-            grant.authorization = .authorized
-            _ = try await user.call(NotificationMethod.setSettings, grant, as: NotificationAppSettings.self)
+        for app in try await grantedApps(clients, tag: tag) {
             let c = try await InterludeClient.connect(socket: socket, app: app)
             _ = try await c.call(NotificationMethod.requestAuthorization, RequestAuthorizationParams(options: [.alert, .badge]),
                                  as: AuthorizationResult.self)
