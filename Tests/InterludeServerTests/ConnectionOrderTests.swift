@@ -42,6 +42,17 @@ import Glibc
         try body(connection, fds[1])
     }
 
+    /// ``withConnection(_:)`` for an async `body`, with the connection's `limits`.
+    static func withConnection(limits: ConnectionLimits = ConnectionLimits(), _ body: (Connection, Int32) async throws -> Void) async throws {
+        var fds: [Int32] = [0, 0]
+        #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fds) == 0)
+        defer { close(fds[1]) }
+        let connection = Connection(fd: fds[0], pid: getpid(), limits: limits, log: { _ in })
+        connection.start()
+        defer { connection.close() }
+        try await body(connection, fds[1])
+    }
+
     @Test func eventsAndRepliesKeepTheOrderTheyWereSentIn() throws {
         try Self.withConnection { connection, peer in
             // Alternating: an event (encoded later, on the connection's queue), then a reply

@@ -35,16 +35,10 @@ import Glibc
     }
 
     @Test func manyThreadsSettlingAtOnceKeepTheOrder() async throws {
-        var fds: [Int32] = [0, 0]
-        #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fds) == 0)
-        defer { close(fds[1]) }
-        let connection = Connection(fd: fds[0], pid: getpid(), limits: ConnectionLimits(maxOutputBytes: 1 << 24), log: { _ in })
-        connection.start()
-        defer { connection.close() }
+      try await ConnectionOrderTests.withConnection(limits: ConnectionLimits(maxOutputBytes: 1 << 24)) { connection, peer in
         let replies = ReplySequencer(connection: connection)
         let count = 2000
         let numbers = (0..<count).map { _ in replies.reserve() }
-        let peer = fds[1]
         let reader = Task.detached { ConnectionOrderTests.readLines(peer, count: count) }
         await withTaskGroup(of: Void.self) { group in
             // Four settlers, each taking every fourth reply from the end backwards: most replies
@@ -60,16 +54,12 @@ import Glibc
         await replies.drained()
         #expect(replies.outstanding == 0)
         #expect(Self.ids(await reader.value) == Array(0..<count))
+      }
     }
 
     @Test func drainedWaitsForTheLastReply() async throws {
         try await confirmation("drained returns only after the last settle") { returned in
-            var fds: [Int32] = [0, 0]
-            #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fds) == 0)
-            defer { close(fds[1]) }
-            let connection = Connection(fd: fds[0], pid: getpid(), limits: ConnectionLimits(), log: { _ in })
-            connection.start()
-            defer { connection.close() }
+          try await ConnectionOrderTests.withConnection { connection, _ in
             let replies = ReplySequencer(connection: connection)
             let a = replies.reserve(), b = replies.reserve()
             let settledLast = Flag()
@@ -83,6 +73,7 @@ import Glibc
             settledLast.value = true
             replies.settle(a, id: .number(0), .success(Data("{}".utf8)))
             await waiter.value
+          }
         }
     }
 }

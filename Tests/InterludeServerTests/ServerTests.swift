@@ -201,7 +201,9 @@ final class RawPeer {
         #expect(try await music.activate(m, acceptsDelay: true).state == .delayed)
     }
 
-    @Test func disconnectReleasesTheDuck_A9() async throws {
+    /// Music playing on stream 7 and a navigation prompt (`duckOthers`) active over it: the
+    /// daemon, the music app's and the prompt's connections, and the prompt's activation.
+    func musicDuckedByAPrompt() async throws -> (TestDaemon, music: InterludeClient, nav: InterludeClient, ActivateResult) {
         let d = try TestDaemon()
         await d.start()
         let music = try await InterludeClient.connect(socket: d.socket, app: "org.example.Music")
@@ -210,7 +212,11 @@ final class RawPeer {
         _ = try await music.activate(m)
         let nav = try await InterludeClient.connect(socket: d.socket, app: "org.example.Maps")
         let n = try await nav.register(category: .playback, mode: .voicePrompt, options: [.duckOthers])
-        let r = try await nav.activate(n)
+        return (d, music, nav, try await nav.activate(n))
+    }
+
+    @Test func disconnectReleasesTheDuck_A9() async throws {
+        let (d, music, nav, r) = try await musicDuckedByAPrompt()
         #expect(r.promptStyle == .normal)
         #expect(d.backend.lastGain(7) == -14)
         nav.close()
@@ -225,15 +231,7 @@ final class RawPeer {
     /// (its mute call is slow here), and the policy's output is unity already. Releasing the
     /// streams must still leave the music at 0 dB, not at the duck's −14 dB.
     @Test func stoppingDuringADucksReleaseLeavesTheStreamAtItsVolume_A7() async throws {
-        let d = try TestDaemon()
-        await d.start()
-        let music = try await InterludeClient.connect(socket: d.socket, app: "org.example.Music")
-        let m = try await music.register(category: .playback)
-        d.backend.push(.streamAdded(AudioStream(index: 7, sessionTag: m.rawValue)))
-        _ = try await music.activate(m)
-        let nav = try await InterludeClient.connect(socket: d.socket, app: "org.example.Maps")
-        let n = try await nav.register(category: .playback, mode: .voicePrompt, options: [.duckOthers])
-        _ = try await nav.activate(n)
+        let (d, music, nav, _) = try await musicDuckedByAPrompt()
         #expect(d.backend.lastGain(7) == -14)
         d.backend.delayMutes { _, _ in 0.3 }  // the release's server calls are slow
         nav.close()
