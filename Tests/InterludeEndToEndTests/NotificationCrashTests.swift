@@ -28,6 +28,46 @@ import Testing
         return text.split(separator: "\n", omittingEmptySubsequences: false).suffix(lines).joined(separator: "\n")
     }
 
+    /// The 8 bursting apps, connected and asked for authorization.
+    static func burstApps(socket: String) async throws -> [InterludeClient] {
+        var apps: [InterludeClient] = []
+        for i in 0..<clients {
+            let c = try await InterludeClient.connect(socket: socket, app: "org.example.Burst\(i)")
+            _ = try await c.call(NotificationMethod.requestAuthorization, RequestAuthorizationParams(options: [.alert]),
+                                 as: AuthorizationResult.self)
+            apps.append(c)
+        }
+        return apps
+    }
+
+    /// Each app adds notifications on `lanes` lanes, one after another per lane, until the daemon
+    /// goes away (identifiers `PREFIX-cI-lL-K`); `tally` counts what is in flight and acknowledged.
+    static func burst(_ apps: [InterludeClient], idPrefix: String, tally: Tally) -> Task<Void, Never> {
+        tally.inFlight.withLock { $0 = 0 }
+        return Task {
+            await withTaskGroup(of: Void.self) { group in
+                for (i, c) in apps.enumerated() {
+                    for lane in 0..<lanes {
+                        group.addTask {
+                            for k in 0... {
+                                let id = "\(idPrefix)-c\(i)-l\(lane)-\(k)"
+                                tally.inFlight.withLock { $0 += 1 }
+                                do {
+                                    _ = try await c.call(NotificationMethod.add, AddNotificationParams(identifier: id, title: "burst \(k)"),
+                                                         as: AddNotificationResult.self)
+                                } catch {
+                                    return  // the daemon is gone
+                                }
+                                tally.inFlight.withLock { $0 -= 1 }
+                                _ = tally.acknowledged.withLock { $0["org.example.Burst\(i)", default: []].insert(id) }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
     @Test func N15_sigkillDuringAnEightClientBurstLosesNothingAcknowledged() async throws {
         let w = try WorkFolder("e2e-n15-burst")
         defer { w.remove() }
@@ -65,36 +105,8 @@ import Testing
             if round == 20 { break }  // the restart after the 20th kill was checked
 
             // A burst from 8 clients, killed in the middle.
-            var apps: [InterludeClient] = []
-            for i in 0..<Self.clients {
-                let c = try await InterludeClient.connect(socket: w.socket, app: "org.example.Burst\(i)")
-                _ = try await c.call(NotificationMethod.requestAuthorization, RequestAuthorizationParams(options: [.alert]),
-                                     as: AuthorizationResult.self)
-                apps.append(c)
-            }
-            tally.inFlight.withLock { $0 = 0 }
-            let burst = Task { [apps] in
-                await withTaskGroup(of: Void.self) { group in
-                    for (i, c) in apps.enumerated() {
-                        for lane in 0..<Self.lanes {
-                            group.addTask {
-                                for k in 0... {
-                                    let id = "r\(round)-c\(i)-l\(lane)-\(k)"
-                                    tally.inFlight.withLock { $0 += 1 }
-                                    do {
-                                        _ = try await c.call(NotificationMethod.add, AddNotificationParams(identifier: id, title: "burst \(k)"),
-                                                             as: AddNotificationResult.self)
-                                    } catch {
-                                        return  // the daemon is gone
-                                    }
-                                    tally.inFlight.withLock { $0 -= 1 }
-                                    _ = tally.acknowledged.withLock { $0["org.example.Burst\(i)", default: []].insert(id) }
-                                }
-                            }
-                        }
-                    }
-                }
-            }
+            let apps = try await Self.burstApps(socket: w.socket)
+            let burst = Self.burst(apps, idPrefix: "r\(round)", tally: tally)
             // The kill lands 100–300 ms after the burst's first acknowledgement (on a loaded
             // machine the clients' first commit can take longer than the random wait itself).
             let before = totalAcknowledged
@@ -162,36 +174,8 @@ import Testing
                     _ = tally.watched.withLock { $0.insert(app + "/" + id) }
                 }
             }
-            var apps: [InterludeClient] = []
-            for i in 0..<Self.clients {
-                let c = try await InterludeClient.connect(socket: w.socket, app: "org.example.Burst\(i)")
-                _ = try await c.call(NotificationMethod.requestAuthorization, RequestAuthorizationParams(options: [.alert]),
-                                     as: AuthorizationResult.self)
-                apps.append(c)
-            }
-            tally.inFlight.withLock { $0 = 0 }
-            let burst = Task { [apps] in
-                await withTaskGroup(of: Void.self) { group in
-                    for (i, c) in apps.enumerated() {
-                        for lane in 0..<Self.lanes {
-                            group.addTask {
-                                for k in 0... {
-                                    let id = "t\(round)-c\(i)-l\(lane)-\(k)"
-                                    tally.inFlight.withLock { $0 += 1 }
-                                    do {
-                                        _ = try await c.call(NotificationMethod.add, AddNotificationParams(identifier: id, title: "burst \(k)"),
-                                                             as: AddNotificationResult.self)
-                                    } catch {
-                                        return  // the daemon closed the connection
-                                    }
-                                    tally.inFlight.withLock { $0 -= 1 }
-                                    _ = tally.acknowledged.withLock { $0["org.example.Burst\(i)", default: []].insert(id) }
-                                }
-                            }
-                        }
-                    }
-                }
-            }
+            let apps = try await Self.burstApps(socket: w.socket)
+            let burst = Self.burst(apps, idPrefix: "t\(round)", tally: tally)
             let before = tally.acknowledged.withLock { $0.values.reduce(0) { $0 + $1.count } }
             let firstAck = Date().addingTimeInterval(10)
             while tally.acknowledged.withLock({ $0.values.reduce(0) { $0 + $1.count } }) == before, Date() < firstAck {
