@@ -154,33 +154,54 @@ extension Engine {
         return commit
     }
 
-    /// Waits for the commits in order; carries out each event's effects and answers its request
-    /// when its state is durable, or fails it (and takes the store's durable state) when not.
+    /// Carries out the waiting events in order: each one's effects and answer when its state is
+    /// durable, or its failure (and the store's durable state) when not. Runs until the first
+    /// event whose commit is still in flight, then asks that commit to call back
+    /// (``settleCommittedSteps()``).
     func drainCommits() {
         guard !awaitingCommit.draining else { return }
         awaitingCommit.draining = true
-        // Below the requests' priority: the actor runs an audio request (session.activate) before
-        // the effects of notifications that are already durable. Started here, on the engine,
-        // until it waits for the first commit (`Task.immediate`): a plain `Task` starts on Swift's
-        // pool and hops back, a thread woken per drain (most drain one commit; issue 9).
-        Task.immediate(priority: .low) {
-            while let step = awaitingCommit.first {
-                let error = await step.commit.outcome()
-                guard let item = awaitingCommit.popFirst() else { break }
-                if let error {
-                    log("cannot save the notification state: \(error) [N15]")
-                    if let durable = store?.recoverAfterFailedCommit() { takeDurableState(durable) }
-                    item.waiter?.resume(throwing: WireError(.storageFailed, "the notification state cannot be saved: \(error)"))
-                } else {
-                    carryOut(item.step.effects)
-                    item.waiter?.resume(returning: item.step.reply)
+        settleCommittedSteps()
+    }
+
+    /// The drain's steps, on the engine: settles the events whose commits are known, oldest first.
+    /// When the first one's commit is in flight, the commit calls back on the store's thread, which
+    /// hops onto the engine itself (the engine's executor runs the job on that thread when the
+    /// engine is free): one thread wake-up per commit fewer than awaiting it, whose continuation
+    /// resumes on Swift's pool first (issue 9). Below request priority, so an audio request
+    /// (`session.activate`) that arrived meanwhile runs first.
+    /// - Parameter first: the outcome of the first step's commit when its callback brings it.
+    func settleCommittedSteps(first: (any Error)?? = nil) {
+        settleCommittedStepsGathered(first: first)
+    }
+
+    private func settleCommittedStepsGathered(first: (any Error)??) {
+        var known = first
+        while let step = awaitingCommit.first {
+            defer { known = nil }
+            guard let error = known ?? step.commit.settledNow() else {
+                step.commit.whenSettled { outcome in
+                    Task.immediate(priority: .low) { await self.settleCommittedSteps(first: .some(outcome)) }
                 }
-                // One commit may hold a hundred requests, their effects all due now: an audio
-                // request that arrived meanwhile runs before the rest of them, not after (issue 9).
-                if executor.audioJobWaiting { await Task.yield() }
+                return
             }
-            awaitingCommit.draining = false
+            guard let item = awaitingCommit.popFirst() else { break }
+            if let error {
+                log("cannot save the notification state: \(error) [N15]")
+                if let durable = store?.recoverAfterFailedCommit() { takeDurableState(durable) }
+                item.waiter?.resume(throwing: WireError(.storageFailed, "the notification state cannot be saved: \(error)"))
+            } else {
+                carryOut(item.step.effects)
+                item.waiter?.resume(returning: item.step.reply)
+            }
+            // One commit may hold a hundred requests, their effects all due now: an audio
+            // request that arrived meanwhile runs before the rest of them, not after (issue 9).
+            if executor.audioJobWaiting, !awaitingCommit.isEmpty {
+                Task(priority: .low) { self.settleCommittedSteps() }
+                return
+            }
         }
+        awaitingCommit.draining = false
     }
 
     /// After a failed commit: the store's durable state becomes the engine's, with the apps'

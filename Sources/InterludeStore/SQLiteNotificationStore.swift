@@ -37,8 +37,8 @@ public final class SQLiteNotificationStore: NotificationStoring, Sendable {
         var durableThrough: UInt64 = 0
         /// Tickets whose commit failed, with the error.
         var failed: [(tickets: ClosedRange<UInt64>, error: StoreError)] = []
-        /// Submits wait for these.
-        var waiters: [(ticket: UInt64, continuation: CheckedContinuation<(any Error)?, Never>)] = []
+        /// Called with their ticket's outcome once it is known (on the committer's thread).
+        var waiters: [(ticket: UInt64, body: @Sendable ((any Error)?) -> Void)] = []
         /// Whether the committer is running.
         var committing = false
         /// After a failed commit, until the engine takes `durable`: submits fail at once.
@@ -93,13 +93,19 @@ public final class SQLiteNotificationStore: NotificationStoring, Sendable {
         switch enqueue(state) {
         case let .failure(error): return .failed(error)
         case .success(nil): return .durable
-        case let .success(ticket?): return NotificationCommit { await self.wait(for: ticket) }
+        case let .success(ticket?): return NotificationCommit(tracker: Ticket(store: self, number: ticket))
         }
     }
 
     /// Diffs and queues; the ticket to wait for, nil if durable already.
     private func enqueue(_ state: NotificationState) -> Result<UInt64?, StoreError> {
-        shared.withLock { s in
+        var startCommitter = false
+        defer {
+            // Woken after the lock is released: a committer woken under it would wait for it at once
+            // (two more thread switches per request for one waiting client; issue 9).
+            if startCommitter { committer.async { self.commitQueued() } }
+        }
+        return shared.withLock { s in
             if let broken = s.broken { return .failure(broken) }
             guard s.differ != nil else {
                 return .failure(StoreError(.storeFailed, "the notification store was not loaded before the first save"))
@@ -115,7 +121,7 @@ public final class SQLiteNotificationStore: NotificationStoring, Sendable {
             s.queue.append((ticket, changes))
             if !s.committing {
                 s.committing = true
-                committer.async { self.commitQueued() }
+                startCommitter = true
             }
             return .success(ticket)
         }
@@ -161,7 +167,7 @@ public final class SQLiteNotificationStore: NotificationStoring, Sendable {
             } catch let other {
                 error = StoreError(.storeFailed, "\(other)")
             }
-            let ready: [CheckedContinuation<(any Error)?, Never>] = shared.withLock { s in
+            let ready: [@Sendable ((any Error)?) -> Void] = shared.withLock { s in
                 if let error {
                     // This batch and everything queued after it were diffed against it: all fail.
                     let through = s.nextTicket - 1
@@ -175,32 +181,39 @@ public final class SQLiteNotificationStore: NotificationStoring, Sendable {
                     s.commits += 1
                     s.changesWritten += batch.count
                 }
-                var done: [CheckedContinuation<(any Error)?, Never>] = []
+                var done: [@Sendable ((any Error)?) -> Void] = []
                 var i = 0
                 while i < s.waiters.count, s.waiters[i].ticket <= s.durableThrough {
-                    done.append(s.waiters[i].continuation)
+                    done.append(s.waiters[i].body)
                     i += 1
                 }
                 s.waiters.removeFirst(i)
                 return done
             }
             let outcome: (any Error)? = error
-            for c in ready { c.resume(returning: outcome) }
+            for body in ready { body(outcome) }
         }
     }
 
-    /// Waits until `ticket` is durable (nil) or failed (the error).
-    nonisolated(nonsending) private func wait(for ticket: UInt64) async -> (any Error)? {
-        await withCheckedContinuation { (c: CheckedContinuation<(any Error)?, Never>) in
-            let now: (any Error)?? = shared.withLock { s in
-                if ticket <= s.durableThrough { return .some(Self.failure(of: ticket, in: s.failed)) }
+    /// One submit's commit, as `NotificationCommit` asks about it.
+    private struct Ticket: NotificationCommitTracking {
+        let store: SQLiteNotificationStore
+        let number: UInt64
+
+        func settledNow() -> (any Error)?? {
+            store.shared.withLock { s in number <= s.durableThrough ? .some(SQLiteNotificationStore.failure(of: number, in: s.failed)) : nil }
+        }
+
+        func whenSettled(_ body: @escaping @Sendable ((any Error)?) -> Void) {
+            let now: (any Error)?? = store.shared.withLock { s in
+                if number <= s.durableThrough { return .some(SQLiteNotificationStore.failure(of: number, in: s.failed)) }
                 // Tickets are waited for in about the order they were given: keep the list sorted.
                 var i = s.waiters.count
-                while i > 0, s.waiters[i - 1].ticket > ticket { i -= 1 }
-                s.waiters.insert((ticket, c), at: i)
+                while i > 0, s.waiters[i - 1].ticket > number { i -= 1 }
+                s.waiters.insert((number, body), at: i)
                 return nil
             }
-            if let now { c.resume(returning: now) }
+            if let now { body(now) }
         }
     }
 

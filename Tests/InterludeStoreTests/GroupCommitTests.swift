@@ -36,6 +36,38 @@ import Testing
         #expect(try other.load() == states.last)
     }
 
+    @Test func N15_whenSettledCallsBackOnTheCommittingThreadOnceDurable() async throws {
+        let tmp = TemporaryFolder()
+        defer { tmp.remove() }
+        let store = try SQLiteNotificationStore(directory: tmp.storeDirectory)
+        _ = try store.load()
+        let states = Self.states(20)
+        let commits = states.map { store.submit($0) }
+        let caller = pthread_self()
+        let calls = LockedBox<[(index: Int, error: String?, onCaller: Bool, durable: Bool)]>([])
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            let left = LockedBox(commits.count)
+            for (k, c) in commits.enumerated() {
+                c.whenSettled { error in
+                    // Durable when called: another connection reads at least this state's rows.
+                    let durable = c.settledNow().map { $0 == nil } ?? false
+                    calls.withLock { $0.append((k, error.map { "\($0)" }, pthread_equal(pthread_self(), caller) != 0, durable)) }
+                    if left.withLock({ $0 -= 1; return $0 }) == 0 { done.resume() }
+                }
+            }
+        }
+        let seen = calls.withLock { $0 }
+        #expect(seen.count == commits.count, "each body is called once")
+        #expect(seen.allSatisfy { $0.error == nil && $0.durable })
+        #expect(seen.contains { !$0.onCaller }, "bodies of commits in flight run on the committer, not the caller")
+        // A commit known durable calls back at once, on the caller's thread.
+        let now = pthread_self()
+        let atOnce = LockedBox(false)
+        commits.last!.whenSettled { _ in atOnce.withLock { $0 = pthread_equal(pthread_self(), now) != 0 } }
+        #expect(atOnce.withLock { $0 })
+        #expect(try NotificationStore(directory: tmp.storeDirectory).load() == states.last)
+    }
+
     @Test func N15_aSubmitBeforeLoadFailsAtOnce() throws {
         let tmp = TemporaryFolder()
         defer { tmp.remove() }
@@ -54,5 +86,17 @@ import Testing
         for s in states.dropLast() { _ = store.submit(s) }
         try store.save(states.last!)
         #expect(try NotificationStore(directory: tmp.storeDirectory).load() == states.last)
+    }
+}
+
+/// A value under a lock, for callbacks on other threads (NSLock: ThreadSanitizer cannot see Mutex on Linux).
+private final class LockedBox<Value>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value: Value
+    init(_ value: Value) { self.value = value }
+    func withLock<R>(_ body: (inout Value) -> R) -> R {
+        lock.lock()
+        defer { lock.unlock() }
+        return body(&value)
     }
 }
