@@ -169,10 +169,11 @@ extension Engine {
     /// hops onto the engine itself (the engine's executor runs the job on that thread when the
     /// engine is free): one thread wake-up per commit fewer than awaiting it, whose continuation
     /// resumes on Swift's pool first (issue 9). Below request priority, so an audio request
-    /// (`session.activate`) that arrived meanwhile runs first.
+    /// (`session.activate`) that arrived meanwhile runs first. The lines the steps send to apps
+    /// (events, replies) are written together at the end (``OutputGathering``).
     /// - Parameter first: the outcome of the first step's commit when its callback brings it.
     func settleCommittedSteps(first: (any Error)?? = nil) {
-        settleCommittedStepsGathered(first: first)
+        OutputGathering.gather { settleCommittedStepsGathered(first: first) }
     }
 
     private func settleCommittedStepsGathered(first: (any Error)??) {

@@ -73,7 +73,7 @@ struct SourceSwitch {
 /// All state is under `lock`; the dispatch sources' handlers run on `queue`. Messages are written
 /// in the order they were sent: a message goes through `queue` unless nothing is queued or
 /// waiting to be written before it (then it is written at once, under the lock).
-final class Connection: @unchecked Sendable {
+final class Connection: GatheredOutput, @unchecked Sendable {
     let fd: Int32
     let pid: Int32
     let queue: DispatchQueue
@@ -90,6 +90,9 @@ final class Connection: @unchecked Sendable {
     private var framer = LineFramer()
     private var output: [UInt8] = []
     private var outputHead = 0
+    /// Lines appended inside an ``OutputGathering`` scope and not yet written: more lines may be
+    /// appended at once (they follow them), and the scope's end writes them all.
+    private var gathered = false
     /// Bytes of replies encoded and on their way through `queue`, not yet in `output`.
     private var inFlight = 0
     /// Messages (`send`) on their way through `queue`, to be encoded there, not yet in `output`.
@@ -284,7 +287,7 @@ final class Connection: @unchecked Sendable {
     func send(_ make: @escaping @Sendable () -> ServerMessage) {
         let idle: Bool? = lock.withLock {
             guard phase == .open else { return nil }
-            return inFlight == 0 && sendsQueued == 0 && outputHead == output.count
+            return inFlight == 0 && sendsQueued == 0 && (outputHead == output.count || gathered)
         }
         guard let idle else { return }
         if idle, let data = try? make().encoded() {
@@ -335,14 +338,24 @@ final class Connection: @unchecked Sendable {
     /// When nothing is queued before it, it is written at once on the caller's thread (as much as
     /// the socket takes; the rest by the write source): one thread hand-off less per reply, which
     /// also saves an audio request's reply the wait for a pool thread during a burst (issue 9).
+    /// Inside an ``OutputGathering`` scope the line is appended and written when the scope ends,
+    /// with the lines of the same scope.
     private func enqueue(_ data: Data) {
         var after: [() -> Void] = []
+        let scope = OutputGathering.current
         let queued: Bool = lock.withLock {
             guard phase == .open else { return false }
-            if inFlight == 0, sendsQueued == 0, outputHead == output.count {
+            if inFlight == 0, sendsQueued == 0, outputHead == output.count || gathered {
                 appendLocked(data)
                 checkBoundLocked(&after)
-                if phase == .open { flushLocked(&after) }
+                if phase == .open {
+                    if let scope {
+                        gathered = true
+                        after.append { scope.hold(self) }
+                    } else {
+                        flushLocked(&after)
+                    }
+                }
                 return false
             }
             inFlight += data.count + 1
@@ -379,6 +392,17 @@ final class Connection: @unchecked Sendable {
         guard pending > limits.maxOutputBytes else { return }
         after.append { [log, pid] in log("client pid \(pid) does not read (\(pending) bytes pending); disconnecting") }
         closeLocked(&after)
+    }
+
+    /// Writes the lines held for an ``OutputGathering`` scope (GatheredOutput).
+    func flushGathered() {
+        var after: [() -> Void] = []
+        lock.withLock {
+            guard gathered else { return }
+            gathered = false
+            if phase != .closed { flushLocked(&after) }
+        }
+        for a in after { a() }
     }
 
     private func writable() {
