@@ -18,19 +18,24 @@ import InterludeWire
 /// returned is on disk, and a process killed at any moment (even `kill -9` in the middle of a save)
 /// leaves the state of one complete `save`, never a mix, because every save is one transaction.
 ///
-/// Schema, version 1 (`PRAGMA user_version`; `PRAGMA application_id` = `0x496E746C`, "Intl").
+/// Schema, version 2 (`PRAGMA user_version`; `PRAGMA application_id` = `0x496E746C`, "Intl").
 /// Every `json` column holds one value encoded with `JSONEncoder` (sorted keys):
 ///
 /// | table | columns | holds |
 /// |---|---|---|
 /// | `app` | `app_id TEXT PRIMARY KEY`, `json` | `NotificationAppRecord` of `state.apps[app_id]` (settings, authorization, categories, badge, queued responses) |
-/// | `pending` | `seq INTEGER PRIMARY KEY`, `app_id`, `identifier`, `json` | `PendingNotification`s, in `seq` order |
-/// | `delivered` | `seq INTEGER PRIMARY KEY`, `app_id`, `identifier`, `json` | `DeliveredNotification`s (the center), in `seq` order |
-/// | `decision_log` | `seq INTEGER PRIMARY KEY`, `app_id`, `identifier`, `json` | `NotificationDecisionRecord`s (N16), in `seq` order |
+/// | `pending` | `slot INTEGER PRIMARY KEY`, `seq`, `app_id`, `identifier`, `json` | `PendingNotification`s, in `seq` order |
+/// | `delivered` | `slot INTEGER PRIMARY KEY`, `seq`, `app_id`, `identifier`, `json` | `DeliveredNotification`s (the center), in `seq` order |
+/// | `decision_log` | `slot INTEGER PRIMARY KEY`, `seq`, `app_id`, `identifier`, `json` | `NotificationDecisionRecord`s (N16), in `seq` order |
 /// | `meta` | `key TEXT PRIMARY KEY`, `json` | one row each: `clock` (absent while nil), `focus`, `ringerSilent`, `callActive`, `history`, `summaryQueue`, `coalesced`, `remoteMessages` (the recent remote message ids, issue 11; absent in files written before it = none) |
 ///
 /// `seq` orders a list; numbers may have gaps, so an appended or removed item does not renumber the
-/// others. A save writes only the rows whose value (or place) changed since the last save or load,
+/// others. `slot` is where a row lives (its key in SQLite's b-tree), not its place in the list: a
+/// save that removes one item and adds another (a new notification that pushes the app's oldest
+/// out of the center, N11; a decision that trims the log, N16) rewrites the removed item's row in
+/// place with the new one. The row's page is written once, instead of a new row at the end and a
+/// removal at the front, whose page SQLite then rebalances with its neighbours: 3–4 pages per add
+/// fewer (issue 9; version 1 keyed the rows by `seq`). A save writes only the rows whose value (or place) changed since the last save or load,
 /// found by comparing the state with the one the store last took (`NotificationRowDiffer`), not by
 /// encoding the state: a new notification is a handful of row writes (`lastSave` counts them);
 /// unchanged saves do not touch the file. `write(_:)` commits several changes in one transaction
@@ -59,6 +64,16 @@ public final class NotificationStore {
         CREATE TABLE decision_log(seq INTEGER PRIMARY KEY, app_id TEXT NOT NULL, identifier TEXT NOT NULL, json TEXT NOT NULL);
         CREATE TABLE meta(key TEXT PRIMARY KEY NOT NULL, json TEXT NOT NULL);
         """,
+        // 2: list rows keyed by a slot of their own (see the type's documentation); `seq` keeps the
+        // order. Every row keeps its number as its slot.
+        ["pending", "delivered", "decision_log"].map { table in
+            """
+            CREATE TABLE \(table)_v2(slot INTEGER PRIMARY KEY, seq INTEGER NOT NULL, app_id TEXT NOT NULL, identifier TEXT NOT NULL, json TEXT NOT NULL);
+            INSERT INTO \(table)_v2(slot, seq, app_id, identifier, json) SELECT seq, seq, app_id, identifier, json FROM \(table);
+            DROP TABLE \(table);
+            ALTER TABLE \(table)_v2 RENAME TO \(table);
+            """
+        }.joined(separator: "\n"),
     ]
 
     /// The database file's path.
@@ -74,6 +89,8 @@ public final class NotificationStore {
     private var differ: NotificationRowDiffer?
     /// `PRAGMA data_version` after our last load or save: another connection's commit changes it.
     private var dataVersion: Int64 = 0
+    /// The slot of every list row, as of our last load or save (read again with the rows).
+    private var slots = ListSlots()
     private let encoder: JSONEncoder = {
         let e = JSONEncoder()
         e.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
@@ -225,14 +242,16 @@ public final class NotificationStore {
         do {
             // Encode first: a value that does not encode fails before the transaction begins.
             let rows = try batch.flatMap { try $0.rows.map(encode) }
+            var slots = self.slots
             try db.execute("BEGIN IMMEDIATE")
             do {
-                for row in rows { try statements.run(row) }
+                try slots.run(rows, statements)
                 try db.execute("COMMIT")
             } catch {
                 if db.inTransaction { try? db.execute("ROLLBACK") }
                 throw error
             }
+            self.slots = slots
             dataVersion = try statements.dataVersion()
         } catch {
             differ = nil  // unknown until read again
@@ -339,10 +358,12 @@ public final class NotificationStore {
             var rows = Rows()
             rows.apps = try statements.app.readAll()
             rows.meta = try statements.meta.readAll()
-            rows.pending = try statements.pending.readAll()
-            rows.delivered = try statements.delivered.readAll()
-            rows.decisionLog = try statements.decisionLog.readAll()
+            var slots = ListSlots()
+            rows.pending = try statements.pending.readAll(into: &slots.pending)
+            rows.delivered = try statements.delivered.readAll(into: &slots.delivered)
+            rows.decisionLog = try statements.decisionLog.readAll(into: &slots.decisionLog)
             try db.execute("COMMIT")
+            self.slots = slots
             dataVersion = try statements.dataVersion()
             return rows
         } catch {
@@ -376,16 +397,14 @@ public final class NotificationStore {
             dataVersionQuery = try db.prepare("PRAGMA data_version")
         }
 
-        /// Runs one row operation.
-        func run(_ row: EncodedRow) throws {
+        /// Runs one row operation of the `app` or `meta` table (list rows go through ``ListSlots``).
+        func runKeyed(_ row: EncodedRow) throws {
             switch row {
             case let .upsertApp(key, json): try app.upsert.run([.text(key), .text(json)])
             case let .deleteApp(key): try app.delete.run([.text(key)])
             case let .upsertMeta(key, json): try meta.upsert.run([.text(key), .text(json)])
             case let .deleteMeta(key): try meta.delete.run([.text(key)])
-            case let .insert(t, seq, a, id, json): try list(t).insert.run([.integer(seq), .text(a), .text(id), .text(json)])
-            case let .update(t, seq, a, id, json): try list(t).update.run([.integer(seq), .text(a), .text(id), .text(json)])
-            case let .delete(t, seq): try list(t).delete.run([.integer(seq)])
+            case .insert, .update, .delete: preconditionFailure("a list row is written by ListSlots")
             }
         }
 
@@ -424,23 +443,98 @@ public final class NotificationStore {
 
     }
 
-    /// `pending`, `delivered` or `decision_log`: rows ordered by `seq`.
+    /// `pending`, `delivered` or `decision_log`: rows in slots, ordered by `seq`.
     private struct ListTable {
-        let select, insert, update, delete: SQLiteStatement
+        let select, insert, rewrite, delete: SQLiteStatement
 
         init(_ db: SQLiteDatabase, table: String) throws {
-            select = try db.prepare("SELECT seq, app_id, identifier, json FROM \(table) ORDER BY seq")
-            insert = try db.prepare("INSERT INTO \(table)(seq, app_id, identifier, json) VALUES (?1, ?2, ?3, ?4)")
-            update = try db.prepare("UPDATE \(table) SET app_id = ?2, identifier = ?3, json = ?4 WHERE seq = ?1")
-            delete = try db.prepare("DELETE FROM \(table) WHERE seq = ?1")
+            select = try db.prepare("SELECT slot, seq, app_id, identifier, json FROM \(table) ORDER BY seq")
+            insert = try db.prepare("INSERT INTO \(table)(slot, seq, app_id, identifier, json) VALUES (?1, ?2, ?3, ?4, ?5)")
+            rewrite = try db.prepare("UPDATE \(table) SET seq = ?2, app_id = ?3, identifier = ?4, json = ?5 WHERE slot = ?1")
+            delete = try db.prepare("DELETE FROM \(table) WHERE slot = ?1")
         }
 
-        func readAll() throws -> [ListRow] {
+        /// Every row in list order; notes each row's slot in `slots`.
+        func readAll(into slots: inout ListSlots.Table) throws -> [ListRow] {
             var out: [ListRow] = []
-            try select.forEachRow { out.append(ListRow(seq: $0.int64(0), app: $0.text(1), identifier: $0.text(2), json: $0.text(3))) }
+            slots = ListSlots.Table()
+            try select.forEachRow {
+                let slot = $0.int64(0), seq = $0.int64(1)
+                slots.slotOf[seq] = slot
+                slots.nextSlot = max(slots.nextSlot, slot + 1)
+                out.append(ListRow(seq: seq, app: $0.text(2), identifier: $0.text(3), json: $0.text(4)))
+            }
             return out
         }
+    }
 
+    /// Where each list row lives (its slot, by `seq`), and how a transaction's list operations
+    /// become row writes: a removed row's slot is taken by the next row added to the same table in
+    /// the transaction (one row rewritten in place); slots nobody took are deleted at the end.
+    private struct ListSlots {
+        struct Table {
+            /// The slot of each `seq` on disk.
+            var slotOf: [Int64: Int64] = [:]
+            /// Above every slot in use.
+            var nextSlot: Int64 = 1
+            /// Slots of rows removed in this transaction, not yet taken or deleted.
+            var freed: [Int64] = []
+        }
+        var pending = Table()
+        var delivered = Table()
+        var decisionLog = Table()
+
+        subscript(_ t: ListTableName) -> Table {
+            get {
+                switch t {
+                case .pending: pending
+                case .delivered: delivered
+                case .decisionLog: decisionLog
+                }
+            }
+            set {
+                switch t {
+                case .pending: pending = newValue
+                case .delivered: delivered = newValue
+                case .decisionLog: decisionLog = newValue
+                }
+            }
+        }
+
+        /// Writes `rows`, in order, inside the caller's transaction.
+        /// - Throws: `StoreError` `storeFailed` for an update of a row that is not there (the
+        ///   store's picture of the file is wrong: it is read again before the next save), or what
+        ///   SQLite throws.
+        mutating func run(_ rows: [EncodedRow], _ statements: Statements) throws {
+            for row in rows {
+                switch row {
+                case let .insert(t, seq, app, identifier, json):
+                    let table = statements.list(t)
+                    if let slot = self[t].freed.popLast() {
+                        try table.rewrite.run([.integer(slot), .integer(seq), .text(app), .text(identifier), .text(json)])
+                        self[t].slotOf[seq] = slot
+                    } else {
+                        let slot = self[t].nextSlot
+                        self[t].nextSlot += 1
+                        try table.insert.run([.integer(slot), .integer(seq), .text(app), .text(identifier), .text(json)])
+                        self[t].slotOf[seq] = slot
+                    }
+                case let .update(t, seq, app, identifier, json):
+                    guard let slot = self[t].slotOf[seq] else {
+                        throw StoreError(.storeFailed, "no \(t) row numbered \(seq) to update")
+                    }
+                    try statements.list(t).rewrite.run([.integer(slot), .integer(seq), .text(app), .text(identifier), .text(json)])
+                case let .delete(t, seq):
+                    if let slot = self[t].slotOf.removeValue(forKey: seq) { self[t].freed.append(slot) }
+                default:
+                    try statements.runKeyed(row)
+                }
+            }
+            for t in [ListTableName.pending, .delivered, .decisionLog] {
+                for slot in self[t].freed { try statements.list(t).delete.run([.integer(slot)]) }
+                self[t].freed = []
+            }
+        }
     }
 }
 
@@ -453,7 +547,9 @@ struct ListRow: Equatable, Sendable {
     var json: String
 }
 
-/// What one `NotificationStore.save` wrote, in rows.
+/// What one `NotificationStore.save` wrote, in rows. An item removed and another added to the same
+/// list in one save count as one deleted and one inserted, and are one row rewritten in place on
+/// disk (the list tables' slots).
 public struct StoreSaveStats: Sendable, Equatable {
     /// Rows added (a new app, notification, log record or meta key; also a row moved to a new place).
     public var inserted = 0

@@ -68,6 +68,45 @@ import Testing
         #expect(try NotificationStore(directory: tmp.storeDirectory).load() == states.last)
     }
 
+    /// Random edits of the lists (add at any place, remove any, move, change), submitted in bursts
+    /// so that commits hold several changes: a row freed by one change is taken by a later one
+    /// (issue 9's slots), and the file always reads back as the last state.
+    @Test(arguments: [1, 2, 3]) func N15_randomListEditsInGroupCommitsReadBackInOrder(seed: UInt64) async throws {
+        let tmp = TemporaryFolder()
+        defer { tmp.remove() }
+        let store = try SQLiteNotificationStore(directory: tmp.storeDirectory)
+        var state = try store.load()
+        let template = Self.states(1)[0].delivered[0]
+        var rng = SplitMix(seed: seed)
+        var next = 0
+        for _ in 0..<30 {
+            var commits: [NotificationCommit] = []
+            for _ in 0..<(1 + Int(rng.next() % 6)) {
+                for _ in 0..<(1 + Int(rng.next() % 4)) {
+                    let n = state.delivered.count
+                    switch rng.next() % 4 {
+                    case 0, 1:
+                        var item = template
+                        item.request.identifier = "n\(next)"
+                        next += 1
+                        state.delivered.insert(item, at: Int(rng.next() % UInt64(n + 1)))
+                    case 2 where n > 0:
+                        state.delivered.remove(at: Int(rng.next() % UInt64(n)))
+                    case 3 where n > 1:
+                        let item = state.delivered.remove(at: Int(rng.next() % UInt64(n)))
+                        state.delivered.insert(item, at: Int(rng.next() % UInt64(n)))
+                    default:
+                        if n > 0 { state.delivered[Int(rng.next() % UInt64(n))].request.content.body = "b\(rng.next() % 100)" }
+                    }
+                }
+                commits.append(store.submit(state))
+            }
+            for c in commits { #expect(await c.outcome() == nil) }
+            #expect(try NotificationStore(directory: tmp.storeDirectory).load() == state)
+        }
+        #expect(store.commitCounts.commits < store.commitCounts.changes, "some commits held several changes")
+    }
+
     @Test func N15_aSubmitBeforeLoadFailsAtOnce() throws {
         let tmp = TemporaryFolder()
         defer { tmp.remove() }
@@ -98,5 +137,18 @@ private final class LockedBox<Value>: @unchecked Sendable {
         lock.lock()
         defer { lock.unlock() }
         return body(&value)
+    }
+}
+
+/// A small deterministic random generator (SplitMix64) for reproducible edits.
+private struct SplitMix {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE5_E9B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
     }
 }

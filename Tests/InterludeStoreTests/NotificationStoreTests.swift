@@ -118,6 +118,41 @@ import Testing
         #expect(try store.load() == d.state)
     }
 
+    /// Issue 9: an add that pushes the oldest out (N11's center limit, N16's log) rewrites the
+    /// oldest's row in place: one row written in the list's table, not an insert at the end and a
+    /// delete at the front (whose page SQLite would rebalance with its neighbours).
+    @Test func N15_anItemThatReplacesTheOldestTakesItsRow() throws {
+        let tmp = TemporaryFolder()
+        defer { tmp.remove() }
+        let store = try NotificationStore(directory: tmp.storeDirectory)
+        var d = richPolicyState()
+        try store.save(d.state)
+        let oldest = d.state.delivered[0].request.identifier
+        let slotOfOldest = try store.connection.integer("SELECT slot FROM delivered WHERE identifier = '\(oldest)'")
+        let rowsBefore = try store.connection.integer("SELECT count(*) FROM delivered")
+        let maxSlot = try store.connection.integer("SELECT max(slot) FROM delivered")
+
+        var copy = d.state.delivered[0]
+        copy.request.identifier = "newest"
+        d.state.delivered.removeFirst()
+        d.state.delivered.append(copy)
+        let changes = store.totalChanges
+        try store.save(d.state)
+        #expect(store.lastSave == StoreSaveStats(inserted: 1, deleted: 1))
+        #expect(store.totalChanges - changes == 1, "one row rewritten, not an insert and a delete")
+        #expect(try store.connection.integer("SELECT slot FROM delivered WHERE identifier = 'newest'") == slotOfOldest)
+        #expect(try store.connection.integer("SELECT count(*) FROM delivered") == rowsBefore)
+        #expect(try store.connection.integer("SELECT max(slot) FROM delivered") == maxSlot)
+        #expect(try store.load() == d.state, "in list order: the newest last")
+        #expect(try NotificationStore(directory: tmp.storeDirectory).load() == d.state)
+
+        // Removed without a replacement: the row is deleted.
+        d.state.delivered.removeLast()
+        try store.save(d.state)
+        #expect(try store.connection.integer("SELECT count(*) FROM delivered WHERE identifier = 'newest'") == 0)
+        #expect(try NotificationStore(directory: tmp.storeDirectory).load() == d.state)
+    }
+
     @Test func N15_removedPartsAreDeleted() throws {
         let tmp = TemporaryFolder()
         defer { tmp.remove() }

@@ -3,7 +3,8 @@ import InterludePolicy
 @testable import InterludeStore
 import Testing
 
-// N15 across versions: a state folder written by an earlier Interlude opens unchanged. The fixture
+// N15 across versions: a state folder written by an earlier Interlude opens with its state unchanged
+// (schema version 1 is migrated to 2 when it opens). The fixture
 // `Fixtures/state-d670c78.sqlite3` was written by interluded built from commit d670c78 (the main
 // before group commit): Chat and News authorized (News provisional, previews never), Chat's m1
 // (badge 3) and m2 (thread bob), News's passive h1, Chat's pending "later" (in a day), focus "work"
@@ -20,8 +21,11 @@ import Testing
         let original = try Data(contentsOf: URL(fileURLWithPath: tmp.databasePath))
 
         let store = try NotificationStore(directory: tmp.storeDirectory)
-        #expect(try store.connection.integer("PRAGMA user_version") == 1)  // no migration was needed
-        #expect(NotificationStore.schemaVersion == 1)
+        // Opening migrated it to version 2 (list rows in slots of their own, issue 9), in one
+        // transaction; every row kept its number as its slot.
+        #expect(try store.connection.integer("PRAGMA user_version") == 2)
+        #expect(NotificationStore.schemaVersion == 2)
+        #expect(try store.connection.integer("SELECT count(*) FROM delivered WHERE slot = seq") == 3)
         var state = try store.load()
         #expect(state.apps["org.example.Chat"]?.settings.authorization == .authorized)
         #expect(state.apps["org.example.News"]?.settings.authorization == .provisional)
@@ -33,8 +37,13 @@ import Testing
         #expect(state.focus.active?.name == "work" && state.focus.active?.manual == true)
         #expect(state.decisionLog.map(\.identifier).contains("h1"))
         store.close()
-        // Opening and loading wrote nothing to the file.
-        #expect(try Data(contentsOf: URL(fileURLWithPath: tmp.databasePath)) == original)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: tmp.databasePath)) != original, "migrated")
+        // A file of this version: opening and loading write nothing.
+        let migrated = try Data(contentsOf: URL(fileURLWithPath: tmp.databasePath))
+        let reopened = try NotificationStore(directory: tmp.storeDirectory)
+        #expect(try reopened.load() == state)
+        reopened.close()
+        #expect(try Data(contentsOf: URL(fileURLWithPath: tmp.databasePath)) == migrated)
 
         // The current store carries on from it: a change is a few rows, and reads back.
         let again = try NotificationStore(directory: tmp.storeDirectory)
