@@ -203,6 +203,8 @@ enum Bench {
             log("throughput: one-row SQLite commits in \(o.commitDirectory)")
             let commitRate = try? ThroughputBench.sqliteCommitRate(directory: o.commitDirectory)
             let shapedCommitRate = try? ThroughputBench.sqliteCommitRate(directory: o.commitDirectory, daemonShape: true)
+            log("throughput: one waiting client's focus.status, the floor")
+            let floorRate = try? await bench.floorRate(count: 2000)
             log("throughput: session.activate idle and during an 8-client burst")
             let activation = !o.activationDuringBurst ? nil : await { () async -> (idle: Stats, idleBackToBack: Stats, duringBurst: Stats, burstRate: Double, underCPULoad: Stats, spinThreads: Int)? in
                 do { return try await bench.activation(runs: o.activationRuns) } catch {
@@ -210,7 +212,7 @@ enum Bench {
                     return nil
                 }
             }()
-            out.append(ThroughputBench.table(rows, commitRate: commitRate, shapedCommitRate: shapedCommitRate, activation: activation))
+            out.append(ThroughputBench.table(rows, commitRate: commitRate, shapedCommitRate: shapedCommitRate, floorRate: floorRate, activation: activation))
         }
 
         if o.sections.contains("remote"), let broker = o.remoteBroker, let dir = o.remoteDir, let daemon = o.remoteDaemon {

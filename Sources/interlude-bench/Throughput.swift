@@ -81,6 +81,19 @@ struct ThroughputBench {
         return Result(label: label, requests: clients * requestsPerClient, seconds: seconds, latency: Stats(latencies))
     }
 
+    /// The floor under one waiting client's round trip: `count` `focus.status` requests (read only,
+    /// nothing to save), one at a time, from a ``RawLoadClient`` as in the throughput rows; their
+    /// rate per second. With the one-row commit rate this gives the most one waiting client could
+    /// reach on this machine: `1 / (1/floor + 1/commits)` (a request that did no work but one
+    /// one-row commit).
+    func floorRate(count: Int) async throws -> Double {
+        let apps = try await rawApps(1, tag: "floor")
+        defer { apps.forEach { $0.close() } }
+        let c = apps[0]
+        let seconds = try await c.line.onThread { try c.roundTrips("focus.status", count: count) }
+        return Double(count) / seconds
+    }
+
     /// `clients` apps, authorized, connected as ``RawLoadClient``s and asked for authorization.
     func rawApps(_ clients: Int, tag: String) async throws -> [RawLoadClient] {
         var apps: [RawLoadClient] = []
@@ -240,7 +253,7 @@ struct ThroughputBench {
         return Double(n) / (now() - t0)
     }
 
-    static func table(_ rows: [Result], commitRate: Double?, shapedCommitRate: Double? = nil, activation: (idle: Stats, idleBackToBack: Stats, duringBurst: Stats, burstRate: Double,
+    static func table(_ rows: [Result], commitRate: Double?, shapedCommitRate: Double? = nil, floorRate: Double? = nil, activation: (idle: Stats, idleBackToBack: Stats, duringBurst: Stats, burstRate: Double,
                                                                                 underCPULoad: Stats, spinThreads: Int)?) -> String {
         var t = "| notification throughput (N15: acknowledged = durable) | requests | per second | median ack | p95 ack |\n"
         t += "|---|---:|---:|---:|---:|\n"
@@ -258,6 +271,13 @@ struct ThroughputBench {
             let rate = Double(waiting.requests) / waiting.seconds
             if let commitRate { t += String(format: "| one waiting client / one-row commits (target ≥ 0.5) | | %.2f | | |\n", rate / commitRate) }
             if let shapedCommitRate { t += String(format: "| one waiting client / commits of one add's rows | | %.2f | | |\n", rate / shapedCommitRate) }
+            if let floorRate, let commitRate {
+                let ceiling = 1 / (1 / floorRate + 1 / commitRate)
+                t += String(format: "| this machine: one waiting client's `focus.status` (nothing saved), same client, same run | | %.0f | %.2f ms | |\n", floorRate, 1000 / floorRate)
+                t += String(format: "| this machine's ceiling for one waiting client: 1 / (that round trip + one one-row commit) | | %.0f | | |\n", ceiling)
+                t += String(format: "| that ceiling / one-row commits (the best ratio this machine allows) | | %.2f | | |\n", ceiling / commitRate)
+                t += String(format: "| one waiting client / that ceiling | | %.2f | | |\n", rate / ceiling)
+            }
         }
         if let a = activation {
             t += "\n| `session.activate` round trip | median | p90 | runs |\n|---|---:|---:|---:|\n"
@@ -414,6 +434,33 @@ final class RawLoadClient: @unchecked Sendable {
             partial += chunk[start..<n]
         }
         return latencies
+    }
+
+    /// `count` requests of `method` (no params), one waiting for each reply, on the calling
+    /// thread; the seconds they took in all.
+    /// - Throws: `Spawn.Failure` on an error reply or a closed connection.
+    func roundTrips(_ method: String, count: Int) throws -> Double {
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        var partial: [UInt8] = []
+        let t0 = now()
+        for k in 0..<count {
+            try line.writeAll(Array(#"{"id":\#(1_000_000 + k),"method":"\#(method)"}"#.utf8) + [10])
+            var answered = false
+            while !answered {
+                let n = chunk.withUnsafeMutableBytes { read(line.fd, $0.baseAddress, $0.count) }
+                guard n > 0 else { throw Spawn.Failure(description: "the daemon closed the connection after \(k) replies") }
+                var start = 0
+                for i in 0..<n where chunk[i] == 10 {
+                    let l: ArraySlice<UInt8> = partial.isEmpty ? chunk[start..<i] : ArraySlice(partial + chunk[start..<i])
+                    partial.removeAll(keepingCapacity: true)
+                    start = i + 1
+                    if l.starts(with: Self.replyPrefix) { answered = true }
+                    if l.starts(with: Self.errorPrefix) { throw Spawn.Failure(description: "\(method): \(String(decoding: l, as: UTF8.self))") }
+                }
+                partial += chunk[start..<n]
+            }
+        }
+        return now() - t0
     }
 
     static let replyPrefix = Array(#"{"id":"#.utf8)
