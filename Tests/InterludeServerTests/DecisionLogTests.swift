@@ -26,7 +26,7 @@ import Testing
 
         let later = AddNotificationParams(identifier: "later", title: "in a minute", trigger: TriggerParams(in: 60))
         _ = try await engine.addNotification(client: chat, later)
-        #expect(log.all.contains { $0.hasPrefix("not delivered: org.example.Chat/later held until t=") && $0.hasSuffix("[N8]") }, "\(log.all)")
+        #expect(log.all.contains { $0.hasPrefix("not delivered: org.example.Chat/later held until 20") && $0.contains("Z [N8]") && $0.hasSuffix("[N8]") }, "\(log.all)")
 
         let badge = AddNotificationParams(identifier: "b1", title: "", badge: 3)
         _ = try await engine.addNotification(client: chat, badge)

@@ -54,12 +54,12 @@ public struct NotificationDecision: Codable, Sendable, Equatable {
 
         private enum CodingKeys: String, CodingKey { case kind, until, from, to, code }
 
-        /// As the daemon's log says it: `delivered`, `held until t=…`, `silenced`,
+        /// As the daemon's log says it: `delivered`, `held until 2026-12-02T15:00:00Z`, `silenced`,
         /// `downgraded critical→active`, `rejected notAuthorized`.
         public var description: String {
             switch self {
             case .delivered: "delivered"
-            case let .held(until): until.map { "held until \($0)" } ?? "held"
+            case let .held(until): until.map { "held until \($0.iso8601)" } ?? "held"
             case .silenced: "silenced"
             case let .downgraded(from, to): "downgraded \(from)→\(to)"
             case let .rejected(code): "rejected \(code.rawValue)"

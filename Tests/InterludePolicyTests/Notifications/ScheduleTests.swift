@@ -205,3 +205,21 @@ private let utc = NotificationHarness.utc
         #expect(h.state.pending.map(\.fireAt) == [utc("2025-06-03T13:00:00Z")])
     }
 }
+
+/// Times in the daemon's log (`held until …`, N8) are ISO 8601 in UTC, computed by the pure policy.
+@Suite struct NotificationTimeTextTests {
+    @Test(arguments: [
+        (0.0, "1970-01-01T00:00:00Z"),
+        (951_782_400.0, "2000-02-29T00:00:00Z"),          // a leap day of a century leap year
+        (1_796_220_000.9, "2026-12-02T14:00:00Z"),        // fractions cut, not rounded
+        (4_107_542_399.0, "2100-02-28T23:59:59Z"),        // 2100 is not a leap year
+        (-1.0, "1969-12-31T23:59:59Z"),
+    ])
+    func iso8601(seconds: Double, text: String) {
+        #expect(NotificationTime(seconds).iso8601 == text)
+    }
+
+    @Test func aHeldOutcomeSaysWhenInUTC() {
+        #expect(NotificationDecision.Outcome.held(until: NotificationTime(1_796_220_000)).description == "held until 2026-12-02T14:00:00Z")
+    }
+}
