@@ -81,9 +81,9 @@ let package = Package(
         ]),
 
         .testTarget(name: "InterludePolicyTests", dependencies: ["InterludePolicy", "InterludeTestSupport"]),
-        .testTarget(name: "InterludeWireTests", dependencies: ["InterludeWire"]),
+        .testTarget(name: "InterludeWireTests", dependencies: ["InterludeWire", "InterludeTestSupport"]),
         .testTarget(name: "InterludeConfigTests", dependencies: ["InterludeConfig"]),
-        .testTarget(name: "InterludeStoreTests", dependencies: ["InterludeStore", "InterludePolicy", "InterludeEngine"]),
+        .testTarget(name: "InterludeStoreTests", dependencies: ["InterludeStore", "InterludePolicy", "InterludeEngine", "InterludeTestSupport"]),
         .testTarget(name: "InterludeServerTests", dependencies: [
             "InterludeServer", "InterludeClient", "InterludeEngine", "InterludeTestSupport", "InterludeConfig",
         ]),
@@ -94,7 +94,7 @@ let package = Package(
         .testTarget(name: "InterludePulseTests", dependencies: ["InterludePulse", "InterludeScenario", "InterludeTestSupport"]),
         .testTarget(name: "InterludeMeasureTests", dependencies: ["InterludeMeasure"]),
         .testTarget(name: "InterludeRemoteTests", dependencies: ["InterludeRemote"]),
-        .testTarget(name: "InterludeSoundTests", dependencies: ["InterludeSound", "CSndfile"]),  // CSndfile: tests write MP3/Opus/float files with libsndfile
+        .testTarget(name: "InterludeSoundTests", dependencies: ["InterludeSound", "CSndfile", "InterludeTestSupport"]),  // CSndfile: tests write MP3/Opus/float files with libsndfile
         .testTarget(name: "InterludeEndToEndTests", dependencies: [
             "InterludeClient", "InterludeScenario", "InterludePulse", "InterludeServer", "InterludeEngine", "InterludeTestSupport",
             "InterludeRemote",

@@ -2,6 +2,7 @@ import CSndfile
 import Foundation
 import Glibc
 import InterludeSound
+import InterludeTestSupport
 import Testing
 
 /// A known 16-bit pattern: the extremes, zero, ±1, then a ramp and an alternating sequence, so
@@ -241,7 +242,7 @@ struct SoundDecoderTests {
                 try soxFromPCM(sine(seconds: 0.3, rate: 48000, channels: 2, frequency: 660, amplitude: 0.7),
                                rate: 48000, channels: 2, to: source)
                 let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: source)))
-                var rng = SplitMix64(state: 0x1D_E5A1)
+                var rng = SplitMix64(seed: 0x1D_E5A1)
                 var variants: [[UInt8]] = []
                 for cut in [1, 4, 8, 12, 16, 36, 44, 45, 64, 100, 1000, bytes.count / 2, bytes.count - 1] where cut < bytes.count {
                     variants.append(Array(bytes[0..<cut]))

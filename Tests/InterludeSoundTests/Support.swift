@@ -145,18 +145,6 @@ func decodeError(_ path: String, maxDuration: Double = 30, maxBytes: Int = 16 * 
     }
 }
 
-/// Deterministic PRNG (SplitMix64) for the corruption tests.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 /// The repository root, found from this file's location (Tests/InterludeSoundTests/Support.swift).
 func repositoryRoot(file: String = #filePath) -> String {
     var url = URL(fileURLWithPath: file)

@@ -1,6 +1,7 @@
 import Foundation
 import InterludeEngine
 import InterludePolicy
+import InterludeTestSupport
 @testable import InterludeStore
 import Testing
 
@@ -77,7 +78,7 @@ import Testing
         let store = try SQLiteNotificationStore(directory: tmp.storeDirectory)
         var state = try store.load()
         let template = Self.states(1)[0].delivered[0]
-        var rng = SplitMix(seed: seed)
+        var rng = SplitMix64(seed: seed)
         var next = 0
         for _ in 0..<30 {
             var commits: [NotificationCommit] = []
@@ -140,15 +141,3 @@ private final class LockedBox<Value>: @unchecked Sendable {
     }
 }
 
-/// A small deterministic random generator (SplitMix64) for reproducible edits.
-private struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE5_E9B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}

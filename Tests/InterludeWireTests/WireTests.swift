@@ -1,4 +1,5 @@
 import Foundation
+import InterludeTestSupport
 import Testing
 import InterludeWire
 import InterludePolicy
@@ -175,18 +176,8 @@ import InterludePolicy
     }
 }
 
-/// A tiny deterministic generator for split points.
-struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E3779B97F4A7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58476D1CE4E5B9
-        z = (z ^ (z >> 27)) &* 0x94D049BB133111EB
-        return z ^ (z >> 31)
-    }
-}
+/// The suite's deterministic generator for split points (InterludeTestSupport).
+typealias SplitMix = SplitMix64
 
 /// Issue 7, holes 1 and 4: nesting is bounded before Foundation's decoder sees a line (it trapped
 /// with SIGILL on 513 `[`, and decoding cost grew with the square of the depth).
