@@ -446,7 +446,7 @@ extension Engine {
             do throws(WireError) {
                 let p = try params.get()
                 let app = try appOf(client)
-                let request = try notificationRequest(p)
+                let request = try notificationRequest(p, now: now.secondsSince1970)
                 let peer = entitlementPeer(client: client, app: app, level: request.content.interruptionLevel)
                 let fx = NotificationPolicy.reduce(&notifState, .add(request, app: app, peerExecutablePath: peer.path, peerProblem: peer.problem),
                                                    now: now, config: notifConfig)
@@ -468,8 +468,12 @@ extension Engine {
     }
 
     /// The policy's request for `notification.add` params (also a remote message's, issue 11).
+    /// An `at` trigger becomes the interval from `now` (seconds since 1970; the clock's wall time
+    /// if nil), which must be the `now` the policy decides the request at: a later reading here
+    /// made it fire (and say it fires) that much before its time (`held until …22:59:59` for 23:00).
     /// - Throws: `badRequest` for an empty sound or a trigger that is not exactly one of in/at/calendar.
-    func notificationRequest(_ p: AddNotificationParams) throws(WireError) -> NotificationRequest {
+    func notificationRequest(_ p: AddNotificationParams, now: Double? = nil) throws(WireError) -> NotificationRequest {
+        let now = now ?? clock.wallTime
         var content = NotificationContent(title: p.title)
         content.subtitle = p.subtitle ?? ""
         content.body = p.body ?? ""
@@ -495,7 +499,7 @@ extension Engine {
                 guard at.isFinite else { throw WireError(.badRequest, "at must be a time (seconds since 1970)") }
                 guard t.repeats != true else { throw WireError(.badRequest, "an at trigger fires once; use in or calendar to repeat") }
                 // A time already past is now: delivered at once, decided as such (not "held").
-                trigger = at > clock.wallTime ? .interval(seconds: at - clock.wallTime, repeats: false) : nil
+                trigger = at > now ? .interval(seconds: at - now, repeats: false) : nil
             }
             if let c = t.calendar { trigger = .calendar(c, repeats: t.repeats ?? false) }
         }

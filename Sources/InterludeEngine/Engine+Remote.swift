@@ -69,7 +69,7 @@ extension Engine {
                 continue
             }
             let request: NotificationRequest
-            do { request = try notificationRequest(message.notification) } catch {
+            do { request = try notificationRequest(message.notification, now: now) } catch {
                 log("remote message \(message.id) malformed: \(error) (acknowledged, not delivered)")
                 receipts[i] = RemoteReceipt(id: message.id, device: device, app: message.app, identifier: message.notification.identifier,
                                             status: .malformed, rules: [], decision: nil, error: error, time: now)
@@ -77,7 +77,7 @@ extension Engine {
             }
             let fx = NotificationPolicy.reduce(&notifState, .addRemote(request, app: message.app, messageID: message.id,
                                                                        dedupeWindow: settings.dedupeWindow),
-                                               now: NotificationTime(clock.wallTime), config: notifConfig)
+                                               now: NotificationTime(now), config: notifConfig)
             effects += fx
             decided.append((i, message, request, fx.lazy.compactMap { if case let .reply(r) = $0 { r } else { nil } }.last))
         }

@@ -1,8 +1,10 @@
 import Foundation
 import Testing
 import InterludeClient
+import InterludeConfig
 import InterludeEngine
 import InterludePolicy
+import InterludeServer
 import InterludeTestSupport
 import InterludeWire
 
@@ -80,6 +82,29 @@ import InterludeWire
         let cli = try await InterludeClient.connect(socket: again.socket, app: Engine.userToolApp)
         let list = try await cli.call(NotificationMethod.pending, ListNotificationsParams(all: true), as: NotificationListResult.self)
         #expect(list.pending.map(\.identifier) == ["keep"])
+    }
+
+    /// N8: an `at` trigger fires at its time. The engine turns it into an interval from the time
+    /// the policy decides at; taken from a later clock reading it fired (and was listed and
+    /// logged) early: `--at 23:00:00Z` said `held until 22:59:59`. Here the wall clock moves
+    /// 0.25 s at every reading, so any second reading shows.
+    @Test func N8_anAtTriggerFiresAtItsTimeNotBeforeIt() async throws {
+        let config = try ConfigLoader.load(folders: [], overlay: ("test", try JSON5.parse(Self.grant)))
+        let engine = try Engine(config: config, audio: FakeAudioBackend(), sounds: FakeSoundPlayer(), clock: TickingClock(),
+                                store: MemoryNotificationStore(), version: "test")
+        let dir = NSTemporaryDirectory() + "interlude-at-\(UUID().uuidString.prefix(8))"
+        let server = SocketServer(path: dir + "/socket", engine: engine, maxOutputBytes: 1 << 20, log: { _ in })
+        try server.start()
+        defer { server.stop(); try? FileManager.default.removeItem(atPath: dir) }
+        let chat = try await InterludeClient.connect(socket: dir + "/socket", app: "org.example.Calendar")
+        _ = try await chat.call(NotificationMethod.requestAuthorization, RequestAuthorizationParams(options: [.alert]), as: AuthorizationResult.self)
+        let at = TickingClock.start + 3600
+        let r = try await add(chat, AddNotificationParams(identifier: "meeting", title: "standup", trigger: TriggerParams(at: at)))
+        guard case let .held(until?) = r.decision.outcome else { Issue.record("not held: \(r.decision.outcome)"); return }
+        #expect(abs(until.secondsSince1970 - at) < 1e-6, "held until \(until.iso8601), asked for \(NotificationTime(at).iso8601)")
+        let cli = try await InterludeClient.connect(socket: dir + "/socket", app: Engine.userToolApp)
+        let list = try await cli.call(NotificationMethod.pending, ListNotificationsParams(all: true), as: NotificationListResult.self)
+        #expect(list.pending.map(\.fireAt).allSatisfy { abs($0 - at) < 1e-6 }, "\(list.pending.map(\.fireAt))")
     }
 
     @Test func N1_appsMayNotChangeTheirOwnSettingsOrOthersNotifications() async throws {
@@ -278,3 +303,14 @@ import InterludeWire
     }
 }
 
+
+/// A wall clock that moves 0.25 s at every reading (the monotonic one stands still): two readings
+/// where one was meant show as a quarter second apart.
+final class TickingClock: EngineClock, @unchecked Sendable {
+    static let start = 1_796_000_000.0
+    private let lock = NSLock()
+    private var wall = TickingClock.start
+    var now: Double { 1000 }
+    var wallTime: Double { lock.withLock { wall += 0.25; return wall } }
+    func sleep(until deadline: Double) async throws { try await Task.sleep(nanoseconds: 3_600_000_000_000) }
+}
