@@ -111,9 +111,9 @@ public actor PulseSoundPlayer: SoundPlayer {
             cache[path] = nil
         }
         let sound: DecodedSound
-        do { sound = try SoundDecoder.decode(path: path, maxDuration: maxDuration, maxBytes: maxBytes) } catch let e as SoundError {
-            throw WireError(.badRequest, "\(e)")  // "code: path: why"
-        } catch { throw WireError(.badRequest, "\(error)") }
+        do { sound = try SoundDecoder.decode(path: path, maxDuration: maxDuration, maxBytes: maxBytes) } catch {
+            throw WireError(.badRequest, "\(error)")  // "code: path: why"
+        }
         uploads += 1
         let sample = "interlude-\(uploads)-" + (path as NSString).lastPathComponent
         do { try connection.uploadSample(name: sample, pcm: sound.pcm, sampleRate: sound.sampleRate, channels: sound.channels) } catch {

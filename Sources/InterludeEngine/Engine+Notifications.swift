@@ -304,7 +304,7 @@ extension Engine {
     /// Watcher events go to the app they are about and the user's subscribed tools, never to
     /// another app (``EventAudience``); views carry N13's placeholder for hidden previews.
     func route(_ w: NotificationWatcherEvent) {
-        @Sendable func enc<T: Encodable>(_ v: T) -> JSONValue { (try? JSONValue(encoding: v)) ?? .null }
+        @Sendable func enc<T: Encodable & SendableMetatype>(_ v: T) -> JSONValue { (try? JSONValue(encoding: v)) ?? .null }
         busObserve(w)  // bus notifications' signals (Engine+Bus.swift)
         switch w {
         case let .delivered(view, decision):

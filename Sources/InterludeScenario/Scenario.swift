@@ -138,7 +138,7 @@ extension Scenario {
             throw ScenarioError(file: file, line: error.line, place: "syntax", message: error.message)
         }
         guard case let .object(top) = root else { throw ScenarioError(file: file, line: 1, place: "top", message: "must be an object") }
-        var p = Parser(file: file)
+        let p = Parser(file: file)
         try p.known(top, ["name", "config", "sessions", "steps", "expect"], place: "top level")
         var s = Scenario(file: file, name: "", config: nil, sessions: [], steps: [], expectations: [])
         for m in top {

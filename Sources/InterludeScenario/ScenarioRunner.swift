@@ -163,7 +163,7 @@ public final class ScenarioRunner: @unchecked Sendable {
         var args = ["--socket", socket, "--state", work + "/state", "--private", "--exit-with-parent"]
         if scenario.config != nil { args += ["--config", work] }
         p.arguments = args
-        FileManager.default.createFile(atPath: work + "/daemon.log", contents: nil)
+        _ = FileManager.default.createFile(atPath: work + "/daemon.log", contents: nil)
         p.standardError = FileHandle(forWritingAtPath: work + "/daemon.log")
         p.standardOutput = FileHandle.nullDevice  // never hold the runner's stdout (a pipe) open
         var env = ProcessInfo.processInfo.environment

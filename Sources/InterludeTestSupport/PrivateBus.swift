@@ -83,7 +83,7 @@ public final class PrivateBus: @unchecked Sendable {
         let out = Pipe(), err = Pipe()
         p.standardOutput = out
         if let stderrFile {
-            FileManager.default.createFile(atPath: stderrFile, contents: nil)
+            _ = FileManager.default.createFile(atPath: stderrFile, contents: nil)
             p.standardError = FileHandle(forWritingAtPath: stderrFile)
             try? err.fileHandleForWriting.close()
         } else {

@@ -14,7 +14,7 @@ enum Demo {
     struct Check { var at: Double; var who: String; var hz: Double; var expect: String; var range: ClosedRange<Double> }
 
     static func run(socket: String?, _ argv: [String]) async throws -> Int32 {
-        let a = try Arguments(argv, flags: [], options: [])
+        _ = try Arguments(argv, flags: [], options: [])  // no flags or options: refuses any
         let pulse = PulseConnection(clientName: "interlude demo")
         try AudioCLI.connectAudio(pulse)
         defer { pulse.disconnect() }
