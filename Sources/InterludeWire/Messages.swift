@@ -70,7 +70,8 @@ public struct WireRequest: Sendable, Equatable {
     /// - Throws: ``WireError`` `unknownField` or `badRequest` (missing or mistyped field).
     public func decodeParams<P: WireParams>(_: P.Type) throws(WireError) -> P {
         if let extra = Set(params.keys).subtracting(P.fields).sorted().first {
-            throw WireError(.unknownField, "\(method) has no param \"\(extra)\" (known: \(P.fields.sorted().joined(separator: ", ")))")
+            let known = P.fields.isEmpty ? "it takes none" : "known: " + P.fields.sorted().joined(separator: ", ")
+            throw WireError(.unknownField, "\(method) has no param \"\(extra)\" (\(known))")
         }
         // One walk over the params: objects inside are checked where the params type lists their
         // keys (`keys` is that path: "trigger.calendar", "categories[]"), and no number of any

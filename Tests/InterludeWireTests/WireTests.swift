@@ -90,6 +90,13 @@ import InterludePolicy
             #expect(error.message.contains("colour"))
         }
     }
+    @Test func aParamToAMethodWithoutParamsSaysItTakesNone() throws {
+        let r = try WireRequest.parse(Array(#"{"id":1,"method":"status","params":{"verbose":true}}"#.utf8))
+        do { _ = try r.decodeParams(StatusParams.self); Issue.record("accepted") } catch {
+            #expect(error.code == .unknownField)
+            #expect(error.message == #"status has no param "verbose" (it takes none)"#)
+        }
+    }
     @Test("unknown keys inside trigger, calendar, categories and actions are refused by their path",
           arguments: [
             (#"{"title":"t","trigger":{"in":5,"every":3}}"#, "trigger.every"),
