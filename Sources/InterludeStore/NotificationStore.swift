@@ -242,16 +242,16 @@ public final class NotificationStore {
         do {
             // Encode first: a value that does not encode fails before the transaction begins.
             let rows = try batch.flatMap { try $0.rows.map(encode) }
-            var slots = self.slots
             try db.execute("BEGIN IMMEDIATE")
             do {
+                // In place: after a failure the rows and their slots are read again before the
+                // next write (`differ` is nil), so a half-applied picture is never used.
                 try slots.run(rows, statements)
                 try db.execute("COMMIT")
             } catch {
                 if db.inTransaction { try? db.execute("ROLLBACK") }
                 throw error
             }
-            self.slots = slots
             dataVersion = try statements.dataVersion()
         } catch {
             differ = nil  // unknown until read again
@@ -359,9 +359,9 @@ public final class NotificationStore {
             rows.apps = try statements.app.readAll()
             rows.meta = try statements.meta.readAll()
             var slots = ListSlots()
-            rows.pending = try statements.pending.readAll(into: &slots.pending)
-            rows.delivered = try statements.delivered.readAll(into: &slots.delivered)
-            rows.decisionLog = try statements.decisionLog.readAll(into: &slots.decisionLog)
+            (rows.pending, slots.tables[.pending]) = try statements.pending.readAll()
+            (rows.delivered, slots.tables[.delivered]) = try statements.delivered.readAll()
+            (rows.decisionLog, slots.tables[.decisionLog]) = try statements.decisionLog.readAll()
             try db.execute("COMMIT")
             self.slots = slots
             dataVersion = try statements.dataVersion()
@@ -404,7 +404,7 @@ public final class NotificationStore {
             case let .deleteApp(key): try app.delete.run([.text(key)])
             case let .upsertMeta(key, json): try meta.upsert.run([.text(key), .text(json)])
             case let .deleteMeta(key): try meta.delete.run([.text(key)])
-            case .insert, .update, .delete: preconditionFailure("a list row is written by ListSlots")
+            case .insert, .update, .delete: throw StoreError(.storeFailed, "a list row must be written through its slots")
             }
         }
 
@@ -454,17 +454,17 @@ public final class NotificationStore {
             delete = try db.prepare("DELETE FROM \(table) WHERE slot = ?1")
         }
 
-        /// Every row in list order; notes each row's slot in `slots`.
-        func readAll(into slots: inout ListSlots.Table) throws -> [ListRow] {
+        /// Every row in list order, and where each lives.
+        func readAll() throws -> ([ListRow], ListSlots.Table) {
             var out: [ListRow] = []
-            slots = ListSlots.Table()
+            var slots = ListSlots.Table()
             try select.forEachRow {
                 let slot = $0.int64(0), seq = $0.int64(1)
                 slots.slotOf[seq] = slot
                 slots.nextSlot = max(slots.nextSlot, slot + 1)
                 out.append(ListRow(seq: seq, app: $0.text(2), identifier: $0.text(3), json: $0.text(4)))
             }
-            return out
+            return (out, slots)
         }
     }
 
@@ -480,25 +480,13 @@ public final class NotificationStore {
             /// Slots of rows removed in this transaction, not yet taken or deleted.
             var freed: [Int64] = []
         }
-        var pending = Table()
-        var delivered = Table()
-        var decisionLog = Table()
+        /// Each list table's. A dictionary's `subscript(_:default:)` changes a table in place
+        /// (a get/set subscript over three properties copied a table's whole map at every row).
+        var tables: [ListTableName: Table] = [:]
 
         subscript(_ t: ListTableName) -> Table {
-            get {
-                switch t {
-                case .pending: pending
-                case .delivered: delivered
-                case .decisionLog: decisionLog
-                }
-            }
-            set {
-                switch t {
-                case .pending: pending = newValue
-                case .delivered: delivered = newValue
-                case .decisionLog: decisionLog = newValue
-                }
-            }
+            get { tables[t, default: Table()] }
+            _modify { yield &tables[t, default: Table()] }
         }
 
         /// Writes `rows`, in order, inside the caller's transaction.
@@ -530,9 +518,9 @@ public final class NotificationStore {
                     try statements.runKeyed(row)
                 }
             }
-            for t in [ListTableName.pending, .delivered, .decisionLog] {
-                for slot in self[t].freed { try statements.list(t).delete.run([.integer(slot)]) }
-                self[t].freed = []
+            for t in tables.keys where !tables[t]!.freed.isEmpty {
+                for slot in tables[t]!.freed { try statements.list(t).delete.run([.integer(slot)]) }
+                tables[t]!.freed = []
             }
         }
     }

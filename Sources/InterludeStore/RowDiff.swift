@@ -30,7 +30,7 @@ public struct NotificationRowChanges: Sendable {
 }
 
 /// One of the three ordered tables.
-enum ListTableName: Sendable { case pending, delivered, decisionLog }
+enum ListTableName: Sendable, Hashable { case pending, delivered, decisionLog }
 
 /// A list item, typed (encoded when written).
 enum ListValue: Sendable {
