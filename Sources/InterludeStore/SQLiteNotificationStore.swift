@@ -200,13 +200,11 @@ public final class SQLiteNotificationStore: NotificationStoring, Sendable {
         let store: SQLiteNotificationStore
         let number: UInt64
 
-        func settledNow() -> (any Error)?? {
-            store.shared.withLock { s in number <= s.durableThrough ? .some(SQLiteNotificationStore.failure(of: number, in: s.failed)) : nil }
-        }
+        func settledNow() -> (any Error)?? { store.shared.withLock { outcome(in: $0) } }
 
         func whenSettled(_ body: @escaping @Sendable ((any Error)?) -> Void) {
             let now: (any Error)?? = store.shared.withLock { s in
-                if number <= s.durableThrough { return .some(SQLiteNotificationStore.failure(of: number, in: s.failed)) }
+                if let known = outcome(in: s) { return known }
                 // Tickets are waited for in about the order they were given: keep the list sorted.
                 var i = s.waiters.count
                 while i > 0, s.waiters[i - 1].ticket > number { i -= 1 }
@@ -214,6 +212,11 @@ public final class SQLiteNotificationStore: NotificationStoring, Sendable {
                 return nil
             }
             if let now { body(now) }
+        }
+
+        /// Nil while in flight; `.some(nil)` durable, `.some(error)` failed.
+        private func outcome(in s: borrowing Shared) -> (any Error)?? {
+            number <= s.durableThrough ? .some(SQLiteNotificationStore.failure(of: number, in: s.failed)) : nil
         }
     }
 
