@@ -52,7 +52,7 @@ let package = Package(
         // Scenario files, tone analysis (Goertzel), reference apps, SVG plots.
         .target(name: "InterludeScenario", dependencies: ["InterludeClient", "InterludePulse", "InterludeConfig"]),
         // Fakes and a manual clock for tests.
-        .target(name: "InterludeTestSupport", dependencies: ["InterludePolicy", "InterludeEngine"]),
+        .target(name: "InterludeTestSupport", dependencies: ["InterludePolicy", "InterludeEngine", "InterludeClient", "InterludeWire"]),
 
         .executableTarget(name: "interluded", dependencies: [
             "InterludeServer", "InterludeEngine", "InterludePulse", "InterludeSound", "InterludeStore", "InterludeConfig", "InterludeWire",

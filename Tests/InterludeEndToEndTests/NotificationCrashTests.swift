@@ -1,6 +1,7 @@
 import Foundation
 import InterludeClient
 import InterludePolicy
+import InterludeTestSupport
 import InterludeWire
 import Synchronization
 import Testing
@@ -30,14 +31,7 @@ import Testing
 
     /// The 8 bursting apps, connected and asked for authorization.
     static func burstApps(socket: String) async throws -> [InterludeClient] {
-        var apps: [InterludeClient] = []
-        for i in 0..<clients {
-            let c = try await InterludeClient.connect(socket: socket, app: "org.example.Burst\(i)")
-            _ = try await c.call(NotificationMethod.requestAuthorization, RequestAuthorizationParams(options: [.alert]),
-                                 as: AuthorizationResult.self)
-            apps.append(c)
-        }
-        return apps
+        try await connectAuthorizedApps(socket: socket, (0..<clients).map { "org.example.Burst\($0)" })
     }
 
     /// Each app adds notifications on `lanes` lanes, one after another per lane, until the daemon

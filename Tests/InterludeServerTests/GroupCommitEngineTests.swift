@@ -110,14 +110,7 @@ final class GatedNotificationStore: NotificationStoring, Sendable {
     }
 
     func apps(_ socket: String, _ n: Int) async throws -> [InterludeClient] {
-        var out: [InterludeClient] = []
-        for i in 0..<n {
-            let c = try await InterludeClient.connect(socket: socket, app: "org.example.App\(i)")
-            _ = try await c.call(NotificationMethod.requestAuthorization, RequestAuthorizationParams(options: [.alert]),
-                                 as: AuthorizationResult.self)
-            out.append(c)
-        }
-        return out
+        try await connectAuthorizedApps(socket: socket, (0..<n).map { "org.example.App\($0)" })
     }
 
     /// Sends one `notification.add` from each client at once; returns the outcomes (id or error code).

@@ -96,8 +96,7 @@ import InterludeWire
         let server = SocketServer(path: dir + "/socket", engine: engine, maxOutputBytes: 1 << 20, log: { _ in })
         try server.start()
         defer { server.stop(); try? FileManager.default.removeItem(atPath: dir) }
-        let chat = try await InterludeClient.connect(socket: dir + "/socket", app: "org.example.Calendar")
-        _ = try await chat.call(NotificationMethod.requestAuthorization, RequestAuthorizationParams(options: [.alert]), as: AuthorizationResult.self)
+        let chat = try await connectAuthorizedApps(socket: dir + "/socket", ["org.example.Calendar"])[0]
         let at = TickingClock.start + 3600
         let r = try await add(chat, AddNotificationParams(identifier: "meeting", title: "standup", trigger: TriggerParams(at: at)))
         guard case let .held(until?) = r.decision.outcome else { Issue.record("not held: \(r.decision.outcome)"); return }
