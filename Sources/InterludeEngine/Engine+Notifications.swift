@@ -174,14 +174,12 @@ extension Engine {
     /// soon as it is settled: gathering a whole commit's replies sent them to every client at
     /// once, whose next requests then came at once too, and an activation arriving in that wave
     /// waited for a core (p90 0.6 → 2.9 ms in the bench's burst; issue 9).
-    /// - Parameter first: the outcome of the first step's commit when its callback brings it.
-    func settleCommittedSteps(first: (any Error)?? = nil) {
-        var known = first
+    func settleCommittedSteps() {
         while let step = awaitingCommit.first {
-            defer { known = nil }
-            guard let error = known ?? step.commit.settledNow() else {
-                step.commit.whenSettled { outcome in
-                    Task.immediate(priority: .low) { await self.settleCommittedSteps(first: .some(outcome)) }
+            guard let error = step.commit.settledNow() else {
+                // Called once the commit is settled, which `settledNow` then says.
+                step.commit.whenSettled { _ in
+                    Task.immediate(priority: .low) { await self.settleCommittedSteps() }
                 }
                 return
             }

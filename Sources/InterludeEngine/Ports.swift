@@ -107,61 +107,45 @@ extension NotificationStoring {
 public struct NotificationCommit: Sendable {
     /// The error if known now to have failed, `.some(nil)` if known durable, nil if still in flight.
     public let known: (any Error)??
-    private let wait: (nonisolated(nonsending) @Sendable () async -> (any Error)?)?
     private let tracker: (any NotificationCommitTracking)?
 
     /// Durable already.
-    public static let durable = NotificationCommit(known: .some(nil), wait: nil, tracker: nil)
+    public static let durable = NotificationCommit(known: .some(nil), tracker: nil)
     /// Failed already (nothing was written).
-    public static func failed(_ error: any Error) -> NotificationCommit { NotificationCommit(known: .some(error), wait: nil, tracker: nil) }
-
-    /// A commit in flight: `wait` returns nil when it is durable, or the error it failed with.
-    public init(waiting wait: nonisolated(nonsending) @escaping @Sendable () async -> (any Error)?) {
-        self.init(known: nil, wait: wait, tracker: nil)
-    }
+    public static func failed(_ error: any Error) -> NotificationCommit { NotificationCommit(known: .some(error), tracker: nil) }
 
     /// A commit in flight that `tracker` reports on: it answers ``settledNow()`` without waiting
     /// and calls ``whenSettled(_:)``'s body on the thread that finished the commit.
     public init(tracker: any NotificationCommitTracking) {
-        self.init(known: nil, wait: nil, tracker: tracker)
+        self.init(known: nil, tracker: tracker)
     }
 
-    private init(known: (any Error)??, wait: (nonisolated(nonsending) @Sendable () async -> (any Error)?)?,
-                 tracker: (any NotificationCommitTracking)?) {
+    private init(known: (any Error)??, tracker: (any NotificationCommitTracking)?) {
         self.known = known
-        self.wait = wait
         self.tracker = tracker
     }
 
     /// Waits until the state is durable (nil) or its commit failed (the error).
     nonisolated(nonsending) public func outcome() async -> (any Error)? {
-        if let known { return known }
-        if let tracker {
-            if let now = tracker.settledNow() { return now }
-            return await withCheckedContinuation { (c: CheckedContinuation<(any Error)?, Never>) in
-                tracker.whenSettled { c.resume(returning: $0) }
-            }
+        if let now = settledNow() { return now }
+        return await withCheckedContinuation { (c: CheckedContinuation<(any Error)?, Never>) in
+            whenSettled { c.resume(returning: $0) }
         }
-        return await wait?() ?? nil
     }
 
     /// The outcome if it is known now (`.some(nil)`: durable, `.some(error)`: failed), without
     /// waiting; nil while the commit is in flight.
     public func settledNow() -> (any Error)?? {
-        if let known { return known }
-        return tracker?.settledNow()
+        known ?? tracker?.settledNow()
     }
 
     /// Calls `body` with the outcome once it is known: at once on this thread if it is known now,
-    /// else on the thread that finished the commit (a store with a tracker), so a caller can hop
-    /// onto its actor from there without a thread of Swift's pool in between (an awaited
-    /// continuation always resumes on the pool first: one more thread wake-up per commit; issue 9).
-    /// `body` must not block.
+    /// else on the thread that finished the commit, so a caller can hop onto its actor from there
+    /// without a thread of Swift's pool in between (an awaited continuation always resumes on the
+    /// pool first: one more thread wake-up per commit; issue 9). `body` must not block.
     public func whenSettled(_ body: @escaping @Sendable ((any Error)?) -> Void) {
         if let known { return body(known) }
-        if let tracker { return tracker.whenSettled(body) }
-        let wait = self.wait
-        Task { body(await wait?() ?? nil) }
+        tracker?.whenSettled(body)
     }
 }
 
@@ -169,7 +153,8 @@ public struct NotificationCommit: Sendable {
 public protocol NotificationCommitTracking: Sendable {
     /// `.some(nil)` if durable, `.some(error)` if failed, nil while in flight.
     func settledNow() -> (any Error)??
-    /// Calls `body` once with the outcome: at once if known, else on the committing thread.
+    /// Calls `body` once with the outcome: at once if known, else on the committing thread, once
+    /// `settledNow()` says it (the engine asks again from `body`).
     func whenSettled(_ body: @escaping @Sendable ((any Error)?) -> Void)
 }
 

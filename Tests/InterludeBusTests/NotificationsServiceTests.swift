@@ -488,9 +488,15 @@ final class SlowStore: NotificationStoring, @unchecked Sendable {
     func save(_ state: NotificationState) throws { try memory.save(state) }
     func submit(_ state: NotificationState) -> NotificationCommit {
         do { try memory.save(state) } catch { return .failed(error) }
-        return NotificationCommit {
-            try? await Task.sleep(nanoseconds: 20_000_000)
-            return nil
+        return NotificationCommit(tracker: Durable(at: DispatchTime.now() + .milliseconds(20)))
+    }
+
+    /// Durable from `at` on.
+    struct Durable: NotificationCommitTracking {
+        let at: DispatchTime
+        func settledNow() -> (any Error)?? { DispatchTime.now() >= at ? .some(nil) : nil }
+        func whenSettled(_ body: @escaping @Sendable ((any Error)?) -> Void) {
+            DispatchQueue.global().asyncAfter(deadline: at) { body(nil) }
         }
     }
 }

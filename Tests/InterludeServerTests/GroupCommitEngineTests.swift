@@ -19,7 +19,7 @@ final class GatedNotificationStore: NotificationStoring, Sendable {
         var submitted = NotificationState()
         /// Held submits by id.
         var outcomes: [Int: Outcome] = [:]
-        var waiting: [Int: CheckedContinuation<(any Error)?, Never>] = [:]
+        var waiting: [Int: @Sendable ((any Error)?) -> Void] = [:]
         var nextID = 0
         var broken = false
     }
@@ -45,20 +45,28 @@ final class GatedNotificationStore: NotificationStoring, Sendable {
         switch id {
         case nil: return .durable
         case .some(nil): return .failed(StoreError.full)
-        case let .some(id?):
-            return NotificationCommit { [self] in
-                await withCheckedContinuation { c in
-                    let known: (any Error)?? = shared.withLock { s in
-                        switch s.outcomes[id] {
-                        case .durable?: return .some(nil)
-                        case .failed?: return .some(StoreError.full)
-                        default: break
-                        }
-                        s.waiting[id] = c
-                        return nil
-                    }
-                    if let known { c.resume(returning: known) }
-                }
+        case let .some(id?): return NotificationCommit(tracker: Held(store: self, id: id))
+        }
+    }
+
+    /// A held submit's commit: settled when the test releases the hold.
+    struct Held: NotificationCommitTracking {
+        let store: GatedNotificationStore
+        let id: Int
+        func settledNow() -> (any Error)?? { store.shared.withLock { outcome(in: $0) } }
+        func whenSettled(_ body: @escaping @Sendable ((any Error)?) -> Void) {
+            let known: (any Error)?? = store.shared.withLock { s in
+                if let known = outcome(in: s) { return known }
+                s.waiting[id] = body
+                return nil
+            }
+            if let known { body(known) }
+        }
+        private func outcome(in s: Shared) -> (any Error)?? {
+            switch s.outcomes[id] {
+            case .durable?: .some(nil)
+            case .failed?: .some(StoreError.full)
+            default: nil
             }
         }
     }
@@ -80,14 +88,14 @@ final class GatedNotificationStore: NotificationStoring, Sendable {
 
     /// Ends the hold: the held commits become durable, or all fail.
     func release(failing: Bool) {
-        let waiting: [CheckedContinuation<(any Error)?, Never>] = shared.withLock { s in
+        let waiting: [@Sendable ((any Error)?) -> Void] = shared.withLock { s in
             s.holding = false
             if failing { s.broken = true } else { s.durable = s.submitted }
             for (id, o) in s.outcomes where o == .held { s.outcomes[id] = failing ? .failed : .durable }
             defer { s.waiting = [:] }
             return Array(s.waiting.values)
         }
-        for c in waiting { c.resume(returning: failing ? StoreError.full : nil) }
+        for body in waiting { body(failing ? StoreError.full : nil) }
     }
 
     enum StoreError: Error { case full }
