@@ -90,7 +90,11 @@ struct ThroughputBench {
         let apps = try await rawApps(1, tag: "floor")
         defer { apps.forEach { $0.close() } }
         let c = apps[0]
-        let seconds = try await c.line.onThread { try c.roundTrips("focus.status", count: count) }
+        let seconds = try await c.line.onThread { () throws -> Double in
+            let t0 = now()
+            _ = try c.run(inFlight: 1, requests: count) { _ in #""method":"focus.status""# }
+            return now() - t0
+        }
         return Double(count) / seconds
     }
 
@@ -387,7 +391,7 @@ final class RawLoadClient: @unchecked Sendable {
         try await withThrowingTaskGroup(of: [Double].self) { group in
             for (i, c) in clients.enumerated() {
                 group.addTask {
-                    try await c.line.onThread { try c.run(inFlight: inFlight, requests: requestsPerClient, prefix: "r\(tag)-\(i)-") }
+                    try await c.line.onThread { try c.run(inFlight: inFlight, requests: requestsPerClient, request: Self.add(prefix: "r\(tag)-\(i)-")) }
                 }
             }
             var all: [Double] = []
@@ -396,8 +400,14 @@ final class RawLoadClient: @unchecked Sendable {
         }
     }
 
-    /// The burst of one client, on the calling thread.
-    func run(inFlight: Int, requests: Int, prefix: String) throws -> [Double] {
+    /// A `notification.add` of a raw client: the request's method and params (after its id).
+    static func add(prefix: String) -> @Sendable (Int) -> String {
+        { k in #""method":"notification.add","params":{"identifier":"\#(prefix)\#(k)","title":"message \#(k)"}"# }
+    }
+
+    /// `requests` requests, `request(k)` the k-th one's method and params, with up to `inFlight`
+    /// outstanding, on the calling thread (one client's burst); every reply's latency (seconds).
+    func run(inFlight: Int, requests: Int, request: (Int) -> String) throws -> [Double] {
         var sentAt = [Double](repeating: 0, count: requests)
         var latencies: [Double] = []
         latencies.reserveCapacity(requests)
@@ -410,7 +420,7 @@ final class RawLoadClient: @unchecked Sendable {
             out.removeAll(keepingCapacity: true)
             let t = now()
             while sent < requests, sent - acked < inFlight {
-                out += Array(#"{"id":\#(firstID + sent),"method":"notification.add","params":{"identifier":"\#(prefix)\#(sent)","title":"message \#(sent)"}}"#.utf8)
+                out += Array(#"{"id":\#(firstID + sent),\#(request(sent))}"#.utf8)
                 out.append(10)
                 sentAt[sent] = t
                 sent += 1
@@ -428,39 +438,12 @@ final class RawLoadClient: @unchecked Sendable {
                     latencies.append(got - sentAt[acked])
                     acked += 1
                 } else if l.starts(with: Self.errorPrefix) {
-                    throw Spawn.Failure(description: "notification.add: \(String(decoding: l, as: UTF8.self))")
+                    throw Spawn.Failure(description: "request \(acked): \(String(decoding: l, as: UTF8.self))")
                 }
             }
             partial += chunk[start..<n]
         }
         return latencies
-    }
-
-    /// `count` requests of `method` (no params), one waiting for each reply, on the calling
-    /// thread; the seconds they took in all.
-    /// - Throws: `Spawn.Failure` on an error reply or a closed connection.
-    func roundTrips(_ method: String, count: Int) throws -> Double {
-        var chunk = [UInt8](repeating: 0, count: 65536)
-        var partial: [UInt8] = []
-        let t0 = now()
-        for k in 0..<count {
-            try line.writeAll(Array(#"{"id":\#(1_000_000 + k),"method":"\#(method)"}"#.utf8) + [10])
-            var answered = false
-            while !answered {
-                let n = chunk.withUnsafeMutableBytes { read(line.fd, $0.baseAddress, $0.count) }
-                guard n > 0 else { throw Spawn.Failure(description: "the daemon closed the connection after \(k) replies") }
-                var start = 0
-                for i in 0..<n where chunk[i] == 10 {
-                    let l: ArraySlice<UInt8> = partial.isEmpty ? chunk[start..<i] : ArraySlice(partial + chunk[start..<i])
-                    partial.removeAll(keepingCapacity: true)
-                    start = i + 1
-                    if l.starts(with: Self.replyPrefix) { answered = true }
-                    if l.starts(with: Self.errorPrefix) { throw Spawn.Failure(description: "\(method): \(String(decoding: l, as: UTF8.self))") }
-                }
-                partial += chunk[start..<n]
-            }
-        }
-        return now() - t0
     }
 
     static let replyPrefix = Array(#"{"id":"#.utf8)
