@@ -384,16 +384,10 @@ extension Engine {
         return AuthorizationResult(status: status, options: options)
     }
 
-    /// `notification.add`: the decision comes back with the rules that made it (N16).
+    /// `notification.add`: the decision comes back with the rules that made it (N16). A batch of
+    /// one (``beginAddNotifications(client:_:)``): one way for every add to be decided.
     public func addNotification(client: Int, _ p: AddNotificationParams) async throws(WireError) -> AddNotificationResult {
-        let app = try appOf(client)
-        let request = try notificationRequest(p)
-        let peer = entitlementPeer(client: client, app: app, level: request.content.interruptionLevel)
-        guard case let .accepted(id, decision) = try expect(await notifyDurably(.add(request, app: app, peerExecutablePath: peer.path,
-                                                                                     peerProblem: peer.problem))) else {
-            throw WireError(.internalError, "unexpected reply")
-        }
-        return AddNotificationResult(identifier: id, decision: decision)
+        try await beginAddNotifications(client: client, [.success(p)])[0].result()
     }
 
     /// `notification.add` for a batch of one connection's pipelined requests (issue 9): each is
@@ -466,12 +460,11 @@ extension Engine {
     }
 
     /// The policy's request for `notification.add` params (also a remote message's, issue 11).
-    /// An `at` trigger becomes the interval from `now` (seconds since 1970; the clock's wall time
-    /// if nil), which must be the `now` the policy decides the request at: a later reading here
-    /// made it fire (and say it fires) that much before its time (`held until …22:59:59` for 23:00).
+    /// An `at` trigger becomes the interval from `now` (seconds since 1970), which must be the
+    /// `now` the policy decides the request at: a later clock reading here made it fire (and say
+    /// it fires) that much before its time (`held until …22:59:59` for 23:00).
     /// - Throws: `badRequest` for an empty sound or a trigger that is not exactly one of in/at/calendar.
-    func notificationRequest(_ p: AddNotificationParams, now: Double? = nil) throws(WireError) -> NotificationRequest {
-        let now = now ?? clock.wallTime
+    func notificationRequest(_ p: AddNotificationParams, now: Double) throws(WireError) -> NotificationRequest {
         var content = NotificationContent(title: p.title)
         content.subtitle = p.subtitle ?? ""
         content.body = p.body ?? ""
