@@ -85,7 +85,7 @@ let package = Package(
         .testTarget(name: "InterludeConfigTests", dependencies: ["InterludeConfig"]),
         .testTarget(name: "InterludeStoreTests", dependencies: ["InterludeStore", "InterludePolicy", "InterludeEngine", "InterludeTestSupport"]),
         .testTarget(name: "InterludeServerTests", dependencies: [
-            "InterludeServer", "InterludeClient", "InterludeEngine", "InterludeTestSupport", "InterludeConfig",
+            "InterludeServer", "InterludeClient", "InterludeEngine", "InterludeTestSupport", "InterludeConfig", "InterludeStore",
         ]),
         .testTarget(name: "InterludeBusTests", dependencies: [
             "InterludeBus", "InterludeEngine", "InterludeTestSupport", "InterludeConfig", "CSystemdBus",

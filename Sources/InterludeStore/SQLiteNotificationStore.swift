@@ -64,10 +64,16 @@ public final class SQLiteNotificationStore: NotificationStoring, Sendable {
     private let confined: Confined
     private let shared = Locked()
     private let committer = DispatchQueue(label: "interlude.store.commit", qos: .userInitiated)
+    /// Set on `committer`: tells a call that arrives on it (an engine job the commit's callback
+    /// ran there) that it already has the connection to itself.
+    private static let onCommitter = DispatchSpecificKey<Bool>()
 
     /// Opens (or creates) `DIR/interlude.sqlite3`.
     /// - Throws: `StoreError` (`storeCorrupt`, `storeSchemaTooNew`, `storeOpenFailed`, …).
-    public init(directory: String) throws { confined = Confined(try NotificationStore(directory: directory)) }
+    public init(directory: String) throws {
+        confined = Confined(try NotificationStore(directory: directory))
+        committer.setSpecific(key: Self.onCommitter, value: true)
+    }
 
     /// Reads the saved state (waiting for commits in flight) and starts diffing from it.
     public func load() throws -> NotificationState {
@@ -132,14 +138,18 @@ public final class SQLiteNotificationStore: NotificationStoring, Sendable {
     /// submits keep failing, and the next call tries again).
     public func recoverAfterFailedCommit() -> NotificationState? {
         guard shared.withLock({ $0.broken != nil }) else { return nil }
-        return committer.sync { () -> NotificationState? in
-            guard shared.withLock({ $0.broken != nil }), let (state, layout) = try? confined.store.loadWithSeqs() else { return nil }
-            shared.withLock {
+        // The failed commit's callback runs on `committer`, and the engine's job with it (the
+        // engine runs a job on the thread that brings it): there `committer.sync` would wait for
+        // itself (libdispatch traps it). Between two of its commits the connection is free there.
+        let recover = { () -> NotificationState? in
+            guard self.shared.withLock({ $0.broken != nil }), let (state, layout) = try? self.confined.store.loadWithSeqs() else { return nil }
+            self.shared.withLock {
                 $0.differ = NotificationRowDiffer(state: state, seqs: layout)
                 $0.broken = nil
             }
             return state
         }
+        return DispatchQueue.getSpecific(key: Self.onCommitter) == true ? recover() : committer.sync(execute: recover)
     }
 
     /// Commits so far and the changes they held (a commit holds one or more changes).

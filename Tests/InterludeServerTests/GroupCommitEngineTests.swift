@@ -4,6 +4,7 @@ import InterludeConfig
 import InterludeEngine
 import InterludePolicy
 import InterludeServer
+@testable import InterludeStore
 import InterludeTestSupport
 import InterludeWire
 import Synchronization
@@ -143,6 +144,39 @@ final class GatedNotificationStore: NotificationStoring, Sendable {
             for try await r in group { out.append(r) }
             return out.sorted()
         }
+    }
+
+    /// N15 with the real store: a commit that fails (another process holds the database's write
+    /// lock past the busy timeout) fails its request with `storageFailed`, and the daemon carries
+    /// on. The failure is reported on the store's committing thread, where the engine then takes
+    /// the durable state back: that took the store's queue synchronously from itself and crashed
+    /// the daemon (SIGILL; a stranger's find).
+    @Test func N15_aFailedCommitOfTheRealStoreFailsTheRequestAndTheDaemonCarriesOn() async throws {
+        let dir = NSTemporaryDirectory() + "interlude-gc-real-\(UUID().uuidString.prefix(8))"
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let config = try ConfigLoader.load(folders: [], overlay: ("test", try JSON5.parse(Self.grant)))
+        let store = try SQLiteNotificationStore(directory: dir + "/state")
+        let engine = try Engine(config: config, audio: FakeAudioBackend(), sounds: FakeSoundPlayer(), store: store, version: "test")
+        let server = SocketServer(path: dir + "/socket", engine: engine, maxOutputBytes: 1 << 20, log: { _ in })
+        try server.start()
+        defer { server.stop() }
+        let chat = try await connectAuthorizedApps(socket: dir + "/socket", ["org.example.Chat"])[0]
+        _ = try await chat.call(NotificationMethod.add, AddNotificationParams(identifier: "before", title: "t"), as: AddNotificationResult.self)
+
+        let other = try NotificationStore(directory: dir + "/state")
+        try other.connection.execute("BEGIN EXCLUSIVE")  // held past the store's busy timeout
+        do {
+            _ = try await chat.call(NotificationMethod.add, AddNotificationParams(identifier: "locked", title: "t"), as: AddNotificationResult.self)
+            Issue.record("acknowledged without being saved")
+        } catch let e as WireError {
+            #expect(e.code == .storageFailed)
+        }
+        try other.connection.execute("ROLLBACK")
+        other.close()
+
+        // Still serving, from the durable state: the failed request is not in it.
+        _ = try await chat.call(NotificationMethod.add, AddNotificationParams(identifier: "after", title: "t"), as: AddNotificationResult.self)
+        #expect(try NotificationStore(directory: dir + "/state").load().delivered.map(\.request.identifier) == ["before", "after"])
     }
 
     @Test func N15_requestsWaitingForOneCommitAreAnsweredWhenItIsDurable() async throws {
