@@ -113,14 +113,7 @@ public final class NotificationStore {
     ///   not changed), `storeSchemaTooNew` (written by a newer Interlude; not changed), `storeBusy`,
     ///   `storeIOError`.
     public init(directory: String) throws {
-        // mkdir -p with 0700, in the system's words when it fails ("No such file or directory").
-        var made = ""
-        for part in directory.split(separator: "/", omittingEmptySubsequences: true) {
-            made += (made.isEmpty && !directory.hasPrefix("/") ? "" : "/") + part
-            if Glibc.mkdir(made, 0o700) != 0 && errno != EEXIST {
-                throw StoreError(.storeOpenFailed, "cannot create the folder \(directory): \(made): \(String(cString: strerror(errno)))")
-            }
-        }
+        try StateFolderLock.makeFolder(directory)
         path = directory.hasSuffix("/") ? directory + Self.fileName : directory + "/" + Self.fileName
         // Create the file ourselves so that it (and SQLite's -wal and -shm beside it) is 0600.
         let fd = Glibc.open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)

@@ -9,6 +9,8 @@ public struct StoreError: Error, Sendable, Equatable, CustomStringConvertible {
         /// The file is not a database, is damaged, is another program's database, or holds rows
         /// that do not decode. Nothing was changed; move the file away to start over.
         case storeCorrupt
+        /// Another daemon holds the state folder (``StateFolderLock``): one daemon per folder.
+        case storeInUse
         /// Another connection held the database longer than the busy timeout (2 s).
         case storeBusy
         /// The database was written by a newer Interlude (its schema version is higher than this

@@ -15,7 +15,8 @@ import InterludeWire
 enum Daemon {
     static let version = "0.1.0"
     /// Exit status when another daemon of this user already manages the audio server's streams
-    /// (`interlude.manager`, ``managerClaimKey``): EX_TEMPFAIL, "try again once it is gone".
+    /// (`interlude.manager`, ``managerClaimKey``) or holds the state folder (``StateFolderLock``):
+    /// EX_TEMPFAIL, "try again once it is gone".
     static let anotherManagerStatus: Int32 = 75
     /// The client property a managing daemon announces itself with on the audio server
     /// (``PulseClaim``: value the socket path, with `.uid` and `.since`).
@@ -98,6 +99,14 @@ enum Daemon {
             log("another daemon is listening on \(path)")
             return 1
         }
+        // One daemon per state folder: a second one on the same --state (another socket) would
+        // overwrite the first's notifications and undo its ducks (A7's ledger). Held until exit.
+        let stateDir = options["state"] ?? NotificationStore.defaultDirectory(environment: env)
+        let stateLock: StateFolderLock
+        do { stateLock = try StateFolderLock(directory: stateDir) } catch {
+            log("cannot use the state in \(stateDir): \(error.message) [\(error.code.rawValue)]")
+            return error.code == .storeInUse ? anotherManagerStatus : 1
+        }
         // One manager per audio server and user (issue 7 hole 12): two daemons that both manage
         // the same streams each take the other's duck for the user's volume and duck it again,
         // down to silence. A managing daemon announces itself in its client properties; the
@@ -117,7 +126,6 @@ enum Daemon {
         pulse.enableReconnect()
         let exitRequest = ExitRequest()
         let pulseServer = options["pulse-server"]
-        let stateDir = options["state"] ?? NotificationStore.defaultDirectory(environment: env)
         let ledger = GainLedger(path: stateDir + "/applied-gains.json")
         if ledger.count > 0 { log("an earlier run left gains on \(ledger.count) stream(s); undoing them as they are seen [A7]") }
         let backend = PulseAudioBackend(connection: pulse, stepSeconds: config.number("audio.rampStepMs") / 1000,
@@ -200,6 +208,7 @@ enum Daemon {
         _ = await (busStopped, socketStopped)
         await engine.releaseStreams()  // no duck or mute of ours outlives the daemon
         pulse.disconnect()
+        withExtendedLifetime(stateLock) {}  // the state folder is ours until the process ends
         return status
     }
 

@@ -247,6 +247,33 @@ extension SoundEndToEndTests {
     }
 }
 
+/// One daemon per state folder (``StateFolderLock``): a second daemon on the same `--state` with
+/// its own socket would overwrite the first's notifications (N15) and undo its ducks (A7); it
+/// refuses to start, exits 75 and names the holder; the folder is free again after a SIGKILL.
+@Suite(.serialized) struct StateFolderEndToEndTests {
+    @Test func N15_aSecondDaemonOnTheSameStateFolderRefusesToStart() async throws {
+        let w = try WorkFolder("e2e-state-lock")
+        defer { w.remove() }
+        let first = try DaemonProcess(socket: w.path + "/first", work: w.path, config: false, log: "first.log")
+        defer { first.stop() }
+        try #require(SocketProbe.live(w.path + "/first"))
+        let second = try DaemonProcess(socket: w.path + "/second", work: w.path, config: false, log: "second.log")
+        defer { second.stop() }
+        for _ in 0..<100 where second.isRunning { try await Task.sleep(for: .milliseconds(50)) }
+        try #require(!second.isRunning, "a second daemon on the same state folder keeps running")
+        #expect(second.process.terminationStatus == 75)
+        let said = (try? String(contentsOfFile: w.path + "/second.log", encoding: .utf8)) ?? ""
+        #expect(said.contains("[storeInUse]") && said.contains("pid \(first.process.processIdentifier)"), "\(said)")
+        #expect(!SocketProbe.live(w.path + "/second"), "a refusing daemon must not listen")
+        #expect(first.isRunning && SocketProbe.live(w.path + "/first"))
+
+        first.kill9()
+        let third = try DaemonProcess(socket: w.path + "/third", work: w.path, config: false, log: "third.log")
+        defer { third.stop() }
+        #expect(SocketProbe.live(w.path + "/third"), "after a SIGKILL of the holder: \((try? String(contentsOfFile: w.path + "/third.log", encoding: .utf8)) ?? "")")
+    }
+}
+
 /// A7 across a crash: a daemon killed with SIGKILL during a duck leaves the ducked stream quieter;
 /// the next run (same state folder) takes the gain over and puts the user's volume back.
 @Suite(.serialized) struct DuckAcrossACrashEndToEndTests {
