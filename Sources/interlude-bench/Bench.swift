@@ -285,13 +285,15 @@ enum Bench {
         let reached = Stats(runs.compactMap(\.reached)).median
         return [
             "**Duck reaction**: a `playback` session plays 440 Hz; a `voicePrompt` session with `duckOthers` is activated "
-            + "(`InterludeClient.activate`); the tone's level at the monitor (Goertzel, 20 ms windows every 2 ms, times "
+            + "(`InterludeClient.activate`); the tone stream's volume as the server reports it (sink-input change events "
+            + "on the bench's own connection) and the tone's level at the monitor (Goertzel, 20 ms windows every 2 ms, times "
             + "±10 ms). Configured: \(fmtDb(policy.duckLevelDb)) over a \(Int(policy.duckRampDown * 1000)) ms ramp; "
             + "median of \(runs.count) runs.",
             "",
             "| from the activate request to | median | p10–p90 |",
             "|---|---:|---:|",
-            row("the tone falls by 0.5 dB (ramp under way)", runs.map(\.fall)),
+            row("the server reports the tone stream's volume lowered (the first ramp step applied; target ≤ 10 ms)", runs.map(\.firstStep)),
+            row("the tone falls by 0.5 dB at the monitor (ramp under way; the sink's buffer in between)", runs.map(\.fall)),
             row("the tone within 1 dB of \(fmtDb(policy.duckLevelDb)) (≤ \(fmtDb(policy.duckLevelDb + 1)))", runs.map(\.target)),
             row("the activation reply (A11: after the ramp)", runs.map(\.reply)),
             "| configured ramp (`audio.duckRampDownMs`) | \(Int(policy.duckRampDown * 1000)) ms | |",

@@ -4,6 +4,7 @@ import InterludeClient
 import InterludePolicy
 import InterludePulse
 import InterludeScenario
+import Synchronization
 
 /// Duck reaction: a playback session plays a 440 Hz tone through its own stream; a `duckOthers`
 /// prompt session is activated through the client library; the tone's level is read from the monitor.
@@ -22,6 +23,9 @@ struct DuckBench {
     let hop = 0.002
 
     struct Run {
+        /// Request → the server reports the tone stream's volume lowered: the first ramp step
+        /// applied (A2), without the sink's buffer between it and the monitor.
+        var firstStep: Double?
         /// Request → the tone has fallen by 0.5 dB (the ramp audibly started).
         var fall: Double?
         /// Request → the tone is within 1 dB of the duck level.
@@ -47,7 +51,39 @@ struct DuckBench {
         }
     }
 
+    /// The volumes the server reports for its sink inputs (added and changed events on the bench's
+    /// own connection), with the time each report arrived (`now()`, seconds).
+    final class VolumeReports: Sendable {
+        private let reports = Mutex<[(t: Double, index: UInt32, db: Double)]>([])
+
+        func record(_ index: UInt32, _ db: Double) {
+            let t = now()
+            reports.withLock { $0.append((t, index, db)) }
+        }
+
+        /// The first report at or after `time` of a sink input's volume at least 0.1 dB below its
+        /// last report before `time`, seconds after `time`; nil if none.
+        func firstLowered(after time: Double) -> Double? {
+            reports.withLock { all in
+                var before: [UInt32: Double] = [:]
+                for r in all where r.t < time { before[r.index] = r.db }
+                return all.first { r in r.t >= time && before[r.index].map { r.db < $0 - 0.1 } == true }.map { $0.t - time }
+            }
+        }
+    }
+
     private func measure(runs: Int) async throws -> [Run] {
+        let volumes = VolumeReports()
+        let events = pulse.events
+        let watch = Task {
+            for await e in events {
+                switch e {
+                case let .sinkInputAdded(s), let .sinkInputChanged(s): volumes.record(s.index, s.volumeDb)
+                default: break
+                }
+            }
+        }
+        defer { watch.cancel() }
         let prompt = try await InterludeClient.connect(socket: socket, app: "org.interlude.bench.Prompt")
         defer { prompt.close() }
         let session = try await prompt.register(category: .playback, mode: .voicePrompt,
@@ -70,7 +106,7 @@ struct DuckBench {
             let fall = after.first { $0.db - base <= -0.5 }.map { $0.t - request }
             let target = after.first { $0.db - base <= levelDb + 1 }.map { $0.t - request }
             let reached = Stats(after.filter { $0.t >= request + 0.5 }.map { $0.db - base }).median
-            out.append(Run(fall: fall, target: target, reply: reply, reached: reached))
+            out.append(Run(firstStep: volumes.firstLowered(after: request), fall: fall, target: target, reply: reply, reached: reached))
             try await prompt.deactivate(session)
             await sleep(rampUp + 0.6)
         }
