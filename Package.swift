@@ -83,7 +83,8 @@ let package = Package(
         .testTarget(name: "InterludePolicyTests", dependencies: ["InterludePolicy", "InterludeTestSupport"]),
         .testTarget(name: "InterludeWireTests", dependencies: ["InterludeWire", "InterludeTestSupport"]),
         .testTarget(name: "InterludeConfigTests", dependencies: ["InterludeConfig"]),
-        .testTarget(name: "InterludeStoreTests", dependencies: ["InterludeStore", "InterludePolicy", "InterludeEngine", "InterludeTestSupport"]),
+        .testTarget(name: "InterludeStoreTests", dependencies: ["InterludeStore", "InterludePolicy", "InterludeEngine", "InterludeTestSupport"],
+                    exclude: ["Fixtures"]),  // read from the source tree by path (SchemaCompatibilityTests)
         .testTarget(name: "InterludeServerTests", dependencies: [
             "InterludeServer", "InterludeClient", "InterludeEngine", "InterludeTestSupport", "InterludeConfig", "InterludeStore",
         ]),

@@ -30,7 +30,7 @@ extension Engine {
     func notifyDurably(_ event: NotificationEvent) async throws(WireError) -> NotificationReply? {
         do {
             return try await withCheckedThrowingContinuation { (c: CheckedContinuation<NotificationReply?, any Error>) in
-                Task(priority: .low) { await self.submitAndAwaitCommit(event, waiter: .continuation(c)) }
+                Task(priority: .low) { self.submitAndAwaitCommit(event, waiter: .continuation(c)) }
             }
         } catch let e as WireError {
             throw e
