@@ -245,7 +245,9 @@ public final class NotificationStore {
                 if db.inTransaction { try? db.execute("ROLLBACK") }
                 throw error
             }
-            dataVersion = try statements.dataVersion()
+            // `dataVersion` stays: our own commits do not change it, and read again here it would
+            // also take in another connection's commit made before this one, which the next
+            // `save` must notice (it reads the rows again). One read transaction fewer per commit.
         } catch {
             differ = nil  // unknown until read again
             throw error
