@@ -159,7 +159,10 @@ struct NotificationReducer {
     /// `missedTriggerTolerance` behind `now` was missed (N15): a one-shot one is delivered once,
     /// marked late; a repeating one skips its missed occurrences to the first within the
     /// tolerance of `now`. That occurrence, if it is not after `now`, is on time and fires next,
-    /// so every repeating trigger is treated alike however long the daemon was down.
+    /// so every repeating trigger is treated alike however long the daemon was down. An on-time
+    /// one is decided and delivered at its due `time`; a late one at `now`, when it reaches the
+    /// user: its `deliveredAt` says when it was shown, not when it should have been, and focus
+    /// schedules (N7) and burst limits (N11) apply as they are when it comes.
     mutating func fire(_ index: Int, at time: NotificationTime, now: NotificationTime) {
         let p = state.pending[index]
         let late = now - time > config.missedTriggerTolerance
@@ -173,7 +176,7 @@ struct NotificationReducer {
         } else {
             state.pending.remove(at: index)
         }
-        deliver(p.request, app: p.app, peerPath: p.peerExecutablePath, at: time, origin: .trigger(late: late))
+        deliver(p.request, app: p.app, peerPath: p.peerExecutablePath, at: late ? now : time, origin: .trigger(late: late))
     }
 
     /// Releases a coalesced update at the end of its window (N11): the last one kept is delivered.

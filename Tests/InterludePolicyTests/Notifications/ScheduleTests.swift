@@ -202,7 +202,20 @@ private let utc = NotificationHarness.utc
         let e = h.tick(at: utc("2025-06-03T12:00:00Z"))
         #expect(h.deliveries(in: e).map(\.request.identifier) == ["once"])
         #expect(h.deliveries(in: e).first?.late == true)
+        // Shown when the daemon came back, not when it was due (two days earlier).
+        #expect(h.deliveries(in: e).first?.deliveredAt == utc("2025-06-03T12:00:00Z"))
+        #expect(h.state.decisionLog.last?.identifier == "once")
+        #expect(h.state.decisionLog.last?.time == utc("2025-06-03T12:00:00Z"))
         #expect(h.state.pending.map(\.fireAt) == [utc("2025-06-03T13:00:00Z")])
+    }
+
+    @Test func N15_aTriggerFiredOnTimeIsDeliveredAtItsDueTime() {
+        var h = Self.berlin(start: "2025-06-01T12:00:00Z")
+        h.post("soon", from: app, trigger: .interval(seconds: 600, repeats: false))
+        // The engine's tick comes 30 s after the due time (within the 60 s tolerance): on time.
+        let e = h.tick(at: utc("2025-06-01T12:10:30Z"))
+        #expect(h.deliveries(in: e).map(\.late) == [false])
+        #expect(h.deliveries(in: e).first?.deliveredAt == utc("2025-06-01T12:10:00Z"))
     }
 }
 
