@@ -102,17 +102,20 @@ enum NotificationCommands {
             return t
         }
         if let epoch = Double(s) { return try checked(epoch) }
-        let iso = ISO8601DateFormatter()
-        if let d = iso.date(from: s) { return try checked(d.timeIntervalSince1970) }
-        for format in ["yyyy-MM-dd'T'HH:mm:ss", "yyyy-MM-dd'T'HH:mm", "yyyy-MM-dd HH:mm"] {
+        // With a zone, whole or fractional seconds (2026-12-01T09:00:00.25Z).
+        let iso = ISO8601DateFormatter(), isoFractional = ISO8601DateFormatter()
+        isoFractional.formatOptions.insert(.withFractionalSeconds)
+        if let d = iso.date(from: s) ?? isoFractional.date(from: s) { return try checked(d.timeIntervalSince1970) }
+        for format in ["yyyy-MM-dd'T'HH:mm:ss.SSS", "yyyy-MM-dd'T'HH:mm:ss", "yyyy-MM-dd'T'HH:mm", "yyyy-MM-dd HH:mm"] {
             let f = DateFormatter()
             f.locale = Locale(identifier: "en_US_POSIX")
             f.timeZone = TimeZone.current
             f.dateFormat = format
             if let d = f.date(from: s) { return try checked(d.timeIntervalSince1970) }
         }
-        let parts = s.split(separator: ":").compactMap { Int($0) }
-        if parts.count == 2, (0...23).contains(parts[0]), (0...59).contains(parts[1]) {
+        let fields = s.split(separator: ":", omittingEmptySubsequences: false)
+        let parts = fields.compactMap { Int($0) }
+        if fields.count == 2, parts.count == 2, (0...23).contains(parts[0]), (0...59).contains(parts[1]) {
             var cal = Calendar.current
             cal.timeZone = TimeZone.current
             let now = Date()
@@ -120,7 +123,7 @@ enum NotificationCommands {
             if when <= now { when = cal.date(byAdding: .day, value: 1, to: when)! }
             return when.timeIntervalSince1970
         }
-        throw Arguments.UsageError(description: "\(option) takes HH:MM, a date-time (2026-12-01T09:00, local, or with a zone: 2026-12-01T09:00:00Z) or epoch seconds")
+        throw Arguments.UsageError(description: "\(option) takes HH:MM, a date-time (2026-12-01T09:00, local, or with a zone: 2026-12-01T09:00:00Z; seconds may have a fraction: 09:00:00.25) or epoch seconds")
     }
 
     // MARK: explain, focus

@@ -165,6 +165,32 @@ import InterludeWire
     /// actions (N14), `center respond` is the user's answer and reaches the app as an
     /// `actionResponse` event, `focus off` says what the focus silenced (N7's missedDuringFocus),
     /// and `COMMAND --help` prints that command's usage.
+    /// `notify --at` takes a date-time with a fraction of a second, as it takes epoch seconds
+    /// with one (N8: a trigger's time is seconds, not whole seconds).
+    @Test func N8_notifyAtTakesFractionalSeconds() async throws {
+        let w = try WorkFolder("cli-at")
+        defer { w.remove() }
+        try w.config(#"{ authorization: { default: "grant" } }"#)
+        let daemon = try DaemonProcess(socket: w.socket, work: w.path, environment: w.environment)
+        defer { daemon.stop() }
+        let s = w.socket
+        for (id, at, expected) in [("iso", "2030-01-01T09:00:00.25Z", 1_893_488_400.25), ("epoch", "1893488400.5", 1_893_488_400.5),
+                                   ("whole", "2030-01-01T09:00:00Z", 1_893_488_400.0)] {
+            let sent = try interlude(["--socket", s, "notify", "--app", "org.example.Alarm", "--title", "wake", "--id", id, "--at", at])
+            #expect(sent.status == 0, "\(at): \(sent)")
+        }
+        // Not HH:MM with something after it (read as 09:00 before).
+        for wrong in ["09:00:00.x", "09:00:junk", "09::00"] {
+            let bad = try interlude(["--socket", s, "notify", "--app", "org.example.Alarm", "--title", "x", "--at", wrong])
+            #expect(bad.status == 2 && bad.err.contains("seconds may have a fraction"), "\(wrong): \(bad)")
+        }
+        let cli = try await InterludeClient.connect(socket: s, app: "org.interlude.CLI")
+        defer { cli.close() }
+        let list = try await cli.call(NotificationMethod.pending, ListNotificationsParams(app: "org.example.Alarm"), as: NotificationListResult.self)
+        let fireAt = Dictionary(uniqueKeysWithValues: list.pending.map { ($0.identifier, $0.fireAt) })
+        #expect(fireAt == ["iso": 1_893_488_400.25, "epoch": 1_893_488_400.5, "whole": 1_893_488_400.0], "\(fireAt)")
+    }
+
     @Test func categoriesRespondFocusOffAndHelp() async throws {
         let w = try WorkFolder("cli-n14")
         defer { w.remove() }
