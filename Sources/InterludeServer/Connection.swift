@@ -481,7 +481,7 @@ final class Connection: GatheredOutput, @unchecked Sendable {
         phase = .closed
         reader?.cancel()
         writer?.cancel()
-        if reader == nil { _ = Glibc.close(fd) }  // never started: no source owns the fd
+        if reader == nil { closeDiscardingUnread(fd) }  // never started: no source owns the fd
         framer = LineFramer()
         output = []
         outputHead = 0
@@ -515,6 +515,24 @@ private final class CloseAfterBoth: @unchecked Sendable {
     init(fd: Int32) { self.fd = fd }
     func release() {
         let last = lock.withLock { left -= 1; return left == 0 }
-        if last { _ = Glibc.close(fd) }
+        if last { closeDiscardingUnread(fd) }
     }
+}
+
+/// Closes a connection's socket after reading away what the peer sent and the daemon did not read
+/// (requests dropped at `tooLarge` or at shutdown, PROTOCOL.md), up to 256 KiB: a Unix socket
+/// closed with unread bytes makes the peer's next read fail with ECONNRESET instead of seeing the
+/// end of the stream, so a client could not tell a daemon that closed from one that broke.
+/// Non-blocking (`MSG_DONTWAIT`); a peer that keeps writing past the bound still gets the reset.
+func closeDiscardingUnread(_ fd: Int32) {
+    withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 16384) { buf in
+        var discarded = 0
+        while discarded < 256 * 1024 {
+            let n = recv(fd, buf.baseAddress, buf.count, Int32(MSG_DONTWAIT))
+            if n > 0 { discarded += n; continue }
+            if n < 0 && errno == EINTR { continue }
+            break  // EAGAIN (nothing left), EOF or an error
+        }
+    }
+    _ = Glibc.close(fd)
 }

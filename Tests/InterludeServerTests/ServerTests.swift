@@ -111,6 +111,20 @@ final class RawPeer {
         #expect(try await c.status().version == "test")
     }
 
+    /// The bytes after the cap are dropped unread (PROTOCOL.md "Framing"), and the client sees the
+    /// connection end (EOF), not a reset: a Unix socket closed with unread bytes resets its peer.
+    @Test func tooLargeEndsTheStreamWithoutAReset() throws {
+        let d = try TestDaemon()
+        let p = try d.rawConnect()
+        _ = p.readLine()
+        p.send(bytes: [UInt8](repeating: UInt8(ascii: "a"), count: 100 * 1024))  // fits the socket's buffers
+        #expect(p.reply()?.error?.code == .tooLarge)
+        var buf = [UInt8](repeating: 0, count: 4096)
+        let n = buf.withUnsafeMutableBytes { read(p.fd, $0.baseAddress, $0.count) }
+        let error = n < 0 ? errno : 0
+        #expect(n == 0, "read returned \(n), errno \(error) (\(error == ECONNRESET ? "ECONNRESET" : "other"))")
+    }
+
     @Test func clientVanishingMidMessageDoesNotDisturbTheDaemon() async throws {
         let d = try TestDaemon()
         do {
