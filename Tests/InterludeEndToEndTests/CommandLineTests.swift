@@ -40,6 +40,13 @@ import InterludeWire
         func text() -> String { done.wait(); return String(decoding: data, as: UTF8.self) }
     }
 
+    /// A daemon in a fresh work folder whose config grants every app (N1), on the folder's socket.
+    func grantingDaemon(_ name: String) throws -> (WorkFolder, DaemonProcess) {
+        let w = try WorkFolder(name)
+        try w.config(#"{ authorization: { default: "grant" } }"#)
+        return (w, try DaemonProcess(socket: w.socket, work: w.path, environment: w.environment))
+    }
+
     @Test func theCLILinksNeitherLibpulseNorLibsndfile() throws {
         guard let path = ScenarioRunner.siblingExecutable("interlude"),
               let audio = ScenarioRunner.siblingExecutable("interlude-audio") else { throw CocoaError(.fileNoSuchFile) }
@@ -168,14 +175,13 @@ import InterludeWire
     /// `notify --at` takes a date-time with a fraction of a second, as it takes epoch seconds
     /// with one (N8: a trigger's time is seconds, not whole seconds).
     @Test func N8_notifyAtTakesFractionalSeconds() async throws {
-        let w = try WorkFolder("cli-at")
-        defer { w.remove() }
-        try w.config(#"{ authorization: { default: "grant" } }"#)
-        let daemon = try DaemonProcess(socket: w.socket, work: w.path, environment: w.environment)
-        defer { daemon.stop() }
+        let (w, daemon) = try grantingDaemon("cli-at")
+        defer { daemon.stop(); w.remove() }
         let s = w.socket
-        for (id, at, expected) in [("iso", "2030-01-01T09:00:00.25Z", 1_893_488_400.25), ("epoch", "1893488400.5", 1_893_488_400.5),
-                                   ("whole", "2030-01-01T09:00:00Z", 1_893_488_400.0)] {
+        let cases: [(id: String, at: String, fireAt: Double)] = [
+            ("iso", "2030-01-01T09:00:00.25Z", 1_893_488_400.25), ("epoch", "1893488400.5", 1_893_488_400.5),
+            ("whole", "2030-01-01T09:00:00Z", 1_893_488_400.0)]
+        for (id, at, _) in cases {
             let sent = try interlude(["--socket", s, "notify", "--app", "org.example.Alarm", "--title", "wake", "--id", id, "--at", at])
             #expect(sent.status == 0, "\(at): \(sent)")
         }
@@ -188,15 +194,12 @@ import InterludeWire
         defer { cli.close() }
         let list = try await cli.call(NotificationMethod.pending, ListNotificationsParams(app: "org.example.Alarm"), as: NotificationListResult.self)
         let fireAt = Dictionary(uniqueKeysWithValues: list.pending.map { ($0.identifier, $0.fireAt) })
-        #expect(fireAt == ["iso": 1_893_488_400.25, "epoch": 1_893_488_400.5, "whole": 1_893_488_400.0], "\(fireAt)")
+        #expect(fireAt == Dictionary(uniqueKeysWithValues: cases.map { ($0.id, $0.fireAt) }), "\(fireAt)")
     }
 
     @Test func categoriesRespondFocusOffAndHelp() async throws {
-        let w = try WorkFolder("cli-n14")
-        defer { w.remove() }
-        try w.config(#"{ authorization: { default: "grant" } }"#)
-        let daemon = try DaemonProcess(socket: w.socket, work: w.path, environment: w.environment)
-        defer { daemon.stop() }
+        let (w, daemon) = try grantingDaemon("cli-n14")
+        defer { daemon.stop(); w.remove() }
         let s = w.socket
 
         let help = try interlude(["explain", "--help"])
@@ -312,11 +315,8 @@ import InterludeWire
     /// the connection closed. It pages through the listing now.
     @Test(.enabled(if: AudioServer.required()))
     func centerListsACenterLargerThanTheOutputLimit() async throws {
-        let w = try WorkFolder("cli-center")
-        defer { w.remove() }
-        try w.config(#"{ authorization: { default: "grant" } }"#)
-        let daemon = try DaemonProcess(socket: w.socket, work: w.path, environment: w.environment)
-        defer { daemon.stop() }
+        let (w, daemon) = try grantingDaemon("cli-center")
+        defer { daemon.stop(); w.remove() }
         let chat = try await InterludeClient.connect(socket: w.socket, app: "org.example.Chat")
         _ = try await chat.call(NotificationMethod.requestAuthorization, RequestAuthorizationParams(options: [.alert, .badge]),
                                 as: AuthorizationResult.self)
