@@ -219,7 +219,8 @@ extension Engine {
             switch e {
             case .reply: break
             case let .deliver(n):
-                log("notification \(n.app)/\(n.request.identifier) \(n.decision.outcome) sound=\(n.decision.sound.map { "\($0.name)@\($0.volume)" } ?? "none") [\(n.decision.rules.joined(separator: ","))]")
+                // "late": a trigger missed while the daemon was down, shown now (N15).
+                log("notification \(n.app)/\(n.request.identifier) \(n.decision.outcome)\(n.late ? " late" : "") sound=\(n.decision.sound.map { "\($0.name)@\($0.volume)" } ?? "none") [\(n.decision.rules.joined(separator: ","))]")
             case let .playSound(p): playNotificationSound(p)
             case let .emit(w): route(w)
             case let .badgeChanged(app, count):

@@ -520,18 +520,21 @@ private final class CloseAfterBoth: @unchecked Sendable {
 }
 
 /// Closes a connection's socket after reading away what the peer sent and the daemon did not read
-/// (requests dropped at `tooLarge` or at shutdown, PROTOCOL.md), up to 256 KiB: a Unix socket
-/// closed with unread bytes makes the peer's next read fail with ECONNRESET instead of seeing the
-/// end of the stream, so a client could not tell a daemon that closed from one that broke.
-/// Non-blocking (`MSG_DONTWAIT`); a peer that keeps writing past the bound still gets the reset.
+/// (requests dropped at `tooLarge` or at shutdown, PROTOCOL.md): a Unix socket closed with unread
+/// bytes makes the peer's next read fail with ECONNRESET instead of seeing the end of the stream,
+/// so a client could not tell a daemon that closed from one that broke. Reading is shut first, so
+/// the peer can add nothing from then on (its writes fail with EPIPE) and what is queued (the
+/// socket's buffers, a few hundred KiB) is all there is to read away; 16 MiB at most, as a bound.
+/// Non-blocking (`MSG_DONTWAIT`).
 func closeDiscardingUnread(_ fd: Int32) {
+    _ = shutdown(fd, Int32(SHUT_RD))
     withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 16384) { buf in
         var discarded = 0
-        while discarded < 256 * 1024 {
+        while discarded < 16 << 20 {
             let n = recv(fd, buf.baseAddress, buf.count, Int32(MSG_DONTWAIT))
             if n > 0 { discarded += n; continue }
             if n < 0 && errno == EINTR { continue }
-            break  // EAGAIN (nothing left), EOF or an error
+            break  // 0: all read (reading is shut); EAGAIN or an error: nothing more to take
         }
     }
     _ = Glibc.close(fd)

@@ -26,9 +26,12 @@ public final class StateFolderLock: Sendable {
     public init(directory: String) throws(StoreError) {
         try Self.makeFolder(directory)
         let path = directory.hasSuffix("/") ? directory + Self.fileName : directory + "/" + Self.fileName
-        let fd = Glibc.open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        // O_NOFOLLOW: a symbolic link planted as the lock file is refused, not followed (its target
+        // would be truncated and written).
+        let fd = Glibc.open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard fd >= 0 else {
-            throw StoreError(.storeOpenFailed, "cannot open \(path): \(String(cString: strerror(errno)))")
+            let why = errno == ELOOP ? "it is a symbolic link" : String(cString: strerror(errno))
+            throw StoreError(.storeOpenFailed, "cannot open \(path): \(why)")
         }
         guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
             let failure = errno

@@ -101,29 +101,35 @@ enum NotificationCommands {
             }
             return t
         }
-        if let epoch = Double(s) { return try checked(epoch) }
-        // With a zone, whole or fractional seconds (2026-12-01T09:00:00.25Z).
-        let iso = ISO8601DateFormatter(), isoFractional = ISO8601DateFormatter()
-        isoFractional.formatOptions.insert(.withFractionalSeconds)
-        if let d = iso.date(from: s) ?? isoFractional.date(from: s) { return try checked(d.timeIntervalSince1970) }
-        for format in ["yyyy-MM-dd'T'HH:mm:ss.SSS", "yyyy-MM-dd'T'HH:mm:ss", "yyyy-MM-dd'T'HH:mm", "yyyy-MM-dd HH:mm"] {
-            let f = DateFormatter()
-            f.locale = Locale(identifier: "en_US_POSIX")
-            f.timeZone = TimeZone.current
-            f.dateFormat = format
-            if let d = f.date(from: s) { return try checked(d.timeIntervalSince1970) }
+        func matches(_ pattern: String) -> Bool { (try? Regex(pattern).wholeMatch(in: s)) != nil }
+        // Each form is checked whole first: the parsers below take a valid prefix and ignore what
+        // follows (2030-01-01T09:00:00Zjunk, 09:00:junk).
+        if matches(#"[0-9]+(\.[0-9]+)?"#), let epoch = Double(s) { return try checked(epoch) }
+        if matches(#"[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9]{2}:[0-9]{2}(:[0-9]{2}(\.[0-9]{1,9})?)?(Z|[+-][0-9]{2}(:?[0-9]{2})?)?"#) {
+            // With a zone, whole or fractional seconds (2026-12-01T09:00:00.25Z).
+            let iso = ISO8601DateFormatter(), isoFractional = ISO8601DateFormatter()
+            isoFractional.formatOptions.insert(.withFractionalSeconds)
+            if let d = iso.date(from: s) ?? isoFractional.date(from: s) { return try checked(d.timeIntervalSince1970) }
+            for format in ["yyyy-MM-dd'T'HH:mm:ss.SSS", "yyyy-MM-dd'T'HH:mm:ss", "yyyy-MM-dd'T'HH:mm", "yyyy-MM-dd HH:mm"] {
+                let f = DateFormatter()
+                f.locale = Locale(identifier: "en_US_POSIX")
+                f.timeZone = TimeZone.current
+                f.dateFormat = format
+                if let d = f.date(from: s) { return try checked(d.timeIntervalSince1970) }
+            }
         }
-        let fields = s.split(separator: ":", omittingEmptySubsequences: false)
-        let parts = fields.compactMap { Int($0) }
-        if fields.count == 2, parts.count == 2, (0...23).contains(parts[0]), (0...59).contains(parts[1]) {
-            var cal = Calendar.current
-            cal.timeZone = TimeZone.current
-            let now = Date()
-            var when = cal.date(bySettingHour: parts[0], minute: parts[1], second: 0, of: now)!
-            if when <= now { when = cal.date(byAdding: .day, value: 1, to: when)! }
-            return when.timeIntervalSince1970
+        if matches(#"[0-9]{1,2}:[0-9]{2}"#) {
+            let parts = s.split(separator: ":").compactMap { Int($0) }
+            if parts.count == 2, (0...23).contains(parts[0]), (0...59).contains(parts[1]) {
+                var cal = Calendar.current
+                cal.timeZone = TimeZone.current
+                let now = Date()
+                var when = cal.date(bySettingHour: parts[0], minute: parts[1], second: 0, of: now)!
+                if when <= now { when = cal.date(byAdding: .day, value: 1, to: when)! }
+                return when.timeIntervalSince1970
+            }
         }
-        throw Arguments.UsageError(description: "\(option) takes HH:MM, a date-time (2026-12-01T09:00, local, or with a zone: 2026-12-01T09:00:00Z; seconds may have a fraction: 09:00:00.25) or epoch seconds")
+        throw Arguments.UsageError(description: "\(option) takes HH:MM (today or tomorrow), a date-time (2026-12-01T09:00 or 2026-12-01T09:00:00.25, local; with a zone: 2026-12-01T09:00:00Z or …+01:00) or epoch seconds (1796115600.5)")
     }
 
     // MARK: explain, focus

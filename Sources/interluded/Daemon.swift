@@ -66,7 +66,8 @@ enum Daemon {
             case "--replace": options["replace"] = "1"; i += 1
             case "--version": print("interluded \(version)"); return 0
             case "--socket", "--config", "--state", "--pulse-server":
-                guard i + 1 < arguments.count else { log("\(a) needs a value"); return 2 }
+                // An empty path is no path: `--state ""` put the state in the root folder.
+                guard i + 1 < arguments.count, !arguments[i + 1].isEmpty else { log("\(a) needs a value"); return 2 }
                 options[String(a.dropFirst(2))] = arguments[i + 1]
                 i += 2
             default:
@@ -104,8 +105,12 @@ enum Daemon {
         let stateDir = options["state"] ?? NotificationStore.defaultDirectory(environment: env)
         let stateLock: StateFolderLock
         do { stateLock = try StateFolderLock(directory: stateDir) } catch {
+            if error.code == .storeInUse {
+                log("\(error.message) [\(error.code.rawValue)]")
+                return anotherManagerStatus
+            }
             log("cannot use the state in \(stateDir): \(error.message) [\(error.code.rawValue)]")
-            return error.code == .storeInUse ? anotherManagerStatus : 1
+            return 1
         }
         // One manager per audio server and user (issue 7 hole 12): two daemons that both manage
         // the same streams each take the other's duck for the user's volume and duck it again,

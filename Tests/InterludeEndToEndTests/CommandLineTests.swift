@@ -180,15 +180,17 @@ import InterludeWire
         let s = w.socket
         let cases: [(id: String, at: String, fireAt: Double)] = [
             ("iso", "2030-01-01T09:00:00.25Z", 1_893_488_400.25), ("epoch", "1893488400.5", 1_893_488_400.5),
-            ("whole", "2030-01-01T09:00:00Z", 1_893_488_400.0)]
+            ("whole", "2030-01-01T09:00:00Z", 1_893_488_400.0), ("zoned", "2030-01-01T10:00:00.5+01:00", 1_893_488_400.5)]
         for (id, at, _) in cases {
             let sent = try interlude(["--socket", s, "notify", "--app", "org.example.Alarm", "--title", "wake", "--id", id, "--at", at])
             #expect(sent.status == 0, "\(at): \(sent)")
         }
-        // Not HH:MM with something after it (read as 09:00 before).
-        for wrong in ["09:00:00.x", "09:00:junk", "09::00"] {
+        // A form with something after it (read as its valid start before: 09:00, 09:00:00Z), or
+        // not quite one of the forms.
+        for wrong in ["09:00:00.x", "09:00:junk", "09::00", "2030-01-01T09:00:00Zjunk", "2030-01-01T09:00:00Z junk",
+                      "2030-01-01T09:00:00.25Zjunk", "2030-01-01T09:00:00+01:00:99", "0x10", "9:5", "+9:05", "1.8e9"] {
             let bad = try interlude(["--socket", s, "notify", "--app", "org.example.Alarm", "--title", "x", "--at", wrong])
-            #expect(bad.status == 2 && bad.err.contains("seconds may have a fraction"), "\(wrong): \(bad)")
+            #expect(bad.status == 2 && bad.err.contains("epoch seconds"), "\(wrong): \(bad)")
         }
         let cli = try await InterludeClient.connect(socket: s, app: "org.interlude.CLI")
         defer { cli.close() }

@@ -231,6 +231,9 @@ extension SoundEndToEndTests {
                                        as: NotificationListResult.self)
         #expect(list.notifications.map(\.identifier) == ["r1"])
         #expect(list.notifications.first?.late == true)
+        // Decided when it came, with the focus "work" on: silenced (N7), and the log says it came late.
+        let said = (try? String(contentsOfFile: work + "/log", encoding: .utf8)) ?? ""
+        #expect(said.contains("notification org.example.Reminders/r1 silenced late"), "the log does not say it came late: \(said)")
         #expect(list.pending.isEmpty)
         let focus = try await cli2.call(NotificationMethod.focusStatus, StatusParams(), as: FocusStatusResult.self)
         #expect(focus.focus == "work")
@@ -271,6 +274,27 @@ extension SoundEndToEndTests {
         let third = try DaemonProcess(socket: w.path + "/third", work: w.path, config: false, log: "third.log")
         defer { third.stop() }
         #expect(SocketProbe.live(w.path + "/third"), "after a SIGKILL of the holder: \((try? String(contentsOfFile: w.path + "/third.log", encoding: .utf8)) ?? "")")
+    }
+
+    /// An empty path is a usage error (exit 2), not the root folder: `--state ""` put the lock and
+    /// the database in `/`.
+    @Test func anEmptyPathOptionIsAUsageError() throws {
+        guard let path = ScenarioRunner.siblingExecutable("interluded") else { throw CocoaError(.fileNoSuchFile) }
+        let w = try WorkFolder("e2e-empty-path")
+        defer { w.remove() }
+        for option in ["--state", "--socket", "--config", "--pulse-server"] {
+            let p = Process()
+            p.executableURL = URL(fileURLWithPath: path)
+            p.arguments = ["--socket", w.socket, "--state", w.path + "/state", "--private", "--no-bus", option, ""]
+            let err = Pipe()
+            p.standardError = err
+            p.standardOutput = FileHandle.nullDevice
+            try p.run()
+            let said = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            p.waitUntilExit()
+            #expect(p.terminationStatus == 2 && said.contains("\(option) needs a value"), "\(option) \"\": status \(p.terminationStatus): \(said)")
+        }
+        #expect(!FileManager.default.fileExists(atPath: w.path + "/state"), "a refused start must not make the state folder")
     }
 }
 

@@ -40,11 +40,27 @@ import Testing
         withExtendedLifetime((a, b)) {}
     }
 
+    @Test func aSymbolicLinkAsTheLockFileIsRefusedAndItsTargetKept() throws {
+        let t = TemporaryFolder()
+        defer { t.remove() }
+        try FileManager.default.createDirectory(atPath: t.storeDirectory, withIntermediateDirectories: true)
+        let victim = t.path + "/victim"
+        try "precious\n".write(toFile: victim, atomically: true, encoding: .utf8)
+        try FileManager.default.createSymbolicLink(atPath: t.storeDirectory + "/" + StateFolderLock.fileName, withDestinationPath: victim)
+        do {
+            _ = try StateFolderLock(directory: t.storeDirectory)
+            Issue.record("a symbolic link was taken as the lock file")
+        } catch {
+            #expect(error.code == .storeOpenFailed && error.message.contains("symbolic link"), "\(error)")
+        }
+        #expect(try String(contentsOfFile: victim, encoding: .utf8) == "precious\n")
+    }
+
     @Test func aFolderThatCannotBeMadeIsStoreOpenFailed() throws {
         let t = TemporaryFolder()
         defer { t.remove() }
         try FileManager.default.createDirectory(atPath: t.path, withIntermediateDirectories: true)
-        FileManager.default.createFile(atPath: t.path + "/file", contents: Data())
+        _ = FileManager.default.createFile(atPath: t.path + "/file", contents: Data())
         #expect(throws: StoreError.self) { _ = try StateFolderLock(directory: t.path + "/file/state") }
         do { _ = try StateFolderLock(directory: t.path + "/file/state") } catch {
             #expect(error.code == .storeOpenFailed)
