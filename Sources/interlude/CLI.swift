@@ -33,10 +33,11 @@ enum CLI {
              [--category C] [--relevance 0..1] [--promotional] [--alert-once] [--call] [--badge N]
              [--in SECONDS [--repeats true] | --at TIME] [--json]
                                               deliver a notification as app ID; prints the decision and its rules;
-                                              silent without --sound (as over the protocol): --sound default asks for the default
+                                              silent without --sound (as over the protocol): --sound default asks for the default;
+                                              TIME: HH:MM (next), 2026-12-01T09:00[:00.25] (local), …Z or …+01:00, or epoch seconds
       explain ID [--app APP]                  the rules that decided a notification (N16)
       focus on NAME [--for S | --until TIME] | off | status
-                                              focus modes (N7); off prints what the focus silenced
+                                              focus modes (N7); off prints what the focus silenced; TIME as for notify
       center [--app ID] [remove ID | clear | respond ID ACTION [--text T]]
                                               the notification center; respond is the user's answer to an action (N14)
       categories --app ID CATEGORY [--action ID:TITLE[:OPTION,...]]... [--text-input ACTION:PLACEHOLDER]... [--placeholder BODY]
