@@ -113,8 +113,8 @@ public final class NotificationStore {
     ///   not changed), `storeSchemaTooNew` (written by a newer Interlude; not changed), `storeBusy`,
     ///   `storeIOError`.
     public init(directory: String) throws {
-        try StateFolderLock.makeFolder(directory)
-        path = directory.hasSuffix("/") ? directory + Self.fileName : directory + "/" + Self.fileName
+        try StateFolder.make(directory)
+        path = StateFolder.path(of: Self.fileName, in: directory)
         // Create the file ourselves so that it (and SQLite's -wal and -shm beside it) is 0600.
         let fd = Glibc.open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard fd >= 0 else {

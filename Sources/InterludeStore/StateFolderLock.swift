@@ -24,8 +24,8 @@ public final class StateFolderLock: Sendable {
     ///   one) holds the folder: the message names its process id and the folder;
     ///   `storeOpenFailed` when the folder or the lock file cannot be created or opened.
     public init(directory: String) throws(StoreError) {
-        try Self.makeFolder(directory)
-        let path = directory.hasSuffix("/") ? directory + Self.fileName : directory + "/" + Self.fileName
+        try StateFolder.make(directory)
+        let path = StateFolder.path(of: Self.fileName, in: directory)
         // O_NOFOLLOW: a symbolic link planted as the lock file is refused, not followed (its target
         // would be truncated and written).
         let fd = Glibc.open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
@@ -59,10 +59,19 @@ public final class StateFolderLock: Sendable {
         guard n > 0 else { return nil }
         return Int32(String(decoding: buffer[..<n].filter { $0 >= 0x30 && $0 <= 0x39 }, as: UTF8.self))
     }
+}
+
+/// The state folder's files: where they are and the folder made for them. Shared by the lock and
+/// the database (``NotificationStore``), which both live in `--state DIR`.
+enum StateFolder {
+    /// `DIR/name`, with or without a slash at the end of `directory`.
+    static func path(of name: String, in directory: String) -> String {
+        directory.hasSuffix("/") ? directory + name : directory + "/" + name
+    }
 
     /// `mkdir -p` with 0700, in the system's words when it fails ("No such file or directory").
     /// - Throws: `StoreError` `storeOpenFailed`.
-    static func makeFolder(_ directory: String) throws(StoreError) {
+    static func make(_ directory: String) throws(StoreError) {
         var made = ""
         for part in directory.split(separator: "/", omittingEmptySubsequences: true) {
             made += (made.isEmpty && !directory.hasPrefix("/") ? "" : "/") + part
