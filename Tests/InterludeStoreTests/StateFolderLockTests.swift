@@ -25,9 +25,7 @@ import Testing
     @Test func theFolderIsFreeOnceTheHolderGoesAway() throws {
         let t = TemporaryFolder()
         defer { t.remove() }
-        var first: StateFolderLock? = try StateFolderLock(directory: t.storeDirectory)
-        _ = first
-        first = nil
+        do { _ = try StateFolderLock(directory: t.storeDirectory) }  // taken and released at once
         let second = try StateFolderLock(directory: t.storeDirectory)
         #expect(second.directory == t.storeDirectory)
     }
@@ -61,9 +59,8 @@ import Testing
         defer { t.remove() }
         try FileManager.default.createDirectory(atPath: t.path, withIntermediateDirectories: true)
         _ = FileManager.default.createFile(atPath: t.path + "/file", contents: Data())
-        #expect(throws: StoreError.self) { _ = try StateFolderLock(directory: t.path + "/file/state") }
-        do { _ = try StateFolderLock(directory: t.path + "/file/state") } catch {
-            #expect(error.code == .storeOpenFailed)
+        #expect { _ = try StateFolderLock(directory: t.path + "/file/state") } throws: { error in
+            (error as? StoreError)?.code == .storeOpenFailed
         }
     }
 }
