@@ -56,7 +56,7 @@ let package = Package(
 
         .executableTarget(name: "interluded", dependencies: [
             "InterludeServer", "InterludeEngine", "InterludePulse", "InterludeSound", "InterludeStore", "InterludeConfig", "InterludeWire",
-            "InterludeAudioPorts", "InterludeBus",
+            "InterludeAudioPorts", "InterludeBus", "CInterludeSys",
             "InterludeRemote",
         ]),
         // The CLI links the client library only (fast start for `interlude play`); the commands that

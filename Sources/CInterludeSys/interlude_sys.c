@@ -11,3 +11,10 @@ int interlude_peer_credentials(int fd, int *pid, unsigned *uid, unsigned *gid) {
     *gid = cred.gid;
     return 0;
 }
+
+#if defined(__GLIBC__)
+#include <malloc.h>
+int interlude_malloc_trim(void) { return malloc_trim(0); }
+#else
+int interlude_malloc_trim(void) { return 0; }
+#endif

@@ -18,13 +18,21 @@ import Glibc
 /// and its log stopped after two lines.
 ///
 /// Bounded: past `maxPendingBytes` waiting, the logging thread writes them itself (a flood slows
-/// the logger, it does not grow the daemon). `flush()` writes everything logged so far; the daemon
+/// the logger, it does not grow the daemon).
+///
+/// Quiet: with `onQuiet`, the writer thread calls it once when `quietSeconds` pass with no line
+/// after some were written: the daemon logs a line for every notification it decides and every
+/// audio session it acts on, so that is when a burst is over, and the daemon then gives the heap
+/// the burst left free back to the system (`malloc_trim`, issue 9). Only a timed wait while a
+/// quiet period runs: an idle daemon's writer sleeps without a timeout, as before. `flush()` writes everything logged so far; the daemon
 /// calls it before it exits. Lines logged just before a crash (a trap) may be lost; the runtime's
 /// crash report itself goes straight to standard error.
 public final class LogWriter: @unchecked Sendable {
     private let fd: Int32
     private let maxPendingBytes: Int
     private let gatherSeconds: Double
+    private let quietSeconds: Double
+    private let onQuiet: (@Sendable () -> Void)?
     // `pending` and `writerStarted` only under `condition` (NSCondition: ThreadSanitizer cannot
     // see Mutex on Linux).
     private let condition = NSCondition()
@@ -38,10 +46,16 @@ public final class LogWriter: @unchecked Sendable {
     ///   - maxPendingBytes: bytes waiting past which the logging thread writes them itself.
     ///   - gatherSeconds: how long the writer lets lines gather after the first before it writes
     ///     them together (seconds; 5 ms by default: a log line is for people, not a clock).
-    public init(fd: Int32 = 2, maxPendingBytes: Int = 256 * 1024, gatherSeconds: Double = 0.005) {
+    ///   - quietSeconds: how long after the last line written `onQuiet` is called (seconds).
+    ///   - onQuiet: called on the writer thread, once per quiet period (not for lines it logs
+    ///     itself, which would start the next period: it should not log).
+    public init(fd: Int32 = 2, maxPendingBytes: Int = 256 * 1024, gatherSeconds: Double = 0.005,
+                quietSeconds: Double = 5, onQuiet: (@Sendable () -> Void)? = nil) {
         self.fd = fd
         self.maxPendingBytes = maxPendingBytes
         self.gatherSeconds = gatherSeconds
+        self.quietSeconds = quietSeconds
+        self.onQuiet = onQuiet
     }
 
     /// Logs `line` (a newline is added). Returns without waiting for the write, unless
@@ -67,14 +81,28 @@ public final class LogWriter: @unchecked Sendable {
     public func flush() { drain() }
 
     /// The writer thread: waits for a line, lets others gather, writes them all; for ever (the
-    /// writer lives as long as the process).
+    /// writer lives as long as the process). After lines, the wait is timed: `onQuiet` when it
+    /// times out with nothing logged.
     private func writerLoop() {
+        var quietPeriod = false
         while true {
             condition.lock()
-            while pending.isEmpty { condition.wait() }
+            while pending.isEmpty {
+                if quietPeriod, let onQuiet {
+                    if !condition.wait(until: Date(timeIntervalSinceNow: quietSeconds)), pending.isEmpty {
+                        quietPeriod = false
+                        condition.unlock()
+                        onQuiet()
+                        condition.lock()
+                    }
+                } else {
+                    condition.wait()
+                }
+            }
             condition.unlock()
             if gatherSeconds > 0 { usleep(UInt32(min(gatherSeconds, 60) * 1_000_000)) }
             drain()
+            quietPeriod = true
         }
     }
 

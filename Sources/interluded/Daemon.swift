@@ -1,3 +1,4 @@
+import CInterludeSys
 import Dispatch
 import Foundation
 import InterludeAudioPorts
@@ -45,7 +46,10 @@ enum Daemon {
     """
 
     /// Standard error, written off the logging thread (the engine logs a line per notification).
-    static let logWriter = LogWriter()
+    /// When 5 s pass with no line after a burst, the heap the burst left free goes back to the
+    /// system (`malloc_trim`: glibc keeps freed memory of its arenas otherwise; after the bench's
+    /// notification bursts about 4 MB of the 9 MB the daemon had grown, issue 9).
+    static let logWriter = LogWriter(quietSeconds: 5, onQuiet: { _ = interlude_malloc_trim() })
 
     static func log(_ line: String) {
         logWriter.write("interluded: \(line)")

@@ -58,4 +58,35 @@ import Glibc
             #expect(f.read().count == round + 1, "line \(round) not written within 2 s")
         }
     }
+
+    /// `onQuiet` (the daemon's heap trim after a burst, issue 9) comes once per quiet period: not
+    /// while lines keep coming, once when they stop, not again until a line starts another period.
+    @Test func onQuietComesOnceWhenTheLinesStop() async throws {
+        let f = Self.file()
+        defer { f.remove() }
+        let calls = Counter()
+        let log = LogWriter(fd: f.fd, gatherSeconds: 0.001, quietSeconds: 0.5, onQuiet: { calls.add() })
+        try await Task.sleep(nanoseconds: 800_000_000)
+        #expect(calls.value == 0, "quiet without any line before")
+        for i in 0..<10 {  // a line every 50 ms for 0.5 s: never 0.5 s without one
+            log.write("busy \(i)")
+            try await Task.sleep(nanoseconds: 50_000_000)
+        }
+        #expect(calls.value == 0, "called while lines kept coming")
+        let deadline = Date().addingTimeInterval(5)
+        while calls.value == 0, Date() < deadline { try await Task.sleep(nanoseconds: 10_000_000) }
+        #expect(calls.value == 1)
+        try await Task.sleep(nanoseconds: 1_200_000_000)
+        #expect(calls.value == 1, "called again with no line in between")
+        log.write("again")
+        while calls.value == 1, Date() < deadline.addingTimeInterval(5) { try await Task.sleep(nanoseconds: 10_000_000) }
+        #expect(calls.value == 2)
+    }
+
+    final class Counter: @unchecked Sendable {
+        private let lock = NSLock()
+        private var n = 0
+        func add() { lock.withLock { n += 1 } }
+        var value: Int { lock.withLock { n } }
+    }
 }
