@@ -587,7 +587,7 @@ public actor Engine {
             guard let d = AudioSessionDescriptor.implicit(role: s.role, app: app, criticalAlert: s.critical) else { return }
             let id = AudioSessionID("i\(s.index)")
             implicitSession[s.index] = id
-            log("stream \(s.index) (\(d.app), role \(s.role ?? "none")) → implicit \(id) \(d.category.rawValue)/\(d.mode.rawValue) [A10]")
+            log("stream \(s.index) (\(d.app), role \(s.role ?? "none")) → implicit \(id) \(d.category.rawValue)/\(d.mode.rawValue) \(d.options.map(\.rawValue).sorted()) [A10]")
             reduce(.register(id, d))
             reduce(.playing(id, !s.corked))
             reduce(.activate(id, acceptsDelay: false))

@@ -34,7 +34,12 @@ enum Demo {
                 print("  \(t)  \(describe(e, who: who))")
             }
         }
-        func say(_ s: String) { print("  " + String(format: "%6.2f", Date().timeIntervalSince1970 - start) + "  ▶ " + s) }
+        /// A line of the timeline; a message's further lines (a decision's notes) under its text.
+        func say(_ s: String) {
+            let lines = s.split(separator: "\n", omittingEmptySubsequences: false)
+            print("  " + String(format: "%6.2f", Date().timeIntervalSince1970 - start) + "  ▶ " + lines[0]
+                  + lines.dropFirst().map { "\n            " + $0.drop { $0 == " " } }.joined())
+        }
         func app(_ name: String, _ id: String, _ cat: AudioCategory, _ mode: AudioMode, _ opts: [AudioSessionOption], _ hz: Double) -> ReferenceApp {
             ReferenceApp(socket: socket, app: id, category: cat, mode: mode, options: opts,
                          source: .sine(frequency: hz, amplitude: 0.25), pulse: pulse)
@@ -100,7 +105,7 @@ enum Demo {
             let t = Date().timeIntervalSince1970 - start
             let r = try await c.call(NotificationMethod.add, AddNotificationParams(title: title, sound: "default", criticalVolume: volume,
                                                                                      level: level), as: AddNotificationResult.self)
-            say("\(app): \(CommandOutput.describe(r.decision))")
+            say("\(app)'s reply: \(CommandOutput.describe(r.decision))")
             c.close()
             return (t, r.decision)
         }
@@ -256,7 +261,9 @@ enum Demo {
             let missed = d["missed"].flatMap { if case let .array(a) = $0 { return a.count } else { return nil } } ?? 0
             return "missed during focus \(d["focus"]?.stringValue ?? ""): " + (missed == 0 ? "nothing" : "\(missed), in one summary") + " [N7]"
         case NotificationEventName.settingsChanged:
-            return "the user allows notifications from \(d["app"]?.stringValue ?? "?") [N1, N2]"
+            // The user's settings or, for a D-Bus app, the config's `bus.authorization`: the event
+            // says what they are now, not who set them.
+            return "notifications from \(d["app"]?.stringValue ?? "?"): \(d["settings"]?["authorization"]?.stringValue ?? "?") [N1, N2]"
         case NotificationEventName.badgeChanged:
             return "badge of \(d["app"]?.stringValue ?? "?") → \(Int(d["count"]?.doubleValue ?? 0)) [N12]"
         case WireEventName.soundPlayed:
