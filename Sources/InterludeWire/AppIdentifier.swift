@@ -5,7 +5,7 @@ public enum AppIdentifier {
     public static func problem(_ app: String) -> String? {
         guard !app.isEmpty, app.utf8.count <= 255,
               !app.unicodeScalars.contains(where: { $0.properties.isWhitespace || $0.value < 0x20 || $0.value == 0x7f }) else {
-            return "an app id is 1…255 characters without spaces or control characters, e.g. org.example.Music"
+            return "an app id is 1…255 bytes of UTF-8 without spaces or control characters, e.g. org.example.Music"
         }
         return nil
     }

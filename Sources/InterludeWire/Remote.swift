@@ -112,7 +112,7 @@ public struct RemoteMessage: Sendable, Equatable {
             throw fail(.badRequest, "\"id\" must be a string of 1…128 bytes (the provider's message id)")
         }
         guard let appText, AppIdentifier.problem(appText) == nil else {
-            throw fail(.badRequest, "\"app\" must be an app id (1…255 characters without spaces or control characters)")
+            throw fail(.badRequest, "\"app\" must be an app id (1…255 bytes of UTF-8 without spaces or control characters)")
         }
         var inner = WireRequest(id: .number(0), method: "remote message", params: params)
         if inner.params["identifier"] == nil { inner.params["identifier"] = .string(idText) }
