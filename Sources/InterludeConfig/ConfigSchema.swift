@@ -76,6 +76,10 @@ public enum ConfigSchema {
               "Connections beyond this are refused with rateLimited."),
         .init("server.maxOutputBytes", .integer(default: 1024 * 1024, range: 65536...(64 * 1024 * 1024), unit: "bytes"),
               "A client that does not read and lets this much pile up is disconnected."),
+        .init("server.maxSessionsPerClient", .integer(default: 1024, range: 1...1_000_000, unit: "sessions"),
+              "Audio sessions one connection may hold; session.register beyond it is refused (limitReached)."),
+        .init("server.maxSessions", .integer(default: 8192, range: 1...1_000_000, unit: "sessions"),
+              "Audio sessions all connections together may hold; session.register beyond it is refused (limitReached)."),
         .init("server.userTools", .strings(default: ["org.interlude.CLI"]),
               "Apps that act for the user (the interlude CLI): they change settings and focus (N2, N7), act on any app's notifications and play sounds without the notification rules (N17)."),
     ]
@@ -110,6 +114,10 @@ public enum ConfigSchema {
         .init("bursts.cooldown[].volume", .number(default: 0, range: 0...1, unit: "0…1"), "N11: …plays at this volume."),
         .init("repeatedCallWindow", .number(default: 180, range: 0...86400, unit: "s"), "N7: window for a repeated call to break through."),
         .init("minimumRepeatingInterval", .number(default: 60, range: 1...86400, unit: "s"), "N8: shortest repeating interval trigger."),
+        .init("maxPendingPerApp", .integer(default: 64, range: 1...100000, unit: "notifications"),
+              "N8: notifications one app may have waiting for a trigger; a new one beyond is refused (limitReached)."),
+        .init("maxPendingTotal", .integer(default: 1000, range: 1...1000000, unit: "notifications"),
+              "N8: notifications all apps together may have waiting for a trigger; a new one beyond is refused (limitReached)."),
         .init("placeholderText", .string(default: "Notification", allowed: nil), "N13: body shown when previews are hidden."),
         .init("timeZone", .string(default: nil, allowed: nil), "N8: IANA time zone for wall-clock triggers and schedules; null = the system's."),
         .init("maxActionsPerCategory", .integer(default: 4, range: 0...64, unit: "actions"), "N14: actions per category."),
@@ -149,5 +157,12 @@ public enum ConfigSchema {
             return parts.count == path.count && zip(parts, path).allSatisfy { $0 == "*" || $0 == $1 }
         }
     }
+    /// Keys the daemon reads once, when it starts (the socket server's limits, the bus service's
+    /// settings, the broker connection): a reload (`SIGHUP`, `interlude reload`) leaves them at
+    /// their starting values and says which ones differ.
+    public static let restartOnly: [String] = ["server.maxClients", "server.maxOutputBytes", "bus.defaultSound",
+                                               "bus.maxNotificationBytes"]
+        + remote.filter { if case .object = $0.kind { false } else { true } }.map(\.path)
+
     static let index: [String: ConfigKey] = Dictionary(keys.map { ($0.path, $0) }, uniquingKeysWith: { a, _ in a })
 }

@@ -22,6 +22,10 @@ public enum WireErrorCode: String, Codable, Sendable, CaseIterable {
     case rateLimited
     /// N14: a category with more than 4 actions.
     case tooManyActions
+    /// A count limit is reached: an app's or all apps' notifications waiting for a trigger (N8,
+    /// `maxPendingPerApp`, `maxPendingTotal`), or audio sessions (`server.maxSessionsPerClient`,
+    /// `server.maxSessions`). Nothing was done; the connection stays usable.
+    case limitReached
     /// A sound could not be played at all (not even the default, S1).
     case soundFailed
     /// The audio server is not reachable right now; the request was not carried out.

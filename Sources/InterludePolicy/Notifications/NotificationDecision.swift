@@ -13,6 +13,9 @@ public enum NotificationErrorCode: String, Codable, Sendable, Hashable {
     case notFound
     /// A standalone sound within the per-app audible alert interval (N11, N17).
     case rateLimited
+    /// A count limit is reached: an app's, or all apps', notifications waiting for a trigger
+    /// (`maxPendingPerApp`, `maxPendingTotal`, N8). Nothing was changed.
+    case limitReached
 }
 
 /// The sound a decision lets play: name, volume and what it may bypass (N3, N11, S4).

@@ -212,12 +212,41 @@ extension NotificationReducer {
         let id = request.identifier
         state.summaryQueue.removeAll { $0.app == app && $0.request.identifier == id }
         state.summaryQueue.append(HeldNotification(app: app, request: request, peerExecutablePath: peerPath, heldAt: t, until: nil))
+        n9DropOldestHeldOverLimits(app)
         let d = NotificationDecision(outcome: .held(until: nextSummaryTime(after: t - 0.001)),
                                      requestedLevel: request.content.interruptionLevel, level: level,
                                      rules: rules + ["N9"], notes: notes + ["held for the scheduled summary"])
         log(app, id, d, at: t)
         effects.append(.emit(.decided(app: app, identifier: id, decision: d)))
         return d
+    }
+
+    /// N9, N11: the summary holds no more than the center would keep of it: at most
+    /// `maxDeliveredPerApp` of an app and `maxDeliveredTotal` over all apps, the oldest held going
+    /// first (each app told which, reason `N11`), so an app in the summary cannot grow the state
+    /// without bound until the next summary time.
+    mutating func n9DropOldestHeldOverLimits(_ app: String) {
+        var mine: [Int] = []
+        for (i, h) in state.summaryQueue.enumerated() where h.app == app { mine.append(i) }
+        var drop = Set(mine.prefix(max(0, mine.count - config.bursts.maxDeliveredPerApp)))
+        let overTotal = state.summaryQueue.count - drop.count - max(1, config.bursts.maxDeliveredTotal)
+        if overTotal > 0 {
+            var left = overTotal
+            for i in state.summaryQueue.indices where left > 0 && !drop.contains(i) {
+                drop.insert(i)
+                left -= 1
+            }
+        }
+        guard !drop.isEmpty else { return }
+        var byApp: [String: [String]] = [:]
+        var order: [String] = []
+        for i in drop.sorted() {
+            let h = state.summaryQueue[i]
+            if byApp[h.app] == nil { order.append(h.app) }
+            byApp[h.app, default: []].append(h.request.identifier)
+        }
+        state.summaryQueue = state.summaryQueue.indices.filter { !drop.contains($0) }.map { state.summaryQueue[$0] }
+        for a in order { effects.append(.emit(.removed(app: a, identifiers: byApp[a]!, reason: "N11"))) }
     }
 
     /// N12: a content badge sets the app's badge (0 also clears its other delivered

@@ -119,6 +119,10 @@ extension NotificationReducer {
             }
         }
 
+        if fireAt != nil, let why = n8PendingLimit(app: app, identifier: id) {
+            return refuse(.limitReached, "N8", why)
+        }
+
         let replaced = removeWaiting(app: app, identifiers: [id], pending: true, held: true)
         if let fireAt {
             state.pending.append(PendingNotification(app: app, request: request, peerExecutablePath: peerPath,
@@ -164,6 +168,25 @@ extension NotificationReducer {
         guard record.isAuthorized else { return fail(.notAuthorized, "the app is not authorized (N1)") }
         if record.badgesOn { setBadge(app, count) }
         effects.append(.reply(.done))
+    }
+
+    /// N8: why a new notification of `app` may not wait for its trigger (the app's or all apps'
+    /// pending limit is reached), or nil if it may. One with the identifier of a pending one
+    /// replaces it (N10) and is not counted twice.
+    func n8PendingLimit(app: String, identifier: String) -> String? {
+        var mine = 0, replacing = false
+        for p in state.pending where p.app == app {
+            mine += 1
+            if p.request.identifier == identifier { replacing = true }
+        }
+        if replacing { return nil }
+        if mine >= config.maxPendingPerApp {
+            return "the app has \(mine) notifications waiting for a trigger; at most \(config.maxPendingPerApp) (maxPendingPerApp)"
+        }
+        if state.pending.count >= config.maxPendingTotal {
+            return "\(state.pending.count) notifications of all apps are waiting for a trigger; at most \(config.maxPendingTotal) (maxPendingTotal)"
+        }
+        return nil
     }
 
     /// N14: at most `maxActionsPerCategory` actions per category, else `tooManyActions` and nothing

@@ -20,6 +20,11 @@ public struct NotificationPolicyConfig: Codable, Sendable, Equatable {
     public var repeatedCallWindow: Double
     /// Shortest allowed repeating interval trigger in seconds (N8); default 60.
     public var minimumRepeatingInterval: Double
+    /// Most notifications one app may have waiting for a trigger (N8); default 64, as iOS keeps
+    /// for an app. A new one beyond it is refused with `limitReached` (a replacement, N10, is not new).
+    public var maxPendingPerApp: Int
+    /// Most notifications all apps together may have waiting for a trigger (N8); default 1000.
+    public var maxPendingTotal: Int
     /// Body shown to watchers when previews are hidden and the category has no placeholder (N13).
     public var placeholderText: String
     /// IANA time zone for wall-clock triggers, schedules and summary times (N8); nil = the system's.
@@ -46,6 +51,8 @@ public struct NotificationPolicyConfig: Codable, Sendable, Equatable {
         bursts: NotificationBurstConfig = .init(),
         repeatedCallWindow: Double = 180,
         minimumRepeatingInterval: Double = 60,
+        maxPendingPerApp: Int = 64,
+        maxPendingTotal: Int = 1000,
         placeholderText: String = "Notification",
         timeZone: String? = nil,
         maxActionsPerCategory: Int = 4,
@@ -61,6 +68,8 @@ public struct NotificationPolicyConfig: Codable, Sendable, Equatable {
         self.bursts = bursts
         self.repeatedCallWindow = repeatedCallWindow
         self.minimumRepeatingInterval = minimumRepeatingInterval
+        self.maxPendingPerApp = maxPendingPerApp
+        self.maxPendingTotal = maxPendingTotal
         self.placeholderText = placeholderText
         self.timeZone = timeZone
         self.maxActionsPerCategory = maxActionsPerCategory
@@ -72,7 +81,7 @@ public struct NotificationPolicyConfig: Codable, Sendable, Equatable {
 
     private enum CodingKeys: String, CodingKey {
         case authorization, entitledCriticalApps, focusModes, summaryTimes, bursts, repeatedCallWindow
-        case minimumRepeatingInterval, placeholderText, timeZone, maxActionsPerCategory
+        case minimumRepeatingInterval, maxPendingPerApp, maxPendingTotal, placeholderText, timeZone, maxActionsPerCategory
         case defaultCriticalVolume, missedTriggerTolerance, decisionLogLimit, decisionHistoryPerNotification
     }
 
@@ -87,6 +96,8 @@ public struct NotificationPolicyConfig: Codable, Sendable, Equatable {
         bursts = try c.notificationValue(.bursts, d.bursts)
         repeatedCallWindow = try c.notificationValue(.repeatedCallWindow, d.repeatedCallWindow)
         minimumRepeatingInterval = try c.notificationValue(.minimumRepeatingInterval, d.minimumRepeatingInterval)
+        maxPendingPerApp = try c.notificationValue(.maxPendingPerApp, d.maxPendingPerApp)
+        maxPendingTotal = try c.notificationValue(.maxPendingTotal, d.maxPendingTotal)
         placeholderText = try c.notificationValue(.placeholderText, d.placeholderText)
         timeZone = try c.decodeIfPresent(String.self, forKey: .timeZone)
         maxActionsPerCategory = try c.notificationValue(.maxActionsPerCategory, d.maxActionsPerCategory)
@@ -118,6 +129,8 @@ public struct NotificationPolicyConfig: Codable, Sendable, Equatable {
                 out.append("focusModes.\(name).schedule[\(i)]: not a time of day")
             }
         }
+        if maxPendingPerApp < 1 { out.append("maxPendingPerApp: must be ≥ 1") }
+        if maxPendingTotal < 1 { out.append("maxPendingTotal: must be ≥ 1") }
         if maxActionsPerCategory < 0 { out.append("maxActionsPerCategory: must be ≥ 0") }
         if repeatedCallWindow < 0 { out.append("repeatedCallWindow: must be ≥ 0") }
         return out

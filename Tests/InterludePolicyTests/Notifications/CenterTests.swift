@@ -64,6 +64,28 @@ private func granted(_ config: NotificationPolicyConfig = .init(authorization: .
         #expect(h.deliveries(in: e).map(\.request.identifier) == ["n"])
     }
 
+    /// N9, N11: the summary holds no more of an app than the center would keep of it; the oldest
+    /// held go first and the app is told (reason N11).
+    @Test func N9_theSummaryHoldsAtMostTheCenterLimitPerAppAndInAll() {
+        var config = NotificationPolicyConfig(authorization: .init(default: .grant), timeZone: "Europe/Berlin")
+        config.bursts.maxDeliveredPerApp = 3
+        config.bursts.maxDeliveredTotal = 4
+        var h = granted(config, start: utc("2025-06-02T10:00:00Z"))
+        h.send(.setSettings(app: news, .init(scheduledSummary: true)))
+        h.send(.setSettings(app: chat, .init(scheduledSummary: true)))
+        for id in ["n1", "n2", "n3"] { h.post(id, from: news) }
+        let fourth = h.post("n4", from: news)
+        #expect(fourth?.rules == ["N9"])
+        #expect(h.events().contains(.removed(app: news, identifiers: ["n1"], reason: "N11")))
+        #expect(h.state.summaryQueue.map(\.request.identifier) == ["n2", "n3", "n4"])
+        h.post("c1", from: chat)
+        h.post("c2", from: chat)  // five held in all: the oldest (news' n2) goes
+        #expect(h.events().contains(.removed(app: news, identifiers: ["n2"], reason: "N11")))
+        #expect(h.state.summaryQueue.map(\.request.identifier) == ["n3", "n4", "c1", "c2"])
+        let e = h.tick(at: utc("2025-06-02T16:00:00Z"))
+        #expect(Set(h.deliveries(in: e).map(\.request.identifier)) == ["n3", "n4", "c1", "c2"])
+    }
+
     @Test func N9_criticalIsNotHeld() {
         var h = granted(.init(authorization: .init(default: .grant), entitledCriticalApps: [.init(app: news)], timeZone: "UTC"))
         h.send(.setSettings(app: news, .init(scheduledSummary: true)))

@@ -236,3 +236,85 @@ private let utc = NotificationHarness.utc
         #expect(NotificationDecision.Outcome.held(until: NotificationTime(1_796_220_000)).description == "held until 2026-12-02T14:00:00Z")
     }
 }
+
+/// N8: how many notifications may wait for a trigger, per app (`maxPendingPerApp`) and over all
+/// apps (`maxPendingTotal`). Without a bound one app could make every app's add slower (the
+/// stranger's review of issue 9: 19 ms an add at 16,000 scheduled).
+@Suite struct NotificationPendingLimitTests {
+    static let calendar = "org.example.Calendar"
+    static let chat = "org.example.Chat"
+
+    static func harness(perApp: Int = 3, total: Int = 5) -> NotificationHarness {
+        var h = NotificationHarness(config: .init(authorization: .init(default: .grant), maxPendingPerApp: perApp,
+                                                  maxPendingTotal: total, timeZone: "UTC"))
+        h.authorize(calendar)
+        h.authorize(chat)
+        return h
+    }
+
+    struct Case: CustomTestStringConvertible, Sendable {
+        var name: String
+        /// Posts before the one checked: (app, identifier), each with a one-hour trigger.
+        var before: [(String, String)]
+        var app: String
+        var identifier: String
+        var trigger: Bool
+        /// nil: accepted (held for its trigger or delivered); else the refusal's code.
+        var refused: NotificationErrorCode?
+        var testDescription: String { name }
+    }
+
+    static let cases: [Case] = [
+        Case(name: "under the app's limit: held", before: [(calendar, "a"), (calendar, "b")],
+             app: calendar, identifier: "c", trigger: true, refused: nil),
+        Case(name: "at the app's limit: refused", before: [(calendar, "a"), (calendar, "b"), (calendar, "c")],
+             app: calendar, identifier: "d", trigger: true, refused: .limitReached),
+        Case(name: "at the app's limit, replacing a pending one (N10): held", before: [(calendar, "a"), (calendar, "b"), (calendar, "c")],
+             app: calendar, identifier: "b", trigger: true, refused: nil),
+        Case(name: "at the app's limit, without a trigger: delivered", before: [(calendar, "a"), (calendar, "b"), (calendar, "c")],
+             app: calendar, identifier: "now", trigger: false, refused: nil),
+        Case(name: "another app under its own limit, all apps at theirs: refused",
+             before: [(calendar, "a"), (calendar, "b"), (calendar, "c"), (chat, "x"), (chat, "y")],
+             app: chat, identifier: "z", trigger: true, refused: .limitReached),
+        Case(name: "another app, all apps under theirs: held", before: [(calendar, "a"), (calendar, "b"), (calendar, "c"), (chat, "x")],
+             app: chat, identifier: "y", trigger: true, refused: nil),
+    ]
+
+    @Test(arguments: cases)
+    func N8_pendingLimits(c: Case) {
+        var h = Self.harness()
+        for (app, id) in c.before {
+            #expect(h.post(id, from: app, trigger: .interval(seconds: 3600, repeats: false))?.outcome.isHeld == true)
+        }
+        let pendingBefore = h.state.pending
+        let d = h.post(c.identifier, from: c.app, trigger: c.trigger ? .interval(seconds: 3600, repeats: false) : nil)
+        if let code = c.refused {
+            #expect(h.errorCode == code)
+            #expect(d?.rules == ["N8"])
+            #expect(h.state.pending == pendingBefore, "nothing changed")
+        } else {
+            #expect(h.errorCode == nil)
+            #expect(d?.outcome == (c.trigger ? .held(until: h.now + 3600) : .delivered))
+        }
+    }
+
+    @Test func N8_aFiredTriggerMakesRoomAgain() {
+        var h = Self.harness(perApp: 2, total: 10)
+        h.post("a", from: Self.calendar, trigger: .interval(seconds: 60, repeats: false))
+        h.post("b", from: Self.calendar, trigger: .interval(seconds: 3600, repeats: false))
+        h.post("c", from: Self.calendar, trigger: .interval(seconds: 3600, repeats: false))
+        #expect(h.errorCode == .limitReached)
+        h.advance(61)  // "a" fires and is delivered
+        #expect(h.post("c", from: Self.calendar, trigger: .interval(seconds: 3600, repeats: false))?.outcome.isHeld == true)
+        #expect(h.state.pending.map(\.request.identifier) == ["b", "c"])
+    }
+
+    @Test func N8_defaultsAre64PerAppAnd1000InAll() {
+        let d = NotificationPolicyConfig()
+        #expect(d.maxPendingPerApp == 64 && d.maxPendingTotal == 1000)
+    }
+}
+
+extension NotificationDecision.Outcome {
+    var isHeld: Bool { if case .held = self { true } else { false } }
+}
