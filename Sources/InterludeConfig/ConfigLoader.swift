@@ -69,6 +69,21 @@ public struct InterludeConfig: Sendable {
         return v
     }
 
+    /// The keys of ``ConfigSchema/restartOnly`` whose value here differs from `running`'s (the
+    /// config the daemon started with), in schema order: what a reload cannot put in force.
+    public func restartOnlyDifferences(from running: InterludeConfig) -> [String] {
+        ConfigSchema.restartOnly.filter { valueText($0) != running.valueText($0) }
+    }
+
+    /// A key's value as text, for comparing configs (numbers, strings and string lists).
+    func valueText(_ path: String) -> String {
+        switch ConfigSchema.index[path]?.kind {
+        case .number?, .integer?: "\(number(path))"
+        case .strings?: strings(path).joined(separator: "\u{1F}")
+        default: string(path) ?? "null"
+        }
+    }
+
     /// The audio arbiter's numbers (A2, A8, A9).
     public var audioPolicy: AudioPolicyConfig {
         AudioPolicyConfig(duckLevelDb: number("audio.duckLevelDb"),

@@ -8,8 +8,9 @@ import InterludeWire
 extension Engine {
     /// What the daemon does to reload: re-read the config files, check them, and hand a good
     /// config to ``reload(config:)`` (and the sound folders to the sound player). It returns the
-    /// files read, or the config error (file, line, key) with the running config left as it was.
-    public typealias Reloader = @Sendable () async -> Result<[String], WireError>
+    /// files read and the keys kept until a restart (``reload(config:)``), or the config error
+    /// (file, line, key) with the running config left as it was.
+    public typealias Reloader = @Sendable () async -> Result<ReloadResult, WireError>
 
     /// Sets the daemon's ``Reloader`` (the composition root knows the folders and the sound player).
     public func setReloader(_ r: @escaping Reloader) { reloader = r }
@@ -19,15 +20,21 @@ extension Engine {
     /// A9 expiry) and the user's tools. The notification policy re-evaluates now (a schedule that
     /// now covers the present turns its focus on), the audio deadlines are re-armed. Sessions,
     /// ducks in effect and the notification state are untouched. Server limits (clients, bytes)
-    /// and the socket keep the values they started with.
-    public func reload(config new: InterludeConfig) {
+    /// and the socket keep the values they started with (``ConfigSchema/restartOnly``).
+    /// - Returns: what was read, and the restart-only keys whose new value differs from the one
+    ///   the daemon started with (logged too).
+    @discardableResult
+    public func reload(config new: InterludeConfig) -> ReloadResult {
+        let kept = new.restartOnlyDifferences(from: startedWith)
         config = new
         audioConfig = new.audioPolicy
         notifConfig = new.notificationPolicy
         userTools = Set(new.strings("server.userTools"))
-        log("config reloaded from \(new.files.isEmpty ? "built-in defaults" : new.files.joined(separator: ", "))")
+        log("config reloaded from \(new.files.isEmpty ? "built-in defaults" : new.files.joined(separator: ", "))"
+            + (kept.isEmpty ? "" : "; until a restart these keep the values the daemon started with: \(kept.joined(separator: ", "))"))
         _ = try? notify(.tick)  // a failed save is logged; the next event tries again
         scheduleTick()
+        return ReloadResult(files: new.files, keptUntilRestart: kept.isEmpty ? nil : kept)
     }
 
     /// `config.reload`: the user's tool asks the daemon to re-read its config (like `SIGHUP`).
@@ -40,7 +47,7 @@ extension Engine {
         }
         guard let reloader else { throw WireError(.internalError, "this daemon cannot reload its config") }
         switch await reloader() {
-        case let .success(files): return ReloadResult(files: files)
+        case let .success(result): return result
         case let .failure(error): throw error
         }
     }

@@ -55,6 +55,8 @@ public actor Engine {
     public nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
     /// The config in force; replaced whole by ``reload(config:)``.
     var config: InterludeConfig
+    /// The config the daemon started with: what restart-only keys hold (``reload(config:)``).
+    let startedWith: InterludeConfig
     var audioConfig: AudioPolicyConfig
     let clock: EngineClock
     let audio: AudioBackend?
@@ -146,6 +148,7 @@ public actor Engine {
         self.store = store
         if let store { notifState = try store.load() }
         self.config = config
+        self.startedWith = config
         self.audioConfig = config.audioPolicy
         self.audio = audio
         self.sounds = sounds
@@ -227,7 +230,7 @@ public actor Engine {
     /// - Throws: `badRequest` naming the rule.
     static func checkAppID(_ app: String, param: String = "app") throws(WireError) {
         if AppIdentifier.problem(app) != nil {
-            throw WireError(.badRequest, "\(param) must be 1…255 characters without spaces or control characters, e.g. org.example.Music")
+            throw WireError(.badRequest, "\(param) must be 1…255 bytes of UTF-8 without spaces or control characters, e.g. org.example.Music")
         }
     }
 
@@ -247,7 +250,9 @@ public actor Engine {
         guard let c = clients.removeValue(forKey: client) else { return }
         if let app = c.app, !clients.values.contains(where: { $0.app == app }) { _ = try? notify(.appDisconnected(app: app)) }
         if !c.sessions.isEmpty {
-            log("client \(client) (\(c.app ?? "?")) gone: releasing \(c.sessions.map(\.rawValue).joined(separator: ", ")) [A9]")
+            let named = c.sessions.prefix(8).map(\.rawValue).joined(separator: ", ")
+            let more = c.sessions.count > 8 ? " and \(c.sessions.count - 8) more" : ""
+            log("client \(client) (\(c.app ?? "?")) gone: releasing \(named)\(more) [A9]")
             reduce(.clientGone(c.sessions))
             for s in c.sessions { owner[s] = nil; activationSerial[s] = nil; reportedPlaying[s] = nil; duckReported[s] = nil }
         }
@@ -266,6 +271,13 @@ public actor Engine {
         let options = Set(p.options ?? [])
         let descriptor = AudioSessionDescriptor(app: app, category: p.category ?? .soloAmbient, mode: p.mode ?? .default, options: options)
         if let why = descriptor.configurationProblem { throw WireError(.badRequest, why) }
+        let perClient = Int(config.number("server.maxSessionsPerClient")), total = Int(config.number("server.maxSessions"))
+        guard c.sessions.count < perClient else {
+            throw WireError(.limitReached, "this connection holds \(c.sessions.count) audio sessions; at most \(perClient) (server.maxSessionsPerClient)")
+        }
+        guard owner.count < total else {
+            throw WireError(.limitReached, "\(owner.count) audio sessions are registered; at most \(total) (server.maxSessions)")
+        }
         let id = AudioSessionID("s\(nextSession)")
         nextSession += 1
         owner[id] = client
@@ -382,8 +394,17 @@ public actor Engine {
                                   userVolumeDb: s.userVolumeDb, gainDb: s.gainDb)
             if let id = session(for: s) { byStream[id, default: []].append(st) } else { unmatched.append(st) }
         }
-        let sessions = audioState.sessions.values.sorted { $0.id.rawValue.count != $1.id.rawValue.count
-            ? $0.id.rawValue.count < $1.id.rawValue.count : $0.id < $1.id }.map { s -> SessionStatus in
+        // Bounded (StatusResult.maxSessionsListed): those doing something first, then by id.
+        func byID(_ a: AudioSessionID, _ b: AudioSessionID) -> Bool {
+            a.rawValue.count != b.rawValue.count ? a.rawValue.count < b.rawValue.count : a < b
+        }
+        let all = audioState.sessions.values
+        func busy(_ s: AudioSession) -> Bool {
+            s.state != .inactive || s.isPlaying || byStream[s.id] != nil || audioState.applied[s.id] != nil
+        }
+        let listed = all.count <= StatusResult.maxSessionsListed ? Array(all)
+            : Array(all.sorted { busy($0) != busy($1) ? busy($0) : byID($0.id, $1.id) }.prefix(StatusResult.maxSessionsListed))
+        let sessions = listed.sorted { byID($0.id, $1.id) }.map { s -> SessionStatus in
             let out = audioState.applied[s.id] ?? .unity
             return SessionStatus(session: s.id, app: s.descriptor.app, client: owner[s.id], category: s.descriptor.category,
                                  mode: s.descriptor.mode, options: s.descriptor.options.sorted(), implicit: s.descriptor.implicit,
@@ -394,6 +415,7 @@ public actor Engine {
         var result = StatusResult(version: version, audioConnected: audioConnected, audioServer: server,
                                   ringer: audioState.ringerSilent ? "silent" : "ring", sessions: sessions,
                                   unmatchedStreams: unmatched, samples: await sounds?.cachedSamples() ?? [])
+        if all.count > listed.count { result.sessionsOmitted = all.count - listed.count }
         result.configFiles = config.files
         result.bus = bus.status
         result.players = playerStatuses()

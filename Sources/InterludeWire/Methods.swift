@@ -29,7 +29,7 @@ public enum WireEventName {
 /// `hello`: the first request, naming the app.
 public struct HelloParams: WireParams, Equatable {
     public static let fields: Set<String> = ["app", "protocol"]
-    /// Reverse-DNS app id, 1…255 characters.
+    /// Reverse-DNS app id, 1…255 bytes of UTF-8.
     public var app: String
     public var `protocol`: Int?
     public init(app: String, protocol: Int? = interludeProtocolVersion) { self.app = app; self.protocol = `protocol` }
@@ -148,13 +148,21 @@ public struct SessionStatus: Codable, Sendable, Equatable {
 
 /// `status` result.
 public struct StatusResult: Codable, Sendable, Equatable {
+    /// Most sessions one `status` reply lists: 256 sessions with a few streams each are ~100 KB of
+    /// JSON, a tenth of the default `server.maxOutputBytes`.
+    public static let maxSessionsListed = 256
     public var version: String
     /// Whether the daemon is connected to the audio server.
     public var audioConnected: Bool
     /// The audio server's name for itself while connected (e.g. "pulseaudio").
     public var audioServer: String?
     public var ringer: String
+    /// The audio sessions, by id; at most ``StatusResult/maxSessionsListed``, those doing
+    /// something (active, interrupted, delayed, playing, ducked, with streams) first.
     public var sessions: [SessionStatus]
+    /// How many registered sessions are not in `sessions` (the list's bound keeps the reply far
+    /// under `server.maxOutputBytes`); absent when none is left out.
+    public var sessionsOmitted: Int?
     /// Streams not matched to any session (for example ours, or ones without a role).
     public var unmatchedStreams: [StreamStatus]
     public var samples: [String]
@@ -167,6 +175,7 @@ public struct StatusResult: Codable, Sendable, Equatable {
     public var players: [PlayerStatus]?
     public init(version: String, audioConnected: Bool, audioServer: String?, ringer: String,
                 sessions: [SessionStatus], unmatchedStreams: [StreamStatus], samples: [String]) {
+        // (`sessionsOmitted` is set by the daemon after the list is bounded.)
         self.version = version; self.audioConnected = audioConnected; self.audioServer = audioServer
         self.ringer = ringer; self.sessions = sessions; self.unmatchedStreams = unmatchedStreams; self.samples = samples
     }
@@ -243,8 +252,16 @@ public struct ReloadParams: WireParams, Equatable {
 
 /// The reply to `config.reload`: the files now in force.
 public struct ReloadResult: Codable, Sendable, Equatable {
+    /// The config files read, lowest precedence first.
     public var files: [String]
-    public init(files: [String]) { self.files = files }
+    /// Keys whose new value a reload does not put in force (``ConfigSchema/restartOnly``: the
+    /// server's limits, the bus service's settings, the broker): they keep the value the daemon
+    /// started with until it restarts. Absent when none differs.
+    public var keptUntilRestart: [String]?
+    public init(files: [String], keptUntilRestart: [String]? = nil) {
+        self.files = files
+        self.keptUntilRestart = keptUntilRestart
+    }
 }
 
 /// `ringer.set`.

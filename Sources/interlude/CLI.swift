@@ -160,6 +160,7 @@ enum CLI {
                       + "  volume \(CommandOutput.fmt(st.userVolumeDb)) dB, gain \(CommandOutput.fmt(st.gainDb)) dB\(st.muted ? ", muted" : "")")
             }
         }
+        if let n = s.sessionsOmitted { print("… and \(n) more sessions (status lists \(StatusResult.maxSessionsListed), those doing something first)") }
         for p in s.players ?? [] {
             print("player \(p.player)  \(p.session)  pid \(p.pid.map(String.init) ?? "?")  \(p.status)"
                   + (p.canControl ? (p.canPause ? "" : ", cannot pause") : ", cannot be controlled")
@@ -207,6 +208,9 @@ enum CLI {
         let r = try InterludeClient.request(socket: socket, app: "org.interlude.CLI", WireMethod.configReload,
                                             ReloadParams(), as: ReloadResult.self)
         print("config reloaded from \(r.files.isEmpty ? "built-in defaults" : r.files.joined(separator: ", "))")
+        if let kept = r.keptUntilRestart, !kept.isEmpty {
+            print("not in force until the daemon restarts (they keep the values it started with): \(kept.joined(separator: ", "))")
+        }
         return 0
     }
 

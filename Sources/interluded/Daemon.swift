@@ -173,8 +173,8 @@ enum Daemon {
             }
             await player.reconfigure(lookup: newSounds.lookup, defaultName: newSounds.defaultName,
                                      maxDuration: newSounds.maxDuration, maxBytes: newSounds.maxBytes)
-            await engine?.reload(config: fresh)
-            return .success(fresh.files)
+            guard let engine else { return .failure(WireError(.internalError, "the daemon is stopping")) }
+            return .success(await engine.reload(config: fresh))
         }
         await engine.setReloader(reloader)
         ReloadSignal.install { Task { _ = await reloader() } }

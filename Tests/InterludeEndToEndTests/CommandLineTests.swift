@@ -277,6 +277,7 @@ import InterludeWire
         try w.config(scheduled)
         let reload = try interlude(["--socket", s, "reload"])
         #expect(reload.status == 0 && reload.out.contains("config reloaded from") && reload.out.contains(w.path + "/interlude.json5"), "\(reload)")
+        #expect(!reload.out.contains("until the daemon restarts"), "nothing restart-only changed: \(reload.out)")
         #expect(try interlude(["--socket", s, "focus", "status"]).out.contains("focus: work (schedule)"))
         #expect(try await musicState()?.state == .active, "the session stays")
         #expect(try await musicState()?.ducked == true, "the duck stays")
@@ -307,6 +308,12 @@ import InterludeWire
         }
         #expect(off, "SIGHUP put the base config in force")
         #expect(try await musicState()?.ducked == true)
+
+        // A server limit is read once at start: the reload says it is not in force yet.
+        try w.config(#"{ timeZone: "UTC", authorization: { default: "grant" }, server: { maxClients: 32, maxSessions: 100 } }"#)
+        let limits = try interlude(["--socket", s, "reload"])
+        #expect(limits.status == 0 && limits.out.contains("not in force until the daemon restarts")
+                && limits.out.contains("server.maxClients") && !limits.out.contains("server.maxSessions"), "\(limits.out)")
         let log = (try? String(contentsOfFile: w.path + "/log", encoding: .utf8)) ?? ""
         #expect(log.contains("reload refused, the running config stays"), "\(log)")
         #expect(daemon.isRunning)

@@ -1,0 +1,85 @@
+import Foundation
+import Testing
+import InterludeClient
+import InterludeServer
+import InterludePolicy
+import InterludeWire
+
+/// Count limits over the socket (PROTOCOL.md "Limits"): what one app can make the daemon hold is
+/// bounded, and the one over a bound gets `limitReached` with the connection still usable. Found by
+/// the stranger's review of issue 9: 45,000 sessions were accepted from one app and `status` then
+/// passed `server.maxOutputBytes` (the CLI was cut off); 16,000 scheduled notifications made every
+/// app's add 19 ms.
+@Suite struct CountLimitTests {
+    @Test func sessionRegisterPastThePerConnectionAndTotalLimitsIsRefused() async throws {
+        let d = try TestDaemon(overlay: "{ server: { maxSessionsPerClient: 3, maxSessions: 5 } }")
+        await d.start()
+        let a = try await InterludeClient.connect(socket: d.socket, app: "org.example.A")
+        for _ in 0..<3 { _ = try await a.register(category: .playback) }
+        await #expect(throws: WireError.self) { _ = try await a.register(category: .playback) }
+        do { _ = try await a.register(category: .playback) } catch let e as WireError {
+            #expect(e.code == .limitReached && e.message.contains("server.maxSessionsPerClient"), "\(e)")
+        }
+        #expect(try await a.status().sessions.count == 3, "the connection stays usable and holds 3")
+
+        let b = try await InterludeClient.connect(socket: d.socket, app: "org.example.B")
+        _ = try await b.register(category: .ambient)
+        _ = try await b.register(category: .ambient)
+        do {
+            _ = try await b.register(category: .ambient)
+            Issue.record("a sixth session was accepted")
+        } catch let e as WireError {
+            #expect(e.code == .limitReached && e.message.contains("server.maxSessions"), "\(e)")
+        }
+        // A connection's sessions are freed when it closes (A9): room again.
+        a.close()
+        var registered = false
+        for _ in 0..<100 where !registered {
+            registered = (try? await b.register(category: .ambient)) != nil
+            if !registered { try await Task.sleep(nanoseconds: 10_000_000) }
+        }
+        #expect(registered)
+    }
+
+    /// `status` lists at most `StatusResult.maxSessionsListed` sessions, those doing something first,
+    /// and says how many it left out; its reply stays far under `server.maxOutputBytes`.
+    @Test func statusWithThousandsOfSessionsStaysUnderTheOutputLimit() async throws {
+        let d = try TestDaemon(maxOutputBytes: 256 * 1024)
+        await d.start()
+        let c = try await InterludeClient.connect(socket: d.socket, app: "org.example.Many")
+        var ids: [AudioSessionID] = []
+        for _ in 0..<1024 { ids.append(try await c.register(category: .playback, mode: .default, options: [.mixWithOthers])) }
+        let last = ids[1023]
+        _ = try await c.activate(last)
+        let watcher = try await InterludeClient.connect(socket: d.socket, app: "org.interlude.CLI")
+        let s = try await watcher.status()
+        #expect(s.sessions.count == StatusResult.maxSessionsListed)
+        #expect(s.sessionsOmitted == 1024 - StatusResult.maxSessionsListed)
+        #expect(s.sessions.contains { $0.session == last && $0.state == .active }, "the active one is listed though its id is the last")
+        let bytes = try JSONEncoder().encode(s).count
+        #expect(bytes < 256 * 1024 / 2, "\(bytes) bytes")
+    }
+
+    /// N8 over the wire: the 65th notification an app schedules is refused with `limitReached`;
+    /// one without a trigger, and a replacement of a scheduled one, still go through.
+    @Test func N8_theAppsPendingLimitIsLimitReachedOnTheWire() async throws {
+        let d = try TestDaemon(overlay: #"{ authorization: { default: "grant" } }"#)
+        await d.start()
+        let c = try await InterludeClient.connect(socket: d.socket, app: "org.example.Reminders")
+        _ = try await c.call(NotificationMethod.requestAuthorization, RequestAuthorizationParams(options: [.alert, .sound]),
+                             as: AuthorizationResult.self)
+        func add(_ id: String, trigger: Bool) async throws -> AddNotificationResult {
+            try await c.call(NotificationMethod.add, AddNotificationParams(identifier: id, title: id, trigger: trigger ? TriggerParams(in: 3600) : nil),
+                             as: AddNotificationResult.self)
+        }
+        for i in 0..<64 { _ = try await add("r\(i)", trigger: true) }
+        do {
+            _ = try await add("r64", trigger: true)
+            Issue.record("a 65th pending notification was accepted")
+        } catch let e as WireError {
+            #expect(e.code == .limitReached && e.message.contains("maxPendingPerApp"), "\(e)")
+        }
+        #expect(try await add("r3", trigger: true).decision.rules == ["N8", "N10"], "a replacement is not new")
+        #expect(try await add("now", trigger: false).decision.outcome == .delivered)
+    }
+}
