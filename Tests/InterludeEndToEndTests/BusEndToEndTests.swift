@@ -147,7 +147,7 @@ import InterludePolicy
         defer { bus.stop() }
         let w = try WorkFolder("disabled")
         defer { w.remove() }
-        FileManager.default.createFile(atPath: w.sounds + "/hush.disabled", contents: Data())
+        _ = FileManager.default.createFile(atPath: w.sounds + "/hush.disabled", contents: Data())
         var env = w.environment
         env["DBUS_SESSION_BUS_ADDRESS"] = bus.address
         let daemon = try DaemonProcess(socket: w.socket, work: w.path, config: false, environment: env, bus: true)

@@ -137,7 +137,7 @@ import InterludeWire
         let w = try WorkFolder("cli-s1")
         defer { w.remove() }
         let (socket, sounds) = (w.socket, w.sounds)
-        FileManager.default.createFile(atPath: sounds + "/empty.wav", contents: Data())
+        _ = FileManager.default.createFile(atPath: sounds + "/empty.wav", contents: Data())
         try w.config(#"{ authorization: { default: "grant" } }"#)
         let daemon = try DaemonProcess(socket: socket, work: w.path, environment: w.environment)
         defer { daemon.stop() }

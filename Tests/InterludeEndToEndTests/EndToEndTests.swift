@@ -87,7 +87,7 @@ enum AudioServer {
         defer { w.remove() }
         let (work, sounds) = (w.path, w.sounds)
         try WAVFile.writeSine(path: sounds + "/long.wav", frequency: 300, amplitude: 0.25, seconds: 45, sampleRate: 48000)
-        FileManager.default.createFile(atPath: sounds + "/empty.wav", contents: Data())
+        _ = FileManager.default.createFile(atPath: sounds + "/empty.wav", contents: Data())
         try "this is not audio".write(toFile: sounds + "/text.wav", atomically: true, encoding: .utf8)
 
         let socket = w.socket
@@ -207,7 +207,7 @@ extension SoundEndToEndTests {
     @Test func N15_killNineBetweenAcknowledgementAndDeliveryDeliversOnceMarkedLate() async throws {
         let work = NSTemporaryDirectory() + "interlude-n15-\(getpid())"
         try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
-        FileManager.default.createFile(atPath: work + "/log", contents: nil)
+        _ = FileManager.default.createFile(atPath: work + "/log", contents: nil)
         defer { try? FileManager.default.removeItem(atPath: work) }
         try #"{ authorization: { default: "grant" }, missedTriggerTolerance: 0.5 }"#
             .write(toFile: work + "/interlude.json5", atomically: true, encoding: .utf8)

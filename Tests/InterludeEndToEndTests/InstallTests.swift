@@ -73,7 +73,7 @@ import InterludeWire
         p.arguments = ["--socket", w.socket, "--private", "--state", w.path + "/state"]
         p.environment = env
         p.currentDirectoryURL = URL(fileURLWithPath: "/")
-        FileManager.default.createFile(atPath: w.path + "/log", contents: nil)
+        _ = FileManager.default.createFile(atPath: w.path + "/log", contents: nil)
         p.standardError = FileHandle(forWritingAtPath: w.path + "/log")
         try p.run()
         defer { ScenarioRunner.stop(p) }

@@ -71,7 +71,7 @@ import InterludePolicy
             let pipe = Pipe()
             process.standardOutput = pipe
             if let stderr {
-                FileManager.default.createFile(atPath: stderr, contents: nil)
+                _ = FileManager.default.createFile(atPath: stderr, contents: nil)
                 process.standardError = FileHandle(forWritingAtPath: stderr)
             } else { process.standardError = FileHandle.nullDevice }
             out = Lines(pipe.fileHandleForReading)

@@ -22,7 +22,7 @@ import Testing
         case 0: return Double(r.int(1000)) - 500
         case 1: return Double(r.int(1_000_000)) / 1000
         case 2: return Double(bitPattern: r.next() & 0x7FEF_FFFF_FFFF_FFFF) * (r.int(2) == 0 ? 1 : -1)  // any finite
-        case 3: return [0.1, 0.2 + 0.1, 1e15, 1e15 - 1, 1e16, 1e20, 1e-7, 5e-324, 1.7976931348623157e308, -0.0, 123456789.125][r.int(11)]
+        case 3: return [0.1, 0.2 + 0.1, 1e15, 1e15 - 1, 1e16, 1e20, 1e-7, Double.leastNonzeroMagnitude, 1.7976931348623157e308, -0.0, 123456789.125][r.int(11)]
         case 4: return 1_764_500_000 + Double(r.int(1_000_000)) / 1000
         case 5: return Double(Int64(bitPattern: r.next()) >> r.int(64))
         default: return Double(r.int(100))
