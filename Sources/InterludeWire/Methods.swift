@@ -158,7 +158,7 @@ public struct StatusResult: Codable, Sendable, Equatable {
     public var audioServer: String?
     public var ringer: String
     /// The audio sessions, by id; at most ``StatusResult/maxSessionsListed``, those doing
-    /// something (active, interrupted, delayed, playing, ducked, with streams) first.
+    /// something (active, interrupted, delayed, playing, ducked, with streams) chosen before idle ones.
     public var sessions: [SessionStatus]
     /// How many registered sessions are not in `sessions` (the list's bound keeps the reply far
     /// under `server.maxOutputBytes`); absent when none is left out.

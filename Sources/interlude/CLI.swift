@@ -160,7 +160,7 @@ enum CLI {
                       + "  volume \(CommandOutput.fmt(st.userVolumeDb)) dB, gain \(CommandOutput.fmt(st.gainDb)) dB\(st.muted ? ", muted" : "")")
             }
         }
-        if let n = s.sessionsOmitted { print("… and \(n) more sessions (status lists \(StatusResult.maxSessionsListed), those doing something first)") }
+        if let n = s.sessionsOmitted { print("… and \(n) more sessions not listed (status lists \(StatusResult.maxSessionsListed), in id order, choosing those doing something before idle ones)") }
         for p in s.players ?? [] {
             print("player \(p.player)  \(p.session)  pid \(p.pid.map(String.init) ?? "?")  \(p.status)"
                   + (p.canControl ? (p.canPause ? "" : ", cannot pause") : ", cannot be controlled")

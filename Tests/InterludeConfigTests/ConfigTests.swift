@@ -185,6 +185,7 @@ import InterludePolicy
     @Test(arguments: [
         ("{\n  timeZone: 'Mars/Olympus',\n}", 2, "timeZone"),
         ("{\n  summaryTimes: ['25:99'],\n}", 2, "summaryTimes"),
+        ("{\n  summaryTimes: [],\n}", 2, "summaryTimes"),  // N9: held for ever (a stranger's find)
         ("{\n  authorization: { default: 'maybe' },\n}", 2, "authorization.default"),
     ])
     func badNotificationValuesNameFileLineAndKey(text: String, line: Int, key: String) throws {

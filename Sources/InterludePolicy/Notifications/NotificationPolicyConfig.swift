@@ -123,6 +123,8 @@ public struct NotificationPolicyConfig: Codable, Sendable, Equatable {
         for (i, step) in bursts.cooldown.enumerated() where !(0...1).contains(step.volume) || step.within < 0 {
             out.append("bursts.cooldown[\(i)]: within must be ≥ 0 and volume 0…1")
         }
+        // N9: with no summary time, what an app in the summary sends would be held for ever.
+        if summaryTimes.isEmpty { out.append("summaryTimes: needs at least one time (HH:MM); an app in the scheduled summary would never get its notifications") }
         for (i, time) in summaryTimes.enumerated() where !time.isValid { out.append("summaryTimes[\(i)]: not a time of day") }
         for (name, mode) in focusModes {
             for (i, w) in mode.schedule.enumerated() where !w.start.isValid || !w.end.isValid {
