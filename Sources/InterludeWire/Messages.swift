@@ -140,6 +140,12 @@ public struct WireRequest: Sendable, Equatable {
                 let choices = enumChoices[type].map { " (one of: \($0.joined(separator: ", ")))" } ?? ""
                 return "param \"\(p)\": unknown value \"\(value)\"" + choices
             }
+            // The policy's own decoders say what a value must be in words for people, starting
+            // lower case or with a quote ("interruption level 7 is not 0…3"); Foundation's own
+            // messages start upper case ("Number 1e400 is not representable…") and are not shown.
+            if let first = c.debugDescription.first, first.isLowercase || first == "\"" {
+                return p.isEmpty ? c.debugDescription : "param \"\(p)\": \(c.debugDescription)"
+            }
             return p.isEmpty ? "params do not have the expected types (a fraction where a whole number belongs, or a number out of range)"
                              : "param \"\(p)\" has a value of the wrong type or range"
         @unknown default: return "\(e)"

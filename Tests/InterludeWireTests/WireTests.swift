@@ -136,6 +136,19 @@ import InterludePolicy
         do { _ = try year.decodeParams(AddNotificationParams.self); Issue.record("accepted") } catch {
             #expect(error.message.contains("\"trigger.calendar.year\" is out of range"), "\(error.message)")
         }
+        // A stranger's find: weekday 8 was "must be a string", though 1…7 are taken.
+        let weekday = try WireRequest.parse(Array(#"{"id":1,"method":"notification.add","params":{"title":"t","trigger":{"calendar":{"weekday":8}}}}"#.utf8))
+        do { _ = try weekday.decodeParams(AddNotificationParams.self); Issue.record("accepted weekday 8") } catch {
+            #expect(error.message.contains("1…7") && !error.message.contains("must be a string"), "\(error.message)")
+        }
+        // A stranger's find: 1.5 was "must be a string", though 0…3 are taken.
+        for bad in ["1.5", "7", "true"] {
+            let level = try WireRequest.parse(Array(#"{"id":1,"method":"notification.add","params":{"title":"t","level":\#(bad)}}"#.utf8))
+            do { _ = try level.decodeParams(AddNotificationParams.self); Issue.record("accepted \(bad)") } catch {
+                #expect(error.code == .badRequest)
+                #expect(error.message.contains("0…3") && !error.message.contains("must be a string"), "\(bad): \(error.message)")
+            }
+        }
         let badge = try WireRequest.parse(Array(#"{"id":1,"method":"notification.setBadge","params":{"count":9223372036854775807}}"#.utf8))
         do { _ = try badge.decodeParams(SetBadgeParams.self); Issue.record("accepted") } catch {
             #expect(error.code == .badRequest)

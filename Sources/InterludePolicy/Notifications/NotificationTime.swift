@@ -81,7 +81,11 @@ public enum InterruptionLevel: Int, Codable, Sendable, Hashable, Comparable, Cas
             self = level
             return
         }
-        let name = try c.decode(String.self)
+        // Any other number (1.5, 7) or type is named as what it is not: a level.
+        guard let name = try? c.decode(String.self) else {
+            throw DecodingError.dataCorruptedError(
+                in: c, debugDescription: "an interruption level is a name (passive, active, timeSensitive, critical) or 0…3")
+        }
         guard let level = Self.allCases.first(where: { $0.description == name }) else {
             throw DecodingError.dataCorruptedError(
                 in: c, debugDescription: "unknown interruption level \"\(name)\" (passive, active, timeSensitive, critical)")

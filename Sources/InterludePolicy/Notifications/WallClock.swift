@@ -29,7 +29,9 @@ public enum NotificationWeekday: Int, Codable, Sendable, Hashable, CaseIterable 
             self = day
             return
         }
-        let text = try c.decode(String.self).lowercased()
+        guard let text = (try? c.decode(String.self))?.lowercased() else {
+            throw DecodingError.dataCorruptedError(in: c, debugDescription: "a weekday is a name (sunday…saturday, or sun…sat) or 1…7 (1 = Sunday)")
+        }
         guard let day = Self.allCases.first(where: { $0.name == text || $0.name.prefix(3) == text }) else {
             throw DecodingError.dataCorruptedError(in: c, debugDescription: "unknown weekday \"\(text)\"")
         }
