@@ -399,11 +399,14 @@ public actor Engine {
             a.rawValue.count != b.rawValue.count ? a.rawValue.count < b.rawValue.count : a < b
         }
         let all = audioState.sessions.values
-        func busy(_ s: AudioSession) -> Bool {
-            s.state != .inactive || s.isPlaying || byStream[s.id] != nil || audioState.applied[s.id] != nil
+        var listed = Array(all)
+        if all.count > StatusResult.maxSessionsListed {
+            func idle(_ s: AudioSession) -> Bool {
+                s.state == .inactive && !s.isPlaying && byStream[s.id] == nil && audioState.applied[s.id] == nil
+            }
+            let ordered = listed.filter { !idle($0) }.sorted { byID($0.id, $1.id) } + listed.filter(idle).sorted { byID($0.id, $1.id) }
+            listed = Array(ordered.prefix(StatusResult.maxSessionsListed))
         }
-        let listed = all.count <= StatusResult.maxSessionsListed ? Array(all)
-            : Array(all.sorted { busy($0) != busy($1) ? busy($0) : byID($0.id, $1.id) }.prefix(StatusResult.maxSessionsListed))
         let sessions = listed.sorted { byID($0.id, $1.id) }.map { s -> SessionStatus in
             let out = audioState.applied[s.id] ?? .unity
             return SessionStatus(session: s.id, app: s.descriptor.app, client: owner[s.id], category: s.descriptor.category,

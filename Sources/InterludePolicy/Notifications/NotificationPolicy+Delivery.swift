@@ -238,15 +238,21 @@ extension NotificationReducer {
             }
         }
         guard !drop.isEmpty else { return }
+        let dropped = drop.sorted().map { state.summaryQueue[$0] }
+        state.summaryQueue = state.summaryQueue.indices.filter { !drop.contains($0) }.map { state.summaryQueue[$0] }
+        emitRemovedByApp(dropped.map { ($0.app, $0.request.identifier) }, reason: "N11")
+    }
+
+    /// Tells each app which of its notifications left (`notificationRemoved`), one event per app
+    /// in the order the apps first appear in `removed` (app, identifier), with `reason`.
+    mutating func emitRemovedByApp(_ removed: [(app: String, identifier: String)], reason: String) {
         var byApp: [String: [String]] = [:]
         var order: [String] = []
-        for i in drop.sorted() {
-            let h = state.summaryQueue[i]
-            if byApp[h.app] == nil { order.append(h.app) }
-            byApp[h.app, default: []].append(h.request.identifier)
+        for (app, identifier) in removed {
+            if byApp[app] == nil { order.append(app) }
+            byApp[app, default: []].append(identifier)
         }
-        state.summaryQueue = state.summaryQueue.indices.filter { !drop.contains($0) }.map { state.summaryQueue[$0] }
-        for a in order { effects.append(.emit(.removed(app: a, identifiers: byApp[a]!, reason: "N11"))) }
+        for app in order { effects.append(.emit(.removed(app: app, identifiers: byApp[app]!, reason: reason))) }
     }
 
     /// N12: a content badge sets the app's badge (0 also clears its other delivered
@@ -322,14 +328,8 @@ extension NotificationReducer {
     mutating func dropOldestOverTotal() {
         let excess = state.delivered.count - max(1, config.bursts.maxDeliveredTotal)
         guard excess > 0 else { return }
-        let dropped = state.delivered.prefix(excess)
+        let dropped = state.delivered.prefix(excess).map { ($0.app, $0.request.identifier) }
         state.delivered.removeFirst(excess)
-        var byApp: [String: [String]] = [:]
-        var order: [String] = []
-        for n in dropped {
-            if byApp[n.app] == nil { order.append(n.app) }
-            byApp[n.app, default: []].append(n.request.identifier)
-        }
-        for app in order { effects.append(.emit(.removed(app: app, identifiers: byApp[app]!, reason: "N11"))) }
+        emitRemovedByApp(dropped, reason: "N11")
     }
 }
