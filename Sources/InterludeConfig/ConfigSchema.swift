@@ -21,7 +21,17 @@ public struct ConfigKey: Sendable {
     public var path: String
     public var kind: Kind
     public var doc: String
+    /// Read once, when the daemon starts (the socket server's limits, the bus service's settings,
+    /// the broker connection): a reload leaves it at its starting value (``ConfigSchema/restartOnly``).
+    public var readAtStartOnly = false
     public init(_ path: String, _ kind: Kind, _ doc: String) { self.path = path; self.kind = kind; self.doc = doc }
+
+    /// This key, marked ``readAtStartOnly``.
+    func atStartOnly() -> ConfigKey {
+        var k = self
+        k.readAtStartOnly = true
+        return k
+    }
 }
 
 public enum ConfigSchema {
@@ -34,11 +44,11 @@ public enum ConfigSchema {
         .init("bus.authorization", .string(default: "grant", allowed: ["grant", "deny", "prompt"]),
               "N1: bus clients never ask; the answer for an app first seen on the bus (the user's answer, once given, stays)."),
         .init("bus.defaultSound", .string(default: "message-new-instant", allowed: nil),
-              "S2: what plays when a bus notification names no sound (sound-name, sound-file); \"none\" = silent."),
+              "S2: what plays when a bus notification names no sound (sound-name, sound-file); \"none\" = silent.").atStartOnly(),
         .init("bus.inhibitFocus", .string(default: "doNotDisturb", allowed: nil),
               "N7: the focus a bus client's Inhibit (KDE's do-not-disturb) turns on while one inhibition is held."),
         .init("bus.maxNotificationBytes", .integer(default: 65536, range: 1024...(16 * 1024 * 1024), unit: "bytes"),
-              "Most text (summary, body, actions, string hints) one Notify may carry; more gets LimitsExceeded."),
+              "Most text (summary, body, actions, string hints) one Notify may carry; more gets LimitsExceeded.").atStartOnly(),
     ]
 
     static let audio: [ConfigKey] = [
@@ -73,9 +83,9 @@ public enum ConfigSchema {
     static let server: [ConfigKey] = [
         .init("server", .object, "The socket server."),
         .init("server.maxClients", .integer(default: 256, range: 1...65536, unit: "connections"),
-              "Connections beyond this are refused with rateLimited."),
+              "Connections beyond this are refused with rateLimited.").atStartOnly(),
         .init("server.maxOutputBytes", .integer(default: 1024 * 1024, range: 65536...(64 * 1024 * 1024), unit: "bytes"),
-              "A client that does not read and lets this much pile up is disconnected."),
+              "A client that does not read and lets this much pile up is disconnected.").atStartOnly(),
         .init("server.maxSessionsPerClient", .integer(default: 1024, range: 1...1_000_000, unit: "sessions"),
               "Audio sessions one connection may hold; session.register beyond it is refused (limitReached)."),
         .init("server.maxSessions", .integer(default: 8192, range: 1...1_000_000, unit: "sessions"),
@@ -129,7 +139,8 @@ public enum ConfigSchema {
     ]
 
     /// Remote notifications through an MQTT broker (issue 11, REMOTE.md).
-    static let remote: [ConfigKey] = [
+    /// The broker connection is made once, at start: every key is ``ConfigKey/readAtStartOnly``.
+    static let remote: [ConfigKey] = readAtStartOnly([
         .init("remote", .object, "Remote notifications from a provider through an MQTT broker (REMOTE.md)."),
         .init("remote.broker", .string(default: nil, allowed: nil),
               "mqtt://HOST[:PORT] (1883) or mqtts://HOST[:PORT] (TLS, 8883); null = no remote notifications."),
@@ -146,7 +157,10 @@ public enum ConfigSchema {
         .init("remote.dedupeWindow", .integer(default: 1000, range: 16...100000, unit: "messages"),
               "How many recent message ids are kept (with the notification state, N15) to recognize a message the broker delivers again."),
         .init("remote.keepaliveSeconds", .integer(default: 30, range: 5...3600, unit: "s"), "MQTT keepalive."),
-    ]
+    ])
+
+    /// `keys`, each marked ``ConfigKey/readAtStartOnly``.
+    static func readAtStartOnly(_ keys: [ConfigKey]) -> [ConfigKey] { keys.map { $0.atStartOnly() } }
 
     /// The key spec for a concrete path like `focusModes.sleep.allowedApps`, matching `*` segments.
     public static func key(for path: [String]) -> ConfigKey? {
@@ -157,12 +171,11 @@ public enum ConfigSchema {
             return parts.count == path.count && zip(parts, path).allSatisfy { $0 == "*" || $0 == $1 }
         }
     }
-    /// Keys the daemon reads once, when it starts (the socket server's limits, the bus service's
-    /// settings, the broker connection): a reload (`SIGHUP`, `interlude reload`) leaves them at
-    /// their starting values and says which ones differ.
-    public static let restartOnly: [String] = ["server.maxClients", "server.maxOutputBytes", "bus.defaultSound",
-                                               "bus.maxNotificationBytes"]
-        + remote.filter { if case .object = $0.kind { false } else { true } }.map(\.path)
+    /// The value keys marked ``ConfigKey/readAtStartOnly``, in schema order: a reload (`SIGHUP`,
+    /// `interlude reload`) leaves them at their starting values and says which ones differ.
+    public static let restartOnly: [String] = keys.filter {
+        if case .object = $0.kind { false } else { $0.readAtStartOnly }
+    }.map(\.path)
 
     static let index: [String: ConfigKey] = Dictionary(keys.map { ($0.path, $0) }, uniquingKeysWith: { a, _ in a })
 }

@@ -197,6 +197,15 @@ import InterludePolicy
         }
     }
 
+    /// What a reload leaves at its starting value (PROTOCOL.md `config.reload`): the server's
+    /// connection limits, the bus service's two settings and the broker section; not the session
+    /// or pending limits, which follow a reload.
+    @Test func restartOnlyKeysAreTheServerLimitsTheBusServiceAndTheBroker() {
+        #expect(ConfigSchema.restartOnly == ["server.maxClients", "server.maxOutputBytes", "bus.defaultSound", "bus.maxNotificationBytes",
+                                             "remote.broker", "remote.deviceId", "remote.username", "remote.passwordFile", "remote.caFile",
+                                             "remote.topicPrefix", "remote.maxMessageBytes", "remote.dedupeWindow", "remote.keepaliveSeconds"])
+    }
+
     @Test func xdgOrder() {
         let f = ConfigLoader.folders(builtin: "/b", override: nil,
                                      environment: ["HOME": "/h", "XDG_CONFIG_DIRS": "/x1:/x2"])
