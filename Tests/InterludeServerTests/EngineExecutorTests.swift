@@ -22,6 +22,26 @@ import Testing
         func record(_ tag: String) { order.append(tag) }
     }
 
+    /// Runs a task's jobs on a serial queue of its own (a thread outside Swift's pool): the job
+    /// that holds the engine blocks that thread, not one of the pool's (two on this machine).
+    /// With both tests of this suite run in parallel, each holding a pool thread, the pool had
+    /// none left for the test bodies that open the gates: `swift test` without `--no-parallel`
+    /// hung at 0 % CPU.
+    final class HolderThread: TaskExecutor, @unchecked Sendable {
+        let queue = DispatchQueue(label: "interlude.test.holder")
+        func enqueue(_ job: consuming ExecutorJob) {
+            let job = UnownedJob(job)
+            queue.async { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
+        }
+    }
+
+    /// Starts the job that holds `r`'s executor until `gate` is signalled, enqueued from (and so
+    /// run on, ``EngineExecutor`` runs a job on the thread that enqueues it when free) a
+    /// ``HolderThread``.
+    func holder(_ r: Recorder, _ gate: DispatchSemaphore) -> Task<Void, Never> {
+        Task(executorPreference: HolderThread(), priority: .medium) { await r.hold(gate) }
+    }
+
     /// Waits (polling, at most 10 s) until the executor has `n` jobs queued in all.
     func waitQueued(_ e: EngineExecutor, _ n: Int) async throws {
         let deadline = Date().addingTimeInterval(10)
@@ -35,7 +55,7 @@ import Testing
         let executor = EngineExecutor()
         let r = Recorder(executor)
         let gate = DispatchSemaphore(value: 0)
-        let holder = Task(priority: .medium) { await r.hold(gate) }
+        let holder = holder(r, gate)
         try await waitQueued(executor, 0)
         while executor.jobsRun.other == 0 { try await Task.sleep(nanoseconds: 1_000_000) }  // the holder is running
         // 20 notification-lane jobs queue behind the one running, then one audio job.
@@ -60,7 +80,7 @@ import Testing
         let executor = EngineExecutor()
         let r = Recorder(executor)
         let gate = DispatchSemaphore(value: 0)
-        let holder = Task(priority: .medium) { await r.hold(gate) }
+        let holder = holder(r, gate)
         while executor.jobsRun.other == 0 { try await Task.sleep(nanoseconds: 1_000_000) }
         var tasks: [Task<Void, Never>] = []
         // Enqueued one by one (each waits until the one before is queued): a known arrival order,
