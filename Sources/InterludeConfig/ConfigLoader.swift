@@ -4,14 +4,16 @@ import InterludePolicy
 /// A bad config file: names the file, the line and the key (or the syntax error's place).
 public struct ConfigError: Error, Sendable, Equatable, CustomStringConvertible {
     public var file: String
+    /// 1-based; 0 when the error is about the file or folder as a whole (no line to go to).
     public var line: Int
     /// Dotted key path, or nil for a syntax error.
     public var key: String?
     public var message: String
     /// Stable code: `configSyntax`, `configUnknownKey`, `configBadValue`, `configUnreadable`.
     public var code: String
+    /// "file:line: key 'k': message [code]"; without ":line" when there is no line (0).
     public var description: String {
-        "\(file):\(line): " + (key.map { "key '\($0)': " } ?? "") + message + " [\(code)]"
+        file + (line > 0 ? ":\(line)" : "") + ": " + (key.map { "key '\($0)': " } ?? "") + message + " [\(code)]"
     }
     /// Makes an error; `code` is one of the stable codes above.
     public init(file: String, line: Int, key: String?, message: String, code: String) {

@@ -105,6 +105,19 @@ import InterludePolicy
         }
     }
 
+    /// A folder where the config file should be is about the file as a whole: the message names
+    /// the path without a line (it said "…/interlude.json5:0: is a folder"), and ends with its code.
+    @Test func configUnreadable_aFolderInPlaceOfTheFileIsNotReportedAtLine0() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("interlude-config-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let file = dir.appendingPathComponent(ConfigLoader.fileName).path
+        try FileManager.default.createDirectory(atPath: file, withIntermediateDirectories: true)
+        do { _ = try ConfigLoader.load(folders: [dir.path]); Issue.record("accepted a folder as the config file") } catch {
+            #expect(error.code == "configUnreadable")
+            #expect(error.description == "\(file): is a folder, not a file [configUnreadable]", "\(error)")
+        }
+    }
+
     @Test func builtinDefaultsFileMatchesTheSchema() throws {
         let c = try ConfigLoader.load(folders: [builtin])
         #expect(c.files.count == 1)
