@@ -118,6 +118,21 @@ import InterludePolicy
         }
     }
 
+    /// A config folder named on purpose that is not there (at start, or deleted before a reload):
+    /// `configNotFound` naming it and where it was given; `--config` wins over the variable.
+    @Test func configNotFound_aNamedConfigFolderThatIsNotThere() throws {
+        let gone = FileManager.default.temporaryDirectory.appendingPathComponent("interlude-config-gone-\(UUID().uuidString)").path
+        let e = #expect(throws: ConfigError.self) { try ConfigLoader.checkNamedFolder(override: gone, environment: [:]) }
+        #expect(e?.code == "configNotFound")
+        #expect(e?.description == "\(gone): no such folder (given with --config) [configNotFound]")
+        let v = #expect(throws: ConfigError.self) {
+            try ConfigLoader.checkNamedFolder(override: nil, environment: ["INTERLUDE_CONFIG_DIR": gone])
+        }
+        #expect(v?.description == "\(gone): no such folder (given with INTERLUDE_CONFIG_DIR) [configNotFound]")
+        #expect(throws: Never.self) { try ConfigLoader.checkNamedFolder(override: builtin, environment: ["INTERLUDE_CONFIG_DIR": gone]) }
+        #expect(throws: Never.self) { try ConfigLoader.checkNamedFolder(override: nil, environment: [:]) }
+    }
+
     @Test func builtinDefaultsFileMatchesTheSchema() throws {
         let c = try ConfigLoader.load(folders: [builtin])
         #expect(c.files.count == 1)
