@@ -58,8 +58,9 @@ public actor PulseSoundPlayer: SoundPlayer {
     ///   - volume: linear amplitude 0…1.
     ///   - properties: stream properties added to the sample's playback.
     /// - Returns: what played, the warning if it was not the sound asked for, its duration (seconds).
-    /// - Throws: ``WireError`` `soundFailed` when not even the default sound can be used,
-    ///   `audioUnavailable` when the server cannot play or upload it.
+    /// - Throws: ``WireError`` `audioUnavailable` when the audio server is away (not connected) or
+    ///   cannot play or upload the sound; `soundFailed` when not even the default sound can be used
+    ///   for another reason (the message says why the requested sound failed and why the default did).
     public func play(_ nameOrPath: String, volume: Double, properties: [String: String]) async throws(WireError) -> SoundPlayResult {
         // S2: `NAME.disabled` is silent on purpose: nothing plays (not the default, which is for
         // sounds that cannot be used, S1).
@@ -71,11 +72,11 @@ public actor PulseSoundPlayer: SoundPlayer {
         let entry: (sample: String, duration: Double)
         do {
             entry = try load(nameOrPath)
-        } catch {
-            warning = error
+        } catch let requested {
+            warning = requested.wire
             do { entry = try load(defaultName) } catch {
-                throw WireError(.soundFailed, (nameOrPath == defaultName ? "the default sound cannot play: "
-                                               : "neither \(nameOrPath) nor the default sound can play: ") + error.message)
+                throw Self.neitherPlays(nameOrPath, requested: nameOrPath == defaultName ? nil : requested, default: error,
+                                        defaultName: defaultName)
             }
         }
         var props = properties
@@ -89,19 +90,63 @@ public actor PulseSoundPlayer: SoundPlayer {
             do {
                 let again = try load(warning == nil ? nameOrPath : defaultName)
                 _ = try connection.playSample(name: again.sample, volume: volume, properties: props)
-            } catch { throw WireError(.audioUnavailable, "cannot play on the audio server: \(error)") }
+            } catch {
+                let why = (error as? LoadFailure).map { "\($0.wire)" } ?? "\(error)"
+                throw WireError(.audioUnavailable, "cannot play on the audio server: \(why)")
+            }
         }
         return SoundPlayResult(played: warning == nil ? nameOrPath : defaultName, warning: warning, duration: entry.duration)
     }
 
+    /// The error when neither the requested sound nor the default can play. The audio server
+    /// being away (its connection not ready, for either upload) is `audioUnavailable`, as
+    /// PROTOCOL.md's `sound.play` says, not `soundFailed`: no sound could have played, whatever the
+    /// file. Otherwise `soundFailed`. The message says why each failed: the requested sound's
+    /// reason too, not only the default's.
+    /// - Parameters:
+    ///   - nameOrPath: the sound asked for.
+    ///   - requested: why it could not be used; nil when it is the default sound itself.
+    ///   - defaultFailure: why the default sound could not be used either.
+    ///   - defaultName: the default sound's name.
+    static func neitherPlays(_ nameOrPath: String, requested: LoadFailure?, default defaultFailure: LoadFailure,
+                             defaultName: String) -> WireError {
+        let message: String
+        if let requested {
+            message = "neither \(nameOrPath) nor the default sound (\(defaultName)) can play: \(nameOrPath): \(requested.wire.message); "
+                + "\(defaultName): \(defaultFailure.wire.message)"
+        } else {
+            message = "the default sound (\(defaultName)) cannot play: \(defaultFailure.wire.message)"
+        }
+        let away = defaultFailure.serverAway || requested?.serverAway == true
+        return WireError(away ? .audioUnavailable : .soundFailed, message)
+    }
+
+    /// Why ``load(_:)`` failed: the error a request sees, and whether it was the audio server
+    /// being away (then nothing could have played, whatever the sound).
+    struct LoadFailure: Error {
+        var wire: WireError
+        var serverAway = false
+        init(_ wire: WireError, serverAway: Bool = false) { self.wire = wire; self.serverAway = serverAway }
+    }
+
+    /// Whether a failure of the connection means the audio server is away (not connected, or it
+    /// could not be reached), rather than a refusal of this one sound.
+    static func serverAway(_ error: any Error) -> Bool {
+        guard let e = error as? PulseError else { return false }
+        return e.code == "notConnected" || e.code == "connectionFailed"
+    }
+
     /// Resolves, decodes and uploads a sound once (S3).
-    func load(_ nameOrPath: String) throws(WireError) -> (sample: String, duration: Double) {
+    /// - Throws: ``LoadFailure``: `notFound`, `notAuthorized` or `badRequest` for a sound that
+    ///   cannot be used (S1, S2), `audioUnavailable` when the sample cache does not take it (with
+    ///   `serverAway` when the connection to the server is not ready).
+    func load(_ nameOrPath: String) throws(LoadFailure) -> (sample: String, duration: Double) {
         let path: String
         switch lookup.resolve(nameOrPath) {
         case let .file(p): path = p
-        case let .disabled(p): throw WireError(.notFound, "\(nameOrPath) is disabled on purpose (\(p))")
-        case .notFound: throw WireError(.notFound, "no sound named \(nameOrPath) [soundNotFound]")
-        case let .refused(e): throw WireError(.notAuthorized, "\(e)")  // "code: path: why"
+        case let .disabled(p): throw LoadFailure(WireError(.notFound, "\(nameOrPath) is disabled on purpose (\(p))"))
+        case .notFound: throw LoadFailure(WireError(.notFound, "no sound named \(nameOrPath) [soundNotFound]"))
+        case let .refused(e): throw LoadFailure(WireError(.notAuthorized, "\(e)"))  // "code: path: why"
         }
         let identity = FileIdentity(path: path)
         if let hit = cache[path] {
@@ -112,12 +157,14 @@ public actor PulseSoundPlayer: SoundPlayer {
         }
         let sound: DecodedSound
         do { sound = try SoundDecoder.decode(path: path, maxDuration: maxDuration, maxBytes: maxBytes) } catch {
-            throw WireError(.badRequest, "\(error)")  // "code: path: why"
+            throw LoadFailure(WireError(.badRequest, "\(error)"))  // "code: path: why"
         }
         uploads += 1
         let sample = "interlude-\(uploads)-" + (path as NSString).lastPathComponent
         do { try connection.uploadSample(name: sample, pcm: sound.pcm, sampleRate: sound.sampleRate, channels: sound.channels) } catch {
-            throw WireError(.audioUnavailable, "cannot upload \(path) to the sample cache: \(error)")
+            let away = Self.serverAway(error)
+            throw LoadFailure(WireError(.audioUnavailable, (away ? "the audio server is not connected: " : "")
+                                        + "cannot upload \(path) to the sample cache: \(error)"), serverAway: away)
         }
         if let identity { cache[path] = (sample, sound.duration, identity) }
         return (sample, sound.duration)

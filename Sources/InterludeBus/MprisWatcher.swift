@@ -29,6 +29,11 @@ public final class MprisWatcher: MediaPlayerControl, @unchecked Sendable {
     public static let path = "/org/mpris/MediaPlayer2"
     /// How long a call to a player may take before it counts as failed (µs; 1 s).
     public static let callTimeoutUsec: UInt64 = 1_000_000
+    /// When a player that did not answer as it appeared is read again (seconds after each failed
+    /// try): a player starting on a loaded machine may answer its first `GetAll` after
+    /// ``callTimeoutUsec`` (mpv's plugin waits for mpv's core, busy opening the file and the audio
+    /// output). About 12 s of tries, then it is left untracked (logged) until its name changes owner.
+    public static let appearRetryDelays: [Double] = [0.25, 0.5, 1, 2, 4]
 
     /// What the watcher tells the engine, in order.
     enum Event: Sendable {
@@ -220,15 +225,32 @@ public final class MprisWatcher: MediaPlayerControl, @unchecked Sendable {
         return PlayerFacts(status: status, canPause: control && flag("CanPause"), canPlay: control && flag("CanPlay"), canControl: control)
     }
 
-    /// A player name got an owner (or was there at start): read it and tell the engine.
-    func appear(_ name: String) {
+    /// A player name got an owner (or was there at start): read it and tell the engine. A player
+    /// that does not answer `GetAll(org.mpris.MediaPlayer2.Player)` is read again after each of
+    /// ``appearRetryDelays`` while the same owner holds the name and it is not tracked meanwhile
+    /// (it used to be left untracked for good after one slow answer).
+    /// - Parameter attempt: the tries made before this one.
+    func appear(_ name: String, attempt: Int = 0) {
         guard let owner = stringReply("GetNameOwner", name) else { return }
         owners[name] = owner
         let pid = pid(ofOwner: owner)
         let root = properties(name, "org.mpris.MediaPlayer2") ?? [:]
         guard let player = properties(name, "org.mpris.MediaPlayer2.Player") else {
-            log("mpris: \(name) does not answer GetAll(org.mpris.MediaPlayer2.Player); not tracked")
             owners[name] = nil
+            guard attempt < Self.appearRetryDelays.count else {
+                log("mpris: \(name) does not answer GetAll(org.mpris.MediaPlayer2.Player) after \(attempt + 1) tries; not tracked")
+                return
+            }
+            let delay = Self.appearRetryDelays[attempt]
+            log("mpris: \(name) does not answer GetAll(org.mpris.MediaPlayer2.Player) yet; reading it again in \(delay) s")
+            connection.queue.asyncAfter(deadline: .now() + delay) { [self] in
+                connection.perform { [self] _ in
+                    // Tracked meanwhile (a new owner's NameOwnerChanged), or another owner now:
+                    // that owner's own NameOwnerChanged reads it.
+                    guard owners[name] == nil, stringReply("GetNameOwner", name) == owner else { return }
+                    appear(name, attempt: attempt + 1)
+                }
+            }
             return
         }
         func str(_ k: String) -> String? { if case let .string(s)? = root[k], !s.isEmpty { return s } else { return nil } }

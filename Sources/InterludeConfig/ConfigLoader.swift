@@ -4,14 +4,17 @@ import InterludePolicy
 /// A bad config file: names the file, the line and the key (or the syntax error's place).
 public struct ConfigError: Error, Sendable, Equatable, CustomStringConvertible {
     public var file: String
+    /// 1-based; 0 when the error is about the file or folder as a whole (no line to go to).
     public var line: Int
     /// Dotted key path, or nil for a syntax error.
     public var key: String?
     public var message: String
-    /// Stable code: `configSyntax`, `configUnknownKey`, `configBadValue`, `configUnreadable`.
+    /// Stable code: `configSyntax`, `configUnknownKey`, `configBadValue`, `configUnreadable`,
+    /// `configNotFound` (a config folder named on purpose is not there).
     public var code: String
+    /// "file:line: key 'k': message [code]"; without ":line" when there is no line (0).
     public var description: String {
-        "\(file):\(line): " + (key.map { "key '\($0)': " } ?? "") + message + " [\(code)]"
+        file + (line > 0 ? ":\(line)" : "") + ": " + (key.map { "key '\($0)': " } ?? "") + message + " [\(code)]"
     }
     /// Makes an error; `code` is one of the stable codes above.
     public init(file: String, line: Int, key: String?, message: String, code: String) {
@@ -111,6 +114,23 @@ public enum ConfigLoader {
         out.append((environment["XDG_CONFIG_HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? "\(home)/.config") + "/interlude")
         if let o = override ?? environment["INTERLUDE_CONFIG_DIR"] { out.append(o) }
         return out
+    }
+
+    /// Checks that the config folder named on purpose exists: `override` (`--config DIR`), else
+    /// `INTERLUDE_CONFIG_DIR`. A typo, or a folder deleted since, would otherwise run silently on
+    /// the remaining files (the user's settings back at their defaults). Checked at start and on
+    /// every reload (``folders(builtin:override:environment:)`` names the same folder).
+    /// - Throws: ``ConfigError`` `configNotFound` naming the path and where it was given.
+    public static func checkNamedFolder(override: String?, environment: [String: String]) throws(ConfigError) {
+        let named: (source: String, path: String)?
+        if let override, !override.isEmpty { named = ("--config", override) }
+        else if let dir = environment["INTERLUDE_CONFIG_DIR"], !dir.isEmpty { named = ("INTERLUDE_CONFIG_DIR", dir) }
+        else { named = nil }
+        guard let named else { return }
+        var isDir: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: named.path, isDirectory: &isDir), isDir.boolValue else {
+            throw ConfigError(file: named.path, line: 0, key: nil, message: "no such folder (given with \(named.source))", code: "configNotFound")
+        }
     }
 
     /// Loads `interlude.json5` from each folder that has one (missing files are skipped), then

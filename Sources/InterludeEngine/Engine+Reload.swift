@@ -39,7 +39,8 @@ extension Engine {
 
     /// `config.reload`: the user's tool asks the daemon to re-read its config (like `SIGHUP`).
     /// - Throws: `notAuthorized` for an app (the config is the user's), `badRequest` with the
-    ///   config error (file, line, key) when a file is bad (the running config stays),
+    ///   config error (file, line, key) when a file is bad or a config folder named at start is gone
+    ///   (`[configNotFound]`; the running config stays),
     ///   `internalError` when the daemon cannot reload.
     public func requestReload(client: Int) async throws(WireError) -> ReloadResult {
         guard actsForUser(try appOf(client)) else {

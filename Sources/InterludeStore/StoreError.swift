@@ -37,6 +37,6 @@ public struct StoreError: Error, Sendable, Equatable, CustomStringConvertible {
         self.sqliteCode = sqliteCode
     }
 
-    /// `code: message`.
-    public var description: String { "\(code.rawValue): \(message)" }
+    /// `message [code]`: the code ends the line, as the other errors' (config, MQTT, the bus) do.
+    public var description: String { "\(message) [\(code.rawValue)]" }
 }

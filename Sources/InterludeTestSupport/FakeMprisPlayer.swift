@@ -18,8 +18,10 @@ public enum FakeMprisPlayer {
         return path
     }
 
-    /// Arguments: `NAME CANPAUSE OBEYS TONE SOCKET [STATUS]`. It owns `org.mpris.MediaPlayer2.NAME`
-    /// at `/org/mpris/MediaPlayer2` and starts in STATUS (default `Playing`). With TONE other
+    /// Arguments: `NAME CANPAUSE OBEYS TONE SOCKET [STATUS [SLOW]]`. It owns `org.mpris.MediaPlayer2.NAME`
+    /// at `/org/mpris/MediaPlayer2` and starts in STATUS (default `Playing`). With SLOW (seconds,
+    /// default 0) its first `GetAll(org.mpris.MediaPlayer2.Player)` answers only after that long,
+    /// its main loop blocked meanwhile (as mpv's plugin while mpv's core is busy starting). With TONE other
     /// than `-` it plays TONE through paplay while Playing, with its own pid as
     /// `application.process.id` (so a daemon matches the stream to it) and `interlude.daemon=SOCKET`.
     /// `Pause` pauses it only when CANPAUSE is 1 and OBEYS is 1 or 2 (else it is a no-op, as some
@@ -27,12 +29,13 @@ public enum FakeMprisPlayer {
     /// in a row, as when its user presses play at once). `Play` and `PlayPause` work. Each change
     /// is a `PropertiesChanged` signal carrying the new `PlaybackStatus`.
     public static let script = #"""
-    import ctypes, os, signal, subprocess, sys
+    import ctypes, os, signal, subprocess, sys, time
     import dbus, dbus.service, dbus.mainloop.glib
     from gi.repository import GLib
     name, can_pause, obeys, tone, socket = sys.argv[1], sys.argv[2] == "1", sys.argv[3], sys.argv[4], sys.argv[5]
     ROOT, PLAYER, PROPS = "org.mpris.MediaPlayer2", "org.mpris.MediaPlayer2.Player", "org.freedesktop.DBus.Properties"
-    state = {"status": sys.argv[6] if len(sys.argv) > 6 else "Playing", "child": None}
+    state = {"status": sys.argv[6] if len(sys.argv) > 6 else "Playing", "child": None,
+             "slow": float(sys.argv[7]) if len(sys.argv) > 7 else 0}
     def start():
         if tone == "-": return
         env = dict(os.environ, PULSE_PROP="application.process.id=%d interlude.daemon=%s" % (os.getpid(), socket))
@@ -50,6 +53,7 @@ public enum FakeMprisPlayer {
         @dbus.service.method(PROPS, in_signature="s", out_signature="a{sv}")
         def GetAll(self, iface):
             if iface == ROOT: return {"Identity": "Fake " + name, "DesktopEntry": "fake-" + name, "CanQuit": dbus.Boolean(False)}
+            if state["slow"] > 0: time.sleep(state["slow"]); state["slow"] = 0
             return self.props()
         @dbus.service.signal(PROPS, signature="sa{sv}as")
         def PropertiesChanged(self, iface, changed, invalidated): pass

@@ -8,8 +8,14 @@ import InterludeWire
 /// The demo's MPRIS part (issue 10): a real media player that never registers a session, `mpv`
 /// with mpv-mpris playing a 660 Hz tone headless, is paused by a call (A4) and resumed after it
 /// (A5), measured at the output. Runs only when mpv and mpv-mpris are installed and the daemon
-/// watches players (it is on the session bus); otherwise it says why and is skipped.
+/// watches players (it is on the session bus); otherwise it says why and is skipped. With both
+/// there, an mpv that does not start or that the daemon does not show playing is a failure, not a
+/// skip: the demo would otherwise report success without having shown the part.
 enum DemoPlayer {
+    /// How long the daemon has to show mpv playing (seconds): mpv's start on a loaded machine and
+    /// the watcher's tries at a player slow to answer (``MprisWatcher/appearRetryDelays``).
+    static let seenTimeout: Double = 20
+
     static let plugin = ["/usr/lib/mpv-mpris/mpris.so", "/etc/mpv/scripts/mpris.so"].first { FileManager.default.fileExists(atPath: $0) }
 
     /// Runs the part; returns the number of measurements that were off (0 when skipped).
@@ -39,7 +45,7 @@ enum DemoPlayer {
         mpv.environment = env
         mpv.standardOutput = FileHandle.nullDevice
         mpv.standardError = FileHandle.nullDevice
-        do { try mpv.run() } catch { print("  skipped: mpv did not start: \(error)"); return 0 }
+        do { try mpv.run() } catch { print("  FAILED: mpv and mpv-mpris are installed but mpv did not start: \(error)"); return 1 }
         defer { kill(mpv.processIdentifier, SIGKILL); mpv.waitUntilExit() }
 
         func player() async -> PlayerStatus? {
@@ -53,8 +59,13 @@ enum DemoPlayer {
             }
             return nil
         }
-        guard await wait(for: "Playing", timeout: 10) != nil, let p = await player() else {
-            print("  skipped: the daemon did not see mpv on the bus within 10 s"); return 0
+        guard await wait(for: "Playing", timeout: seenTimeout) != nil, let p = await player() else {
+            let seen = await player()
+            print("  FAILED: mpv and mpv-mpris are installed, but the daemon did not show mpv (pid \(mpv.processIdentifier)) playing within "
+                  + String(format: "%.0f s", seenTimeout) + (seen.map { " (it shows it \($0.status))" } ?? " (it does not list it)")
+                  + (mpv.isRunning ? "" : "; mpv exited with status \(mpv.terminationStatus)")
+                  + ": see the daemon's \"mpris:\" lines below")
+            return 1
         }
         print("  ▶ \(p.player) (pid \(p.pid.map(String.init) ?? "?")) is session \(p.session); playing")
         guard let recorder = try? PulseRecorder(connection: pulse, source: (try pulse.defaultSinkName()) + ".monitor") else {

@@ -82,13 +82,9 @@ enum Daemon {
         let home = ProjectResources.home(environment: env)
         log("built-in config and sounds from \(home ?? "nowhere (no Config/ found; set INTERLUDE_HOME)")")
         // A config folder named on purpose must exist (a typo would silently run on defaults).
-        for (source, dir) in [("--config", options["config"]), ("INTERLUDE_CONFIG_DIR", env["INTERLUDE_CONFIG_DIR"])] {
-            guard let dir, !dir.isEmpty, options["config"] == nil || source == "--config" else { continue }
-            var isDir: ObjCBool = false
-            guard FileManager.default.fileExists(atPath: dir, isDirectory: &isDir), isDir.boolValue else {
-                log("bad config: \(source) \(dir): no such folder [configNotFound]")
-                return 78  // EX_CONFIG
-            }
+        do { try ConfigLoader.checkNamedFolder(override: options["config"], environment: env) } catch {
+            log("bad config: \(error)")
+            return 78  // EX_CONFIG
         }
         let folders = ConfigLoader.folders(builtin: home.map { $0 + "/Config" }, override: options["config"], environment: env)
         let config: InterludeConfig
@@ -161,10 +157,13 @@ enum Daemon {
         }
         await engine.setIdentity(path, onlyOwnStreams: options["private"] != nil)
         // SIGHUP and `interlude reload`: the same files again; a bad one is refused with file, line
-        // and key, and the running config stays.
+        // and key, and the running config stays. So is a named config folder deleted since the
+        // start (configNotFound, as at start): its files would silently be gone.
+        let configOverride = options["config"]
         let reloader: Engine.Reloader = { [weak engine] in
             let fresh: InterludeConfig, newSounds: SoundSettings
             do {
+                try ConfigLoader.checkNamedFolder(override: configOverride, environment: env)
                 fresh = try ConfigLoader.load(folders: folders)
                 newSounds = try SoundSettings(config: fresh, home: home, environment: env)
             } catch {

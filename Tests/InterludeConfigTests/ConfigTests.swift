@@ -105,6 +105,34 @@ import InterludePolicy
         }
     }
 
+    /// A folder where the config file should be is about the file as a whole: the message names
+    /// the path without a line (it said "…/interlude.json5:0: is a folder"), and ends with its code.
+    @Test func configUnreadable_aFolderInPlaceOfTheFileIsNotReportedAtLine0() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("interlude-config-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let file = dir.appendingPathComponent(ConfigLoader.fileName).path
+        try FileManager.default.createDirectory(atPath: file, withIntermediateDirectories: true)
+        do { _ = try ConfigLoader.load(folders: [dir.path]); Issue.record("accepted a folder as the config file") } catch {
+            #expect(error.code == "configUnreadable")
+            #expect(error.description == "\(file): is a folder, not a file [configUnreadable]", "\(error)")
+        }
+    }
+
+    /// A config folder named on purpose that is not there (at start, or deleted before a reload):
+    /// `configNotFound` naming it and where it was given; `--config` wins over the variable.
+    @Test func configNotFound_aNamedConfigFolderThatIsNotThere() throws {
+        let gone = FileManager.default.temporaryDirectory.appendingPathComponent("interlude-config-gone-\(UUID().uuidString)").path
+        let e = #expect(throws: ConfigError.self) { try ConfigLoader.checkNamedFolder(override: gone, environment: [:]) }
+        #expect(e?.code == "configNotFound")
+        #expect(e?.description == "\(gone): no such folder (given with --config) [configNotFound]")
+        let v = #expect(throws: ConfigError.self) {
+            try ConfigLoader.checkNamedFolder(override: nil, environment: ["INTERLUDE_CONFIG_DIR": gone])
+        }
+        #expect(v?.description == "\(gone): no such folder (given with INTERLUDE_CONFIG_DIR) [configNotFound]")
+        #expect(throws: Never.self) { try ConfigLoader.checkNamedFolder(override: builtin, environment: ["INTERLUDE_CONFIG_DIR": gone]) }
+        #expect(throws: Never.self) { try ConfigLoader.checkNamedFolder(override: nil, environment: [:]) }
+    }
+
     @Test func builtinDefaultsFileMatchesTheSchema() throws {
         let c = try ConfigLoader.load(folders: [builtin])
         #expect(c.files.count == 1)

@@ -319,6 +319,42 @@ import InterludeWire
         #expect(daemon.isRunning)
     }
 
+    /// A `--config` folder deleted after the start: `interlude reload` and SIGHUP are refused with
+    /// `configNotFound` naming the folder, as the start is (exit 78); the running config stays (it
+    /// used to reload silently from the remaining files, the user's settings back at their
+    /// defaults) and the daemon keeps running.
+    @Test func configNotFound_aReloadAfterTheConfigFolderWasDeletedIsRefusedAndTheRunningConfigStays() async throws {
+        let w = try WorkFolder("cli-reload-gone")
+        defer { w.remove() }
+        let folder = w.path + "/conf"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        try #"{ timeZone: "UTC", authorization: { default: "grant" } }"#.write(toFile: folder + "/interlude.json5", atomically: true, encoding: .utf8)
+        let daemon = try DaemonProcess(socket: w.socket, work: w.path, configFolder: folder, environment: w.environment)
+        defer { daemon.stop() }
+        let s = w.socket
+        #expect(try interlude(["--socket", s, "status"]).out.contains(folder + "/interlude.json5"))
+
+        try FileManager.default.removeItem(atPath: folder)
+        let reload = try interlude(["--socket", s, "reload"])
+        #expect(reload.status == 1, "\(reload)")
+        #expect(reload.err.contains("running config stays") && reload.err.contains(folder + ": no such folder (given with --config) [configNotFound]"),
+                "\(reload.err)")
+        #expect(try interlude(["--socket", s, "status"]).out.contains(folder + "/interlude.json5"), "the running config stays")
+        kill(daemon.process.processIdentifier, SIGHUP)
+        try await Task.sleep(nanoseconds: 300_000_000)
+        #expect(daemon.isRunning)
+        let log = (try? String(contentsOfFile: w.path + "/log", encoding: .utf8)) ?? ""
+        #expect(log.components(separatedBy: "[configNotFound]").count - 1 == 2, "interlude reload and SIGHUP: \(log)")
+
+        // At start, the same code: exit 78 (EX_CONFIG).
+        let second = try DaemonProcess(socket: w.path + "/socket2", work: w.path, configFolder: folder, environment: w.environment,
+                                       log: "log2", state: "state2")
+        second.process.waitUntilExit()
+        #expect(second.process.terminationStatus == 78)
+        let log2 = (try? String(contentsOfFile: w.path + "/log2", encoding: .utf8)) ?? ""
+        #expect(log2.contains(folder + ": no such folder (given with --config) [configNotFound]"), "\(log2)")
+    }
+
     /// Issue 7 hole 7: a center of 20 notifications with 60 KB bodies (1.2 MB) was one listing
     /// over the daemon's output limit (`server.maxOutputBytes`, 1 MiB), and `center` failed with
     /// the connection closed. It pages through the listing now.

@@ -379,17 +379,18 @@ final class DaemonProcess {
     let process = Process()
     /// - Parameters:
     ///   - config: whether `work/interlude.json5` is read (`--config work`).
+    ///   - configFolder: another folder for `--config` (with `config`).
     ///   - managing: without `--private`: it manages every stream of its audio server (only on a
     ///     server of the test's own).
     ///   - log: the log file's name in `work`.
     ///   - waitForSocket: wait (up to 5 s) until it listens or exits.
     ///   - bus: join the session bus of `environment` (`--bus`; a `--private` daemon stays off it).
-    init(socket: String, work: String, config: Bool = true, environment: [String: String]? = nil,
+    init(socket: String, work: String, config: Bool = true, configFolder: String? = nil, environment: [String: String]? = nil,
          managing: Bool = false, log: String = "log", state: String = "state", waitForSocket: Bool = true,
          bus: Bool = false) throws {
         guard let path = ScenarioRunner.siblingExecutable("interluded") else { throw CocoaError(.fileNoSuchFile) }
         let daemonArguments = ["--socket", socket] + (managing ? [] : ["--private"]) + ["--state", work + "/" + state]
-            + (config ? ["--config", work] : []) + (bus ? ["--bus"] : [])
+            + (config ? ["--config", configFolder ?? work] : []) + (bus ? ["--bus"] : [])
         // The log is opened by a shell that then execs the daemon (same pid), appending: no file
         // handle of this process is handed over. A handle's number, closed late by the Process of
         // an earlier daemon, was sometimes another fd by the time the next daemon was spawned

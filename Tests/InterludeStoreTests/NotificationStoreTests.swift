@@ -332,6 +332,9 @@ import Testing
         let error = #expect(throws: StoreError.self) { try NotificationStore(directory: tmp.storeDirectory) }
         #expect(error?.code == .storeCorrupt)
         #expect(error?.message.contains(tmp.databasePath) == true)
+        // As the daemon logs it ("cannot use the state in DIR: \(error)"): the code ends the
+        // line in brackets, as the config's, MQTT's and the bus's errors do (not "storeCorrupt: " mid-line).
+        #expect(error.map { "\($0)" } == error.map { "\($0.message) [storeCorrupt]" }, "\(String(describing: error))")
         #expect(try Data(contentsOf: URL(fileURLWithPath: tmp.databasePath)) == garbage)
     }
 
