@@ -96,8 +96,11 @@ extension NotificationReducer {
                     return refuse(.badRequest, "N8", "repeating interval triggers need ≥ \(config.minimumRepeatingInterval) s")
                 }
             }
+            if case .calendar(let match, _) = trigger, let problem = match.problem {
+                return refuse(.badRequest, "N8", "trigger.calendar: \(problem)")
+            }
             guard let first = firstFire(trigger, at: now) else {
-                return refuse(.badRequest, "N8", "the calendar trigger is invalid or never fires")
+                return refuse(.badRequest, "N8", "the calendar trigger never fires (no date matches it, as February 30)")
             }
             guard first - now <= NotificationPolicy.maximumScheduleSeconds else {
                 return refuse(.badRequest, "N8", "the trigger fires more than 10 years from now")

@@ -30,10 +30,10 @@ public enum NotificationWeekday: Int, Codable, Sendable, Hashable, CaseIterable 
             return
         }
         guard let text = (try? c.decode(String.self))?.lowercased() else {
-            throw DecodingError.dataCorruptedError(in: c, debugDescription: "a weekday is a name (sunday…saturday, or sun…sat) or 1…7 (1 = Sunday)")
+            throw DecodingError.policyValue(in: c, "a weekday is a name (sunday…saturday, or sun…sat) or 1…7 (1 = Sunday)")
         }
         guard let day = Self.allCases.first(where: { $0.name == text || $0.name.prefix(3) == text }) else {
-            throw DecodingError.dataCorruptedError(in: c, debugDescription: "unknown weekday \"\(text)\"")
+            throw DecodingError.policyValue(in: c, "unknown weekday \"\(text)\"")
         }
         self = day
     }
@@ -85,7 +85,7 @@ public struct NotificationClockTime: Codable, Sendable, Hashable, Comparable, Cu
         let c = try decoder.singleValueContainer()
         let text = try c.decode(String.self)
         guard let t = NotificationClockTime(text) else {
-            throw DecodingError.dataCorruptedError(in: c, debugDescription: "\"\(text)\" is not a time HH:MM (00:00…23:59)")
+            throw DecodingError.policyValue(in: c, "\"\(text)\" is not a time HH:MM (00:00…23:59)")
         }
         self = t
     }
@@ -135,15 +135,18 @@ public struct NotificationCalendarMatch: Codable, Sendable, Hashable {
     }
 
     /// Whether at least one field is set and every set field is in range.
-    public var isValid: Bool {
+    public var isValid: Bool { problem == nil }
+
+    /// What makes the match invalid, in words naming the field ("hour 25 is not 0…23", "no
+    /// field is set"); nil when it is valid (N8: a request's refusal says it).
+    public var problem: String? {
         let fields: [Int?] = [year, month, day, weekday?.rawValue, hour, minute, second]
-        guard fields.contains(where: { $0 != nil }) else { return false }
-        if let month, !(1...12).contains(month) { return false }
-        if let day, !(1...31).contains(day) { return false }
-        if let hour, !(0...23).contains(hour) { return false }
-        if let minute, !(0...59).contains(minute) { return false }
-        if let second, !(0...59).contains(second) { return false }
-        return true
+        guard fields.contains(where: { $0 != nil }) else { return "no field is set (year, month, day, weekday, hour, minute, second)" }
+        for (name, value, range) in [("month", month, 1...12), ("day", day, 1...31), ("hour", hour, 0...23),
+                                     ("minute", minute, 0...59), ("second", second, 0...59)] {
+            if let value, !range.contains(value) { return "\(name) \(value) is not \(range.lowerBound)…\(range.upperBound)" }
+        }
+        return nil
     }
 }
 

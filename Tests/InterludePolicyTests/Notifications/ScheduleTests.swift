@@ -152,16 +152,23 @@ private let utc = NotificationHarness.utc
         }
     }
 
+    /// The refusal names the field that is out of range (a stranger's find: hour 25 said "invalid
+    /// or never fires", naming nothing), or says that no date matches.
     @Test(arguments: [
-        NotificationCalendarMatch(year: 2020, month: 1, day: 1, hour: 9),
-        NotificationCalendarMatch(month: 2, day: 30, hour: 9),
-        NotificationCalendarMatch(hour: 25),
-        NotificationCalendarMatch(),
+        (NotificationCalendarMatch(year: 2020, month: 1, day: 1, hour: 9), "never fires"),
+        (NotificationCalendarMatch(month: 2, day: 30, hour: 9), "never fires"),
+        (NotificationCalendarMatch(hour: 25), "trigger.calendar: hour 25 is not 0…23"),
+        (NotificationCalendarMatch(hour: 24), "trigger.calendar: hour 24 is not 0…23"),
+        (NotificationCalendarMatch(month: 13), "trigger.calendar: month 13 is not 1…12"),
+        (NotificationCalendarMatch(minute: 60), "trigger.calendar: minute 60 is not 0…59"),
+        (NotificationCalendarMatch(), "trigger.calendar: no field is set"),
     ])
-    func N8_calendarTriggerThatNeverFiresIsBadRequest(match: NotificationCalendarMatch) {
+    func N8_calendarTriggerThatNeverFiresIsBadRequest(match: NotificationCalendarMatch, says: String) {
         var h = Self.berlin(start: "2025-06-01T12:00:00Z")
         h.post("never", from: app, trigger: .calendar(match, repeats: false))
         #expect(h.errorCode == .badRequest)
+        guard case .failed(_, let message, _)? = h.reply else { Issue.record("not refused"); return }
+        #expect(message.contains(says), "\(message)")
     }
 
     @Test(arguments: [
