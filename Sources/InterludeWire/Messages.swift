@@ -48,6 +48,11 @@ public struct WireRequest: Sendable, Equatable {
         }
         let id = obj["id"]
         switch id {
+        case let .number(n)? where !(abs(n) <= 9_007_199_254_740_991):
+            // Past 2^53 − 1 (I-JSON's safe range, RFC 7493) a number is not read exactly: the reply
+            // would echo another id, and a client matching replies by id would never see its own.
+            throw WireParseError(id: nil, error: WireError(.badRequest,
+                "\"id\" must be a number within ±9007199254740991 (2^53 − 1) or a string, so that the reply echoes it exactly"))
         case .number?, .string?: break
         default: throw WireParseError(id: nil, error: WireError(.badRequest, "\"id\" must be a number or a string"))
         }
@@ -98,8 +103,49 @@ public struct WireRequest: Sendable, Equatable {
         for (k, v) in params.sorted(by: { $0.key < $1.key }) { try walk(v, keys: k, path: k) }
         if let outOfRange { throw WireError(.badRequest, "\(method): param \"\(outOfRange)\" is out of range") }
         do { return try JSONValue.object(params).decode(P.self) } catch let e as DecodingError {
+            if case let .dataCorrupted(c) = e, c.codingPath.isEmpty,
+               let key = Self.fractionWhereWholeNumberBelongs(params, as: P.self) {
+                throw WireError(.badRequest, "\(method): param \"\(key.path)\" must be a whole number, not \(key.value)")
+            }
             throw WireError(.badRequest, "\(method): \(WireRequest.describe(e))")
         } catch { throw WireError(.badRequest, "\(method): \(error)") }
+    }
+
+    /// Which fraction in `params` stands where a whole number belongs, when decoding failed
+    /// without naming a key (Foundation's decoder reports a fraction read as an integer, `"badge":
+    /// 1.5`, as "not valid JSON" at no path). Each fraction (in key order) is tried as written with
+    /// every other one rounded: the first that still fails the same way is one. Only on the error path.
+    /// - Returns: its dotted path and value as written, or nil when no fraction explains it.
+    static func fractionWhereWholeNumberBelongs<P: Decodable>(_ params: [String: JSONValue], as: P.Type) -> (path: String, value: String)? {
+        var fractions: [(path: [String], value: Double)] = []
+        func walk(_ v: JSONValue, _ path: [String]) {
+            switch v {
+            case let .number(n) where n.rounded() != n: fractions.append((path, n))
+            case let .object(o): for (k, x) in o.sorted(by: { $0.key < $1.key }) { walk(x, path + [k]) }
+            case let .array(a): for (i, x) in a.enumerated() { walk(x, path + [String(i)]) }
+            default: break
+            }
+        }
+        walk(.object(params), [])
+        func replacing(_ v: JSONValue, _ path: ArraySlice<String>, with n: Double) -> JSONValue {
+            guard let head = path.first else { return .number(n) }
+            switch v {
+            case var .object(o): o[head] = o[head].map { replacing($0, path.dropFirst(), with: n) }; return .object(o)
+            case var .array(a):
+                if let i = Int(head), a.indices.contains(i) { a[i] = replacing(a[i], path.dropFirst(), with: n) }
+                return .array(a)
+            default: return v
+            }
+        }
+        for (i, f) in fractions.enumerated() {
+            // f as written, every other fraction rounded: if the failure stays, f causes it.
+            var tried = JSONValue.object(params)
+            for (j, g) in fractions.enumerated() where j != i { tried = replacing(tried, g.path[...], with: g.value.rounded(.towardZero)) }
+            do { _ = try tried.decode(P.self) } catch let DecodingError.dataCorrupted(c) where c.codingPath.isEmpty {
+                return (f.path.joined(separator: "."), String(decoding: JSONWriter.data(.number(f.value)), as: UTF8.self))
+            } catch {}
+        }
+        return nil
     }
 
     /// The values of the protocol's string enums, by type name, for "unknown value" messages.
@@ -140,11 +186,11 @@ public struct WireRequest: Sendable, Equatable {
                 let choices = enumChoices[type].map { " (one of: \($0.joined(separator: ", ")))" } ?? ""
                 return "param \"\(p)\": unknown value \"\(value)\"" + choices
             }
-            // The policy's own decoders say what a value must be in words for people, starting
-            // lower case or with a quote ("interruption level 7 is not 0…3"); Foundation's own
-            // messages start upper case ("Number 1e400 is not representable…") and are not shown.
-            if let first = c.debugDescription.first, first.isLowercase || first == "\"" {
-                return p.isEmpty ? c.debugDescription : "param \"\(p)\": \(c.debugDescription)"
+            // The policy's own decoders say what a value must be in words for people ("interruption
+            // level 7 is not 0…3"), marked by their type; Foundation's own messages ("Number 1e400
+            // is not representable…") are not shown.
+            if let policy = c.underlyingError as? PolicyValueError {
+                return p.isEmpty ? policy.message : "param \"\(p)\": \(policy.message)"
             }
             return p.isEmpty ? "params do not have the expected types (a fraction where a whole number belongs, or a number out of range)"
                              : "param \"\(p)\" has a value of the wrong type or range"

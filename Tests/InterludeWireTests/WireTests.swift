@@ -78,6 +78,19 @@ import InterludePolicy
     func malformedLinesGetStableCodes(line: String, expected: WireErrorCode) {
         #expect(code(line) == expected)
     }
+    /// An id past 2^53 − 1 would be echoed as another number (a double's nearest): refused, with
+    /// no id in the reply (a stranger's find); the largest exact one is echoed as sent.
+    @Test func idsPastTwoToThe53AreRefusedNotEchoedAsAnotherNumber() throws {
+        for big in ["9007199254740993", "-9007199254740993", "1e300", "18446744073709551616"] {
+            if case let .failure(e) = parse(#"{"id":\#(big),"method":"status"}"#) {
+                #expect(e.id == nil)
+                #expect(e.error.code == .badRequest && e.error.message.contains("2^53"), "\(big): \(e.error.message)")
+            } else { Issue.record("accepted id \(big)") }
+        }
+        let r = try WireRequest.parse(Array(#"{"id":9007199254740991,"method":"status"}"#.utf8))
+        #expect(String(decoding: try WireCoding.encode(r.id), as: UTF8.self) == "9007199254740991")
+    }
+
     @Test func idIsEchoedWhenReadable() {
         if case let .failure(e) = parse(#"{"id":9,"method":"status","bogus":1}"#) { #expect(e.id == .number(9)) }
         else { Issue.record("expected failure") }
@@ -147,6 +160,23 @@ import InterludePolicy
             do { _ = try level.decodeParams(AddNotificationParams.self); Issue.record("accepted \(bad)") } catch {
                 #expect(error.code == .badRequest)
                 #expect(error.message.contains("0…3") && !error.message.contains("must be a string"), "\(bad): \(error.message)")
+            }
+        }
+        // A stranger's find: a fractional badge said "params do not have the expected types",
+        // naming no key (Foundation's decoder reports it at no path). The fraction in a number
+        // param beside it (relevance 0.5) is not blamed; of two misplaced, the first is named.
+        for (params, key, value) in [(#""count":1.5"#, "count", "1.5")] {
+            let r = try WireRequest.parse(Array(#"{"id":1,"method":"notification.setBadge","params":{\#(params)}}"#.utf8))
+            do { _ = try r.decodeParams(SetBadgeParams.self); Issue.record("accepted \(params)") } catch {
+                #expect(error.code == .badRequest)
+                #expect(error.message.contains("param \"\(key)\" must be a whole number, not \(value)"), "\(error.message)")
+            }
+        }
+        for (params, key, value) in [(#""badge":2.5,"relevance":0.5"#, "badge", "2.5"),
+                                     (#""relevance":0.25,"badge":7.75,"criticalVolume":0.5,"level":1"#, "badge", "7.75")] {
+            let r = try WireRequest.parse(Array(#"{"id":1,"method":"notification.add","params":{"title":"t",\#(params)}}"#.utf8))
+            do { _ = try r.decodeParams(AddNotificationParams.self); Issue.record("accepted \(params)") } catch {
+                #expect(error.message.contains("param \"\(key)\" must be a whole number, not \(value)"), "\(params): \(error.message)")
             }
         }
         let badge = try WireRequest.parse(Array(#"{"id":1,"method":"notification.setBadge","params":{"count":9223372036854775807}}"#.utf8))

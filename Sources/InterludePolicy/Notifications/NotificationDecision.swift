@@ -101,7 +101,7 @@ public struct NotificationDecision: Codable, Sendable, Equatable {
                                                   to: try c.decode(InterruptionLevel.self, forKey: .to))
             case "rejected": self = .rejected(try c.decode(NotificationErrorCode.self, forKey: .code))
             case let other:
-                throw DecodingError.dataCorruptedError(forKey: .kind, in: c, debugDescription: "unknown outcome \(other)")
+                throw DecodingError.policyValue(at: c.codingPath + [CodingKeys.kind], "unknown outcome \(other)")
             }
         }
     }

@@ -192,8 +192,7 @@ public struct NotificationCriticalEntitlement: Codable, Sendable, Equatable {
         // Unknown keys are refused (a misspelt executablePath would otherwise drop the binding).
         let any = try decoder.container(keyedBy: AnyKey.self)
         if let unknown = any.allKeys.first(where: { CodingKeys(rawValue: $0.stringValue) == nil }) {
-            throw DecodingError.dataCorrupted(.init(codingPath: any.codingPath + [unknown],
-                                                    debugDescription: "unknown key (an entitlement has app and executablePath)"))
+            throw DecodingError.policyValue(at: any.codingPath + [unknown], "unknown key (an entitlement has app and executablePath)")
         }
         let c = try decoder.container(keyedBy: CodingKeys.self)
         self.init(app: try c.decode(String.self, forKey: .app),

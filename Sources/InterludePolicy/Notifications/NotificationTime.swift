@@ -76,19 +76,19 @@ public enum InterruptionLevel: Int, Codable, Sendable, Hashable, Comparable, Cas
         let c = try decoder.singleValueContainer()
         if let raw = try? c.decode(Int.self) {
             guard let level = InterruptionLevel(rawValue: raw) else {
-                throw DecodingError.dataCorruptedError(in: c, debugDescription: "interruption level \(raw) is not 0…3")
+                throw DecodingError.policyValue(in: c, "interruption level \(raw) is not 0…3")
             }
             self = level
             return
         }
         // Any other number (1.5, 7) or type is named as what it is not: a level.
         guard let name = try? c.decode(String.self) else {
-            throw DecodingError.dataCorruptedError(
-                in: c, debugDescription: "an interruption level is a name (passive, active, timeSensitive, critical) or 0…3")
+            throw DecodingError.policyValue(
+                in: c, "an interruption level is a name (passive, active, timeSensitive, critical) or 0…3")
         }
         guard let level = Self.allCases.first(where: { $0.description == name }) else {
-            throw DecodingError.dataCorruptedError(
-                in: c, debugDescription: "unknown interruption level \"\(name)\" (passive, active, timeSensitive, critical)")
+            throw DecodingError.policyValue(
+                in: c, "unknown interruption level \"\(name)\" (passive, active, timeSensitive, critical)")
         }
         self = level
     }
