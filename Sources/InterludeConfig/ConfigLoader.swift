@@ -179,10 +179,14 @@ public enum ConfigLoader {
         do {
             let p = try JSONDecoder().decode(NotificationPolicyConfig.self, from: Data(ConfigValue.object(subset).jsonText.utf8))
             if let problem = p.problems.first {
-                let key = String(problem.split(separator: ":").first ?? "")
+                // "key: what is wrong": the key goes to the error's key, the rest is its message
+                // (it used to be the whole line, so the key was printed twice).
+                let split = problem.range(of: ": ")
+                let key = split.map { String(problem[..<$0.lowerBound]) } ?? ""
+                let message = split.map { String(problem[$0.upperBound...]) } ?? problem
                 let top = String(key.split(separator: ".").first ?? "")
                 let (file, line) = where_(top)
-                throw ConfigError(file: file, line: line, key: key, message: problem, code: "configBadValue")
+                throw ConfigError(file: file, line: line, key: key, message: message, code: "configBadValue")
             }
             config.notificationPolicy = p
         } catch let e as ConfigError { throw e } catch let DecodingError.dataCorrupted(c) {
@@ -277,10 +281,10 @@ public enum ConfigLoader {
         func bad(_ m: String) -> ConfigError { ConfigError(file: file, line: line, key: dotted, message: m, code: "configBadValue") }
         switch (spec.kind, v) {
         case let (.number(_, r, unit), .number(n)):
-            guard r.contains(n) else { throw bad("\(n) is out of range \(r.lowerBound)…\(r.upperBound) \(unit)") }
+            guard r.contains(n) else { throw bad("\(plain(n)) is out of range \(plain(r.lowerBound))…\(plain(r.upperBound)) \(unit)") }
         case let (.integer(_, r, unit), .number(n)):
             guard n.rounded() == n, n >= Double(r.lowerBound), n <= Double(r.upperBound) else {
-                throw bad("must be a whole number in \(r.lowerBound)…\(r.upperBound) \(unit), not \(n)")
+                throw bad("must be a whole number in \(r.lowerBound)…\(r.upperBound) \(unit), not \(plain(n))")
             }
         case (.bool, .bool): break
         case let (.string(_, allowed), .string(s)):
@@ -302,9 +306,14 @@ public enum ConfigLoader {
         }
     }
 
+    /// A number as the user wrote it: whole numbers without ".0" (`1000`, not `1000.0`).
+    static func plain(_ n: Double) -> String {
+        n.rounded() == n && abs(n) < 1e15 ? String(Int64(n)) : "\(n)"
+    }
+
     static func describe(_ k: ConfigKey.Kind) -> String {
         switch k {
-        case let .number(_, r, u): return "a number in \(r.lowerBound)…\(r.upperBound) \(u)"
+        case let .number(_, r, u): return "a number in \(plain(r.lowerBound))…\(plain(r.upperBound)) \(u)"
         case let .integer(_, r, u): return "a whole number in \(r.lowerBound)…\(r.upperBound) \(u)"
         case .bool: return "true or false"
         case let .string(_, allowed): return allowed.map { "one of \($0.joined(separator: ", "))" } ?? "a string"

@@ -222,6 +222,21 @@ import InterludePolicy
             #expect(error.file == dir + "/interlude.json5")
             #expect(error.line == line)
             #expect(error.key?.hasPrefix(key) == true, "\(error)")
+            // The key is said once (the time-zone error used to repeat it: "key 'timeZone': timeZone: …").
+            #expect(!error.message.hasPrefix(key + ":"), "\(error)")
+        }
+    }
+
+    /// Numbers in config errors read as written: `1000`, not `1000.0` (a stranger's find).
+    @Test func numbersInConfigErrorsReadAsWritten() throws {
+        for (text, says) in [("{ bursts: { audibleAlertInterval: 5000 } }", "5000 is out of range 0…3600 s"),
+                             ("{ bursts: { maxDeliveredPerApp: 1000000 } }", "not 1000000"),
+                             ("{ bursts: { maxDeliveredPerApp: 2.5 } }", "not 2.5"),
+                             ("{ bursts: { audibleAlertInterval: 'often' } }", "a number in 0…3600 s")] {
+            let dir = try tempDir(text)
+            do { _ = try ConfigLoader.load(folders: [builtin, dir]); Issue.record("accepted \(text)") } catch {
+                #expect(error.description.contains(says) && !error.description.contains(".0"), "\(error)")
+            }
         }
     }
 
