@@ -67,6 +67,16 @@ final class RawPeer {
         while let m = readLine() { if case let .reply(r) = m { return r } }
         return nil
     }
+    /// The next line from the daemon as written (without the newline), or nil on EOF/timeout.
+    func readText() -> String? {
+        while lines.isEmpty {
+            var buf = [UInt8](repeating: 0, count: 65536)
+            let n = buf.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n <= 0 { return nil }
+            lines += (try? framer.feed(buf[0..<n])) ?? []
+        }
+        return String(decoding: lines.removeFirst(), as: UTF8.self)
+    }
 }
 
 @Suite(.serialized) struct ProtocolErrorTests {
@@ -97,6 +107,36 @@ final class RawPeer {
         #expect(p.reply()?.error?.code == .notFound)
         p.send(#"{"id":6,"method":"status"}"# + "\n")
         #expect(p.reply()?.result != nil)
+    }
+
+    /// PROTOCOL.md's "Errors" transcript is what the daemon answers, byte for byte: each `->`
+    /// line is sent (CRLF where the doc says so) and the `<-` line after it must come back. (A
+    /// stranger found its unknown-category reply two wordings old.)
+    @Test func theErrorsTranscriptInPROTOCOLIsWhatTheDaemonAnswers() throws {
+        let here = URL(fileURLWithPath: #filePath)
+        let doc = try String(contentsOf: here.deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("PROTOCOL.md"), encoding: .utf8)
+        guard let section = doc.range(of: "### Errors"), let open = doc.range(of: "```\n", range: section.upperBound..<doc.endIndex),
+              let close = doc.range(of: "```", range: open.upperBound..<doc.endIndex) else {
+            Issue.record("PROTOCOL.md has no Errors transcript"); return
+        }
+        let lines = doc[open.upperBound..<close.lowerBound].split(separator: "\n").map(String.init)
+        let d = try TestDaemon()
+        let p = try d.rawConnect()
+        _ = p.readLine()
+        p.send(#"{"id":0,"method":"hello","params":{"app":"org.example.Music"}}"# + "\n")
+        while let l = p.readText(), !l.contains(#""id":0"#) {}
+        var compared = 0
+        for (i, line) in lines.enumerated() where line.hasPrefix("-> ") && i + 1 < lines.count && lines[i + 1].hasPrefix("<- ") {
+            var request = String(line.dropFirst(3))
+            let crlf = request.contains("# sent with CRLF")
+            if let comment = request.range(of: "      #") { request = String(request[..<comment.lowerBound]) }
+            p.send(request + (crlf ? "\r\n" : "\n"))
+            let got = p.readText()
+            #expect(got == String(lines[i + 1].dropFirst(3)), "PROTOCOL.md says, for \(request)")
+            compared += 1
+        }
+        #expect(compared >= 12, "only \(compared) request/reply pairs found")
     }
 
     @Test func oneMebibyteLineGetsTooLargeAndCloseThenNextClientIsServed() async throws {
