@@ -116,6 +116,9 @@ public struct WireRequest: Sendable, Equatable {
     /// 1.5`, as "not valid JSON" at no path). Each fraction (in key order) is tried as written with
     /// every other one rounded: the first that still fails the same way is one. Only on the error path.
     /// - Returns: its dotted path and value as written, or nil when no fraction explains it.
+    /// At most this many fractions are tried one by one (``fractionWhereWholeNumberBelongs(_:as:)``).
+    static let maxFractionsSearched = 16
+
     static func fractionWhereWholeNumberBelongs<P: Decodable>(_ params: [String: JSONValue], as: P.Type) -> (path: String, value: String)? {
         var fractions: [(path: [String], value: Double)] = []
         func walk(_ v: JSONValue, _ path: [String]) {
@@ -127,6 +130,9 @@ public struct WireRequest: Sendable, Equatable {
             }
         }
         walk(.object(params), [])
+        // Each try decodes the whole params again: bounded, so that a line of thousands of
+        // fractions (free-form userInfo) costs a few decodes, not thousands (then the plain message).
+        guard fractions.count <= maxFractionsSearched else { return nil }
         func replacing(_ v: JSONValue, _ path: ArraySlice<String>, with n: Double) -> JSONValue {
             guard let head = path.first else { return .number(n) }
             switch v {

@@ -179,6 +179,14 @@ import InterludePolicy
                 #expect(error.message.contains("param \"\(key)\" must be a whole number, not \(value)"), "\(params): \(error.message)")
             }
         }
+        // Thousands of fractions in free-form userInfo beside the bad badge: the search is bounded
+        // (a few decodes, not one per fraction), and the reply is the plain message.
+        let many = (0..<5000).map { "\"k\($0)\":0.5" }.joined(separator: ",")
+        let flood = try WireRequest.parse(Array(#"{"id":1,"method":"notification.add","params":{"title":"t","badge":1.5,"userInfo":{\#(many)}}}"#.utf8))
+        do { _ = try flood.decodeParams(AddNotificationParams.self); Issue.record("accepted") } catch {
+            // Past 16 fractions the search is not made (it would have named "badge").
+            #expect(error.code == .badRequest && !error.message.contains("\"badge\""), "\(error.message)")
+        }
         let badge = try WireRequest.parse(Array(#"{"id":1,"method":"notification.setBadge","params":{"count":9223372036854775807}}"#.utf8))
         do { _ = try badge.decodeParams(SetBadgeParams.self); Issue.record("accepted") } catch {
             #expect(error.code == .badRequest)
