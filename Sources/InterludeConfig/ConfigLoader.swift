@@ -30,6 +30,10 @@ public struct InterludeConfig: Sendable {
     public var files: [String]
     /// Which file last set each top-level key (for errors found after merging).
     public var sources: [String: String] = [:]
+    /// Which file last set each dotted key, at every depth (`server`, `server.maxSessions`): two
+    /// files may set different keys of one section, so the section's file does not say where a
+    /// key inside it came from (``place(of:)``).
+    public var keySources: [String: String] = [:]
     /// The notification policy's numbers and modes (N-rules), decoded from the top-level keys.
     public var notificationPolicy = NotificationPolicyConfig()
 
@@ -52,18 +56,41 @@ public struct InterludeConfig: Sendable {
         if case let .strings(d)? = ConfigSchema.index[path]?.kind { return d }
         return []
     }
-    /// Where a dotted key was set: the file that set its top-level key and the line of the key
-    /// itself (line 1 when it comes from the built-in defaults, "the built-in defaults" as file).
+    /// Where a dotted key was set: the file that last set the key itself (or, for a path into a
+    /// list such as `focusModes.sleep.schedule[0]`, its deepest key a file set) and the line of
+    /// that key; ("the built-in defaults", 1) when no file set it. (It used to name the file that
+    /// last set the top-level section, which is another file when two files set different keys
+    /// of one section.)
     public func place(of path: String) -> (file: String, line: Int) {
         var v: ConfigValue? = document
         var line = 1
+        var prefix = ""
+        var file: String?
         for part in path.split(separator: ".") {
-            guard case let .object(members)? = v, let m = members.last(where: { $0.key == part }) else { break }
+            guard case let .object(members)? = v, let m = members.last(where: { $0.key == part }),
+                  let setBy = keySources[prefix.isEmpty ? String(part) : prefix + "." + part] else {
+                // A key no file set is the schema's default; a list index (`schedule[0]`) is
+                // inside the list a file set.
+                if !part.contains("[") { return ("the built-in defaults", 1) }
+                break
+            }
+            prefix = prefix.isEmpty ? String(part) : prefix + "." + part
+            file = setBy
             line = m.line
             v = m.value
         }
-        let top = String(path.split(separator: ".").first ?? "")
-        return (sources[top] ?? "the built-in defaults", line)
+        return file.map { ($0, line) } ?? ("the built-in defaults", 1)
+    }
+
+    /// Records the file that set each dotted key of `value` (an object merged over the config).
+    mutating func recordSources(of value: ConfigValue, from name: String, under path: String = "") {
+        guard case let .object(members) = value else { return }
+        for m in members {
+            let p = path.isEmpty ? m.key : path + "." + m.key
+            if path.isEmpty { sources[m.key] = name }
+            keySources[p] = name
+            recordSources(of: m.value, from: name, under: p)
+        }
     }
 
     public func lookup(_ path: String) -> ConfigValue? {
@@ -76,6 +103,32 @@ public struct InterludeConfig: Sendable {
     /// config the daemon started with), in schema order: what a reload cannot put in force.
     public func restartOnlyDifferences(from running: InterludeConfig) -> [String] {
         ConfigSchema.restartOnly.filter { valueText($0) != running.valueText($0) }
+    }
+
+    /// Pairs of limits where one bounds a part of what the other bounds (a per-app or per-client
+    /// limit and its total), for ``contradictions``.
+    public static let limitPairs: [(part: String, total: String)] = [
+        ("maxPendingPerApp", "maxPendingTotal"),
+        ("bursts.maxDeliveredPerApp", "bursts.maxDeliveredTotal"),
+        ("server.maxSessionsPerClient", "server.maxSessions"),
+    ]
+
+    /// Limits set against each other: a per-app or per-client limit above its total, where the
+    /// total binds and the part's value never takes effect. Accepted (either may be what the user
+    /// meant), but said: the daemon logs each at start and on a reload, and `config.reload`
+    /// returns them (`warnings`). Empty when none.
+    public var contradictions: [String] {
+        Self.limitPairs.compactMap { pair in
+            let part = number(pair.part), total = number(pair.total)
+            guard part > total else { return nil }
+            func origin(_ key: String) -> String {
+                guard lookup(key) != nil else { return "the default" }
+                let (file, line) = place(of: key)
+                return "\(file):\(line)"
+            }
+            return "\(pair.part) \(Int(part)) (\(origin(pair.part))) is above \(pair.total) \(Int(total)) (\(origin(pair.total))): "
+                + "the total binds, so in effect it is at most \(Int(total))"
+        }
     }
 
     /// A key's value as text, for comparing configs (numbers, strings and string lists).
@@ -160,7 +213,7 @@ public enum ConfigLoader {
             try validate(overlay.value, path: [], file: overlay.name, line: 1)
             config.document = merge(config.document, overlay.value)
             config.files.append(overlay.name)
-            if case let .object(members) = overlay.value { for m in members { config.sources[m.key] = overlay.name } }
+            config.recordSources(of: overlay.value, from: overlay.name)
         }
         try decodeNotificationPolicy(&config)
         return config
@@ -256,7 +309,7 @@ public enum ConfigLoader {
         try validate(value, path: [], file: name, line: 1)
         config.document = merge(config.document, value)
         config.files.append(name)
-        if case let .object(members) = value { for m in members { config.sources[m.key] = name } }
+        config.recordSources(of: value, from: name)
     }
 
     /// Checks every member against the schema: known key, right type, in range.

@@ -227,6 +227,42 @@ import InterludePolicy
         }
     }
 
+    /// Limits set against each other are accepted and said (a stranger's find: the lower one bound
+    /// without a word): each pair where the per-app or per-client limit is above its total.
+    @Test(arguments: [
+        ("{}", [String]()),
+        ("{ maxPendingPerApp: 1000 }", []),  // equal is not above
+        ("{\n  maxPendingPerApp: 2000,\n}", ["maxPendingPerApp 2000 (DIR/interlude.json5:2) is above maxPendingTotal 1000 (the default)"]),
+        ("{ maxPendingTotal: 10 }", ["maxPendingPerApp 64 (the default) is above maxPendingTotal 10 (DIR/interlude.json5:1)"]),
+        ("{ bursts: { maxDeliveredTotal: 20 }, server: { maxSessions: 5 } }",
+         ["bursts.maxDeliveredPerApp 50 (the default) is above bursts.maxDeliveredTotal 20 (DIR/interlude.json5:1)",
+          "server.maxSessionsPerClient 1024 (the default) is above server.maxSessions 5 (DIR/interlude.json5:1)"]),
+    ])
+    func limitsSetAgainstEachOtherAreSaid(text: String, want: [String]) throws {
+        let dir = try tempDir(text)
+        let c = try ConfigLoader.load(folders: [dir])
+        let got = c.contradictions
+        #expect(got.count == want.count, "\(got)")
+        for (g, w) in zip(got, want) {
+            #expect(g.hasPrefix(w.replacingOccurrences(of: "DIR", with: dir)) && g.contains("the total binds"), "\(g)")
+        }
+    }
+
+    /// Two files setting different keys of one section: each key's place is the file that set
+    /// it (it was the section's last file, so a built-in value was reported at a line of the
+    /// user's file).
+    @Test func aKeyIsPlacedInTheFileThatSetItNotTheLastFileOfItsSection() throws {
+        let dir = try tempDir("{\n  server: { maxSessions: 5 },\n}")
+        let c = try ConfigLoader.load(folders: [builtin, dir])
+        #expect(c.place(of: "server.maxSessions") == (dir + "/interlude.json5", 2))
+        let perClient = c.place(of: "server.maxSessionsPerClient")
+        #expect(perClient.file == builtin + "/interlude.json5" && perClient.line > 1, "\(perClient)")
+        #expect(c.contradictions.first?.contains("(\(builtin)/interlude.json5:\(perClient.line)) is above server.maxSessions 5 (\(dir)/interlude.json5:2)") == true,
+                "\(c.contradictions)")
+        let alone = try ConfigLoader.load(folders: [dir])
+        #expect(alone.place(of: "server.maxSessionsPerClient") == ("the built-in defaults", 1))
+    }
+
     /// Numbers in config errors read as written: `1000`, not `1000.0` (a stranger's find).
     @Test func numbersInConfigErrorsReadAsWritten() throws {
         for (text, says) in [("{ bursts: { audibleAlertInterval: 5000 } }", "5000 is out of range 0…3600 s"),
