@@ -21,8 +21,9 @@ extension Engine {
     /// now covers the present turns its focus on), the audio deadlines are re-armed. Sessions,
     /// ducks in effect and the notification state are untouched. Server limits (clients, bytes)
     /// and the socket keep the values they started with (``ConfigSchema/restartOnly``).
-    /// - Returns: what was read, and the restart-only keys whose new value differs from the one
-    ///   the daemon started with (logged too).
+    /// - Returns: what was read, the restart-only keys whose new value differs from the one
+    ///   the daemon started with, and the limits set against each other
+    ///   (``InterludeConfig/contradictions``); both logged too.
     @discardableResult
     public func reload(config new: InterludeConfig) -> ReloadResult {
         let kept = new.restartOnlyDifferences(from: startedWith)
@@ -32,9 +33,11 @@ extension Engine {
         userTools = Set(new.strings("server.userTools"))
         log("config reloaded from \(new.files.isEmpty ? "built-in defaults" : new.files.joined(separator: ", "))"
             + (kept.isEmpty ? "" : "; until a restart these keep the values the daemon started with: \(kept.joined(separator: ", "))"))
+        let warnings = new.contradictions
+        for w in warnings { log("config: \(w)") }
         _ = try? notify(.tick)  // a failed save is logged; the next event tries again
         scheduleTick()
-        return ReloadResult(files: new.files, keptUntilRestart: kept.isEmpty ? nil : kept)
+        return ReloadResult(files: new.files, keptUntilRestart: kept.isEmpty ? nil : kept, warnings: warnings.isEmpty ? nil : warnings)
     }
 
     /// `config.reload`: the user's tool asks the daemon to re-read its config (like `SIGHUP`).

@@ -258,9 +258,14 @@ public struct ReloadResult: Codable, Sendable, Equatable {
     /// server's limits, the bus service's settings, the broker): they keep the value the daemon
     /// started with until it restarts. Absent when none differs.
     public var keptUntilRestart: [String]?
-    public init(files: [String], keptUntilRestart: [String]? = nil) {
+    /// Limits set against each other in the new config (a per-app limit above its total: the
+    /// total binds), in words with file and line; the config is in force all the same. Absent
+    /// when none.
+    public var warnings: [String]?
+    public init(files: [String], keptUntilRestart: [String]? = nil, warnings: [String]? = nil) {
         self.files = files
         self.keptUntilRestart = keptUntilRestart
+        self.warnings = warnings
     }
 }
 

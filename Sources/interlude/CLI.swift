@@ -211,6 +211,7 @@ enum CLI {
         if let kept = r.keptUntilRestart, !kept.isEmpty {
             print("not in force until the daemon restarts (they keep the values it started with): \(kept.joined(separator: ", "))")
         }
+        for w in r.warnings ?? [] { print("warning: \(w)") }
         return 0
     }
 

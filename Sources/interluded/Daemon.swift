@@ -93,6 +93,7 @@ enum Daemon {
             return 78  // EX_CONFIG
         }
         log("config from \(config.files.isEmpty ? "built-in defaults" : config.files.joined(separator: ", "))")
+        for w in config.contradictions { log("config: \(w)") }
 
         // Refuse a live socket before touching the audio server: a second daemon must not act at all.
         let path = SocketServer.defaultPath(flag: options["socket"], environment: env)
