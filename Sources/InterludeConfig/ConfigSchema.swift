@@ -84,6 +84,8 @@ public enum ConfigSchema {
         .init("server", .object, "The socket server."),
         .init("server.maxClients", .integer(default: 256, range: 1...65536, unit: "connections"),
               "Connections beyond this are refused with rateLimited.").atStartOnly(),
+        .init("server.maxClientsPerProcess", .integer(default: 128, range: 1...65536, unit: "connections"),
+              "Connections one peer process may hold; beyond it that process is refused with rateLimited (one that leaks connections cannot take them all).").atStartOnly(),
         .init("server.maxOutputBytes", .integer(default: 1024 * 1024, range: 65536...(64 * 1024 * 1024), unit: "bytes"),
               "A client that does not read and lets this much pile up is disconnected.").atStartOnly(),
         .init("server.maxSessionsPerClient", .integer(default: 1024, range: 1...1_000_000, unit: "sessions"),

@@ -13,6 +13,9 @@ public final class SocketServer: @unchecked Sendable {
     public let path: String
     let engine: Engine
     let maxClients: Int
+    /// Connections served at once for one peer process (`server.maxClientsPerProcess`): a process
+    /// that leaks connections cannot take all of `maxClients` from the user's other apps and tools.
+    let maxClientsPerProcess: Int
     let maxOutputBytes: Int
     /// What one connection may make the daemon hold (PROTOCOL.md "Limits").
     let limits: ConnectionLimits
@@ -21,6 +24,10 @@ public final class SocketServer: @unchecked Sendable {
     private var acceptSource: DispatchSourceRead?
     private let queue = DispatchQueue(label: "interlude.server")
     private var open = 0
+    /// Connections being served by peer pid (refused ones not counted); on `queue`.
+    private var servedByPid: [Int32: Int] = [:]
+    /// The connections counted in `servedByPid`, with their peer's pid; on `queue`.
+    private var countedPid: [ObjectIdentifier: Int32] = [:]
     /// Handlers still deciding requests, and the point where they all are done when stopping.
     private let stopping = StopGate()
     /// The connections being served, with their handler's task (nil for one being refused), by
@@ -40,14 +47,17 @@ public final class SocketServer: @unchecked Sendable {
 
     /// - Parameters:
     ///   - maxClients: open connections at most (`server.maxClients`); more are refused `rateLimited`.
+    ///   - maxClientsPerProcess: connections served at once for one peer process
+    ///     (`server.maxClientsPerProcess`); more from it are refused `rateLimited`.
     ///   - maxOutputBytes: bytes of replies and events waiting per connection (`server.maxOutputBytes`).
     ///   - maxQueuedRequests, maxReadAheadBytes: requests and bytes received but not yet handled per
     ///     connection before the daemon stops reading it (``ConnectionLimits``).
-    public init(path: String, engine: Engine, maxClients: Int = 256, maxOutputBytes: Int = 1 << 20,
+    public init(path: String, engine: Engine, maxClients: Int = 256, maxClientsPerProcess: Int = 128, maxOutputBytes: Int = 1 << 20,
                 maxQueuedRequests: Int = ConnectionLimits().maxQueuedRequests,
                 maxReadAheadBytes: Int = ConnectionLimits().maxReadAheadBytes,
                 log: @escaping @Sendable (String) -> Void) {
         self.path = path; self.engine = engine; self.maxClients = maxClients; self.maxOutputBytes = maxOutputBytes; self.log = log
+        self.maxClientsPerProcess = maxClientsPerProcess
         self.limits = ConnectionLimits(maxOutputBytes: maxOutputBytes, maxQueuedRequests: maxQueuedRequests,
                                        maxReadAheadBytes: maxReadAheadBytes)
     }
@@ -154,6 +164,10 @@ public final class SocketServer: @unchecked Sendable {
         queue.async {
             self.open -= 1
             self.live[id] = nil
+            if let pid = self.countedPid.removeValue(forKey: id) {
+                let left = (self.servedByPid[pid] ?? 1) - 1
+                self.servedByPid[pid] = left > 0 ? left : nil
+            }
         }
     }
 
@@ -217,6 +231,18 @@ public final class SocketServer: @unchecked Sendable {
                 conn.closeWhenFlushed()
                 continue
             }
+            let fromPeer = servedByPid[pid] ?? 0
+            guard fromPeer < maxClientsPerProcess else {
+                if fromPeer == maxClientsPerProcess {
+                    log("client pid \(pid) holds \(fromPeer) connections (server.maxClientsPerProcess); refusing more from it")
+                }
+                conn.send(.reply(WireReply(id: nil, error: WireError(.rateLimited,
+                    "too many connections from this process (\(maxClientsPerProcess), server.maxClientsPerProcess)"))))
+                conn.closeWhenFlushed()
+                continue
+            }
+            servedByPid[pid] = fromPeer + 1
+            countedPid[ObjectIdentifier(conn)] = pid
             let engine = self.engine
             let log = self.log
             // A connection's requests run below the engine's audio lane; its audio requests run

@@ -25,7 +25,7 @@ struct ClientsRow {
         var rss: (before: Int?, peak: Int?, after: Int?) = (nil, nil, nil)
         var seconds = 0.0
         do {
-            let config = try writeConfig(dir + "/config", "{ authorization: { default: \"grant\" }, server: { maxClients: \(maxClients) } }")
+            let config = try writeConfig(dir + "/config", "{ authorization: { default: \"grant\" }, server: { maxClients: \(maxClients), maxClientsPerProcess: 65536 } }")
             let d = DaemonProcess(bin: ctx.bin, folder: dir, config: config, pulseServer: ctx.pulseServer)
             daemon = d
             try await d.start()

@@ -190,6 +190,7 @@ enum Daemon {
         }
 
         let server = SocketServer(path: path, engine: engine, maxClients: Int(config.number("server.maxClients")),
+                                  maxClientsPerProcess: Int(config.number("server.maxClientsPerProcess")),
                                   maxOutputBytes: Int(config.number("server.maxOutputBytes")), log: log)
         do { try server.start() } catch {
             log("cannot listen: \(error)")

@@ -280,7 +280,7 @@ import InterludePolicy
     /// connection limits, the bus service's two settings and the broker section; not the session
     /// or pending limits, which follow a reload.
     @Test func restartOnlyKeysAreTheServerLimitsTheBusServiceAndTheBroker() {
-        #expect(ConfigSchema.restartOnly == ["server.maxClients", "server.maxOutputBytes", "bus.defaultSound", "bus.maxNotificationBytes",
+        #expect(ConfigSchema.restartOnly == ["server.maxClients", "server.maxClientsPerProcess", "server.maxOutputBytes", "bus.defaultSound", "bus.maxNotificationBytes",
                                              "remote.broker", "remote.deviceId", "remote.username", "remote.passwordFile", "remote.caFile",
                                              "remote.topicPrefix", "remote.maxMessageBytes", "remote.dedupeWindow", "remote.keepaliveSeconds"])
     }

@@ -54,6 +54,52 @@ import InterludeWire
         return "served: \(c.hello)"
     }
 
+    /// `server.maxClientsPerProcess`: one process that holds its share of connections is refused
+    /// more (`rateLimited`, naming the key) while another process is still served, and it is
+    /// served again once one of its connections closes (a leaking process cannot take all of
+    /// `maxClients` from the user's other apps and tools; SECURITY.md).
+    @Test func oneProcessPastItsShareIsRefusedWhileAnotherIsServed() async throws {
+        let d = try TestDaemon()
+        await d.start()
+        let path = d.dir + "/shared"
+        let server = SocketServer(path: path, engine: d.engine, maxClients: 10, maxClientsPerProcess: 3, log: { _ in })
+        try server.start()
+        defer { server.stop() }
+        var mine: [InterludeClient] = []
+        for i in 0..<3 { mine.append(try await InterludeClient.connect(socket: path, app: "org.example.Leaky\(i)", replyTimeout: 5)) }
+        do {
+            _ = try await InterludeClient.connect(socket: path, app: "org.example.Leaky3", replyTimeout: 5)
+            Issue.record("a fourth connection of this process was served")
+        } catch let e as WireError {
+            #expect(e.code == .rateLimited && e.message.contains("server.maxClientsPerProcess"), "\(e)")
+        }
+        // Another process (python3) is served meanwhile.
+        let other = Process()
+        other.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        other.arguments = ["python3", "-c", """
+            import socket, sys
+            s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); f = s.makefile("rwb")
+            f.readline()
+            f.write(b'{"id":1,"method":"hello","params":{"app":"org.example.Other"}}\\n'); f.flush()
+            sys.stdout.write(f.readline().decode())
+            """, path]
+        let out = Pipe()
+        other.standardOutput = out
+        try other.run()
+        other.waitUntilExit()
+        let reply = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(reply.contains(#""result""#) && !reply.contains("rateLimited"), "another process: \(reply)")
+        // One of this process's connections closes: it is served again.
+        mine.removeLast().close()
+        var served = false
+        for _ in 0..<50 where !served {
+            if (try? await InterludeClient.connect(socket: path, app: "org.example.Leaky4", replyTimeout: 5)) != nil { served = true }
+            else { try await Task.sleep(nanoseconds: 20_000_000) }
+        }
+        #expect(served, "not served again after one of its connections closed")
+        _ = try await mine[0].status()  // those served are still served
+    }
+
     @Test func aClientPastMaxClientsAlwaysGetsRateLimited() async throws {
         let other = try await refusedOtherwise(Self.connectSecond)
         #expect(other.count == 0, "\(other.count) of 400 refused otherwise, e.g. \(other.prefix(3))")
