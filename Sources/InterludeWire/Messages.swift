@@ -35,7 +35,7 @@ public struct WireRequest: Sendable, Equatable {
         }
         do { try JSONDepth.check(line) } catch {
             throw WireParseError(id: nil, error: WireError(.badRequest,
-                "not valid JSON here: nested more than \(error.limit) levels deep (at byte \(error.offset))"))
+                "JSON nested more than \(error.limit) levels deep (at byte \(error.offset)); the protocol allows \(error.limit)"))
         }
         do { value = try JSONValue.parse(Data(line)) } catch {
             // Foundation's own words for where the JSON went wrong ("around line 1, column 5"), if any.
