@@ -216,8 +216,10 @@ enum Demo {
             print("  note: org.example.Alarm is not entitled to critical alerts in this daemon's config (entitledCriticalApps, N3),")
             print("        so its alert was delivered as active and the sleep focus silenced it; ./Scripts/demo entitles it.")
         }
-        failures += await DemoPlayer.run(socket: socket, pulse: pulse)
-        print(failures == 0 ? "\nEverything behaved as the rules say." : "\n\(failures) measurement(s) off.")
+        let player = await DemoPlayer.run(socket: socket, pulse: pulse)
+        failures += player
+        print(failures == 0 ? "\nEverything behaved as the rules say."
+              : "\n\(failures) check(s) failed" + (player > 0 ? ", the media player's part among them (see FAILED or MISMATCH above)." : " (see MISMATCH above)."))
         return failures == 0 ? 0 : 1
     }
 
