@@ -31,6 +31,7 @@ extension Engine {
         audioConfig = new.audioPolicy
         notifConfig = new.notificationPolicy
         userTools = Set(new.strings("server.userTools"))
+        sessionLimits = Self.sessionLimits(new)
         log("config reloaded from \(new.files.isEmpty ? "built-in defaults" : new.files.joined(separator: ", "))"
             + (kept.isEmpty ? "" : "; until a restart these keep the values the daemon started with: \(kept.joined(separator: ", "))"))
         let warnings = new.contradictions

@@ -105,6 +105,9 @@ public actor Engine {
     let store: NotificationStoring?
     /// Apps that act for the user (`server.userTools` in `Config/`: the interlude CLI).
     var userTools: Set<String>
+    /// Audio sessions one connection and all connections may hold (`server.maxSessionsPerClient`,
+    /// `server.maxSessions`); derived from the config at start and on each reload.
+    var sessionLimits: (perClient: Int, total: Int)
     /// Wakes the notification policy at its next deadline (triggers, schedules, summary).
     var notificationTimer = DeadlineTimer()
     /// Notification events whose state is being committed, oldest first: their effects and
@@ -145,6 +148,7 @@ public actor Engine {
         self.peerVerifier = peerVerifier
         self.notifConfig = config.notificationPolicy
         self.userTools = Set(config.strings("server.userTools"))
+        self.sessionLimits = Self.sessionLimits(config)
         self.store = store
         if let store { notifState = try store.load() }
         self.config = config
@@ -265,13 +269,18 @@ public actor Engine {
 
     // MARK: Audio sessions
 
+    /// `server.maxSessionsPerClient` and `server.maxSessions` of `config`.
+    static func sessionLimits(_ config: InterludeConfig) -> (perClient: Int, total: Int) {
+        (Int(config.number("server.maxSessionsPerClient")), Int(config.number("server.maxSessions")))
+    }
+
     /// `session.register`.
     public func register(client: Int, _ p: RegisterParams) throws(WireError) -> RegisterResult {
         guard let c = clients[client], let app = c.app else { throw WireError(.helloRequired, "say hello first") }
         let options = Set(p.options ?? [])
         let descriptor = AudioSessionDescriptor(app: app, category: p.category ?? .soloAmbient, mode: p.mode ?? .default, options: options)
         if let why = descriptor.configurationProblem { throw WireError(.badRequest, why) }
-        let perClient = Int(config.number("server.maxSessionsPerClient")), total = Int(config.number("server.maxSessions"))
+        let (perClient, total) = sessionLimits
         guard c.sessions.count < perClient else {
             throw WireError(.limitReached, "this connection holds \(c.sessions.count) audio sessions; at most \(perClient) (server.maxSessionsPerClient)")
         }
