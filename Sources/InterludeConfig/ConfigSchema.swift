@@ -146,6 +146,8 @@ public enum ConfigSchema {
         .init("remote", .object, "Remote notifications from a provider through an MQTT broker (REMOTE.md)."),
         .init("remote.broker", .string(default: nil, allowed: nil),
               "mqtt://HOST[:PORT] (1883) or mqtts://HOST[:PORT] (TLS, 8883); null = no remote notifications."),
+        .init("remote.fallbackBrokers", .strings(default: []),
+              "Other brokers (the other nodes of a cluster), tried in order when the broker cannot be reached; the same scheme as remote.broker."),
         .init("remote.deviceId", .string(default: nil, allowed: nil),
               "This device's id (letters, digits, . _ -): the MQTT client id, the username by default and a level of its topics. Needed with a broker."),
         .init("remote.username", .string(default: nil, allowed: nil), "The broker username; null = the device id."),

@@ -101,6 +101,12 @@ public final class MQTTDelivery: Sendable {
 /// How to connect.
 public struct MQTTOptions: Sendable {
     public var broker: MQTTBrokerURL
+    /// Other brokers to try, in order, when an attempt to connect to the current one fails (the
+    /// other nodes of a cluster); the client stays on the one it reaches until that one fails.
+    /// Same scheme as `broker` (one TLS setting serves all).
+    public var fallbackBrokers: [MQTTBrokerURL] = []
+    /// `broker`, then `fallbackBrokers`.
+    public var brokers: [MQTTBrokerURL] { [broker] + fallbackBrokers }
     /// The client id: the device id for a device (one connection per id: two clients with one id
     /// take the connection from each other).
     public var clientID: String
@@ -179,7 +185,12 @@ public final class MQTTClient: @unchecked Sendable {
         /// Messages handed to the handler and not acknowledged yet: while any is, nothing is
         /// written to the broker (the PUBACKs wait in libmosquitto's queue).
         var unacknowledged = 0
+        /// Which of ``MQTTOptions/brokers`` the client connects (or tries to connect) to.
+        var brokerIndex = 0
     }
+
+    /// The broker the client is connected to, or trying to connect to now.
+    public var currentBroker: MQTTBrokerURL { options.brokers[state.withLock { $0.brokerIndex }] }
     /// A pipe that wakes the network thread's poll: an acknowledgement, a publish, a stop.
     let wakeRead: Int32
     let wakeWrite: Int32
@@ -288,14 +299,20 @@ public final class MQTTClient: @unchecked Sendable {
 
     /// The network thread: `mosquitto_loop` (at most 1 s per call, so ``stop()`` is seen within a
     /// second) until the connection ends or an attempt fails, then the backoff (1 s, doubling to
-    /// 30 s while attempts fail; 1 s after a connection that was up) and a reconnect. Unlike
+    /// 30 s while attempts fail; 1 s after a connection that was up) and a reconnect. With
+    /// ``MQTTOptions/fallbackBrokers``, a failed attempt moves on to the next broker in the list
+    /// (after the first round, the backoff doubles once per round, not per broker); a connection
+    /// that was up and is lost is tried again on the same broker first. Unlike
     /// libmosquitto's own loop it also goes on after a "fatal" error (a failed TLS handshake, a
     /// protocol error): the broker or its certificate may be fixed, and the daemon must not
     /// silently stop receiving.
     func networkLoop(connecting: Bool) {
         var delay = 1.0
         var attempting = connecting  // a socket is open (the connection is being made or is up)
+        var attemptFailed = !connecting  // start's own attempt failed
+        var failedInRound = attemptFailed ? 1 : 0  // failed attempts since a connection, for the backoff
         var connectsBefore = 0
+        let brokers = options.brokers
         while !state.withLock({ $0.stopping }) {
             if attempting {
                 let rc = service()
@@ -304,17 +321,39 @@ public final class MQTTClient: @unchecked Sendable {
                 attempting = false
                 if state.withLock({ $0.connects }) > connectsBefore {
                     delay = 1  // it was up: the disconnect callback logged the loss
+                    attemptFailed = false
+                    failedInRound = 0
                 } else {
                     failed(rc)
+                    attemptFailed = true
+                    failedInRound += 1
                 }
             }
             let until = Date().addingTimeInterval(delay)
             while Date() < until, !state.withLock({ $0.stopping }) { Thread.sleep(forTimeInterval: 0.05) }
             if state.withLock({ $0.stopping }) { break }
-            delay = min(delay * 2, 30)
+            // One broker: the backoff doubles on every attempt. Several: once per round of them.
+            if brokers.count == 1 || failedInRound % brokers.count == 0 { delay = min(delay * 2, 30) }
             connectsBefore = state.withLock { $0.connects }
-            let rc = mosquitto_reconnect(mosq)
-            if rc == MOSQ_ERR_SUCCESS.rawValue { attempting = true } else { failed(rc) }
+            let rc: Int32
+            if attemptFailed, brokers.count > 1 {
+                let next = state.withLock { s -> MQTTBrokerURL in
+                    s.brokerIndex = (s.brokerIndex + 1) % brokers.count
+                    return brokers[s.brokerIndex]
+                }
+                log("trying the next broker, \(next)")
+                rc = mosquitto_connect_async(mosq, next.host, Int32(next.port), options.keepaliveSeconds)
+            } else {
+                rc = mosquitto_reconnect(mosq)
+            }
+            if rc == MOSQ_ERR_SUCCESS.rawValue {
+                attempting = true
+                attemptFailed = false
+            } else {
+                failed(rc)
+                attemptFailed = true
+                failedInRound += 1
+            }
         }
         // Stopped: what may go out (the DISCONNECT, receipts) goes out, unless a message still
         // waits for its acknowledgement (then its PUBACK must not).
@@ -374,7 +413,7 @@ public final class MQTTClient: @unchecked Sendable {
             let words = rc == MOSQ_ERR_ERRNO.rawValue ? String(cString: strerror(errno)) : String(cString: mosquitto_strerror(rc))
             let code: MQTTError.Code = rc == MOSQ_ERR_TLS.rawValue || rc == MOSQ_ERR_TLS_HANDSHAKE.rawValue ? .tlsFailed
                 : rc == MOSQ_ERR_CONN_REFUSED.rawValue || rc == MOSQ_ERR_AUTH.rawValue ? .connectionRefused : .notConnected
-            let e = MQTTError(code, "cannot connect to \(options.broker): \(words)\(library)")
+            let e = MQTTError(code, "cannot connect to \(options.brokers[s.brokerIndex]): \(words)\(library)")
             s.lastError = e
             return e
         }
@@ -396,12 +435,12 @@ public final class MQTTClient: @unchecked Sendable {
             let s = state.withLock { ($0.connected, $0.lastConnack, $0.lastError) }
             if s.0 { return }
             if let code = s.1, code != 0 {
-                throw MQTTError(.connectionRefused, "the broker \(options.broker) refused the connection: \(String(cString: mosquitto_connack_string(code)))")
+                throw MQTTError(.connectionRefused, "the broker \(currentBroker) refused the connection: \(String(cString: mosquitto_connack_string(code)))")
             }
             if let e = s.2, e.code == .tlsFailed { throw e }
             if !changed.wait(until: deadline) {
-                if let e = s.2 { throw MQTTError(.timedOut, "no connection to \(options.broker) within \(timeout) s (\(e.message))") }
-                throw MQTTError(.timedOut, "no connection to \(options.broker) within \(timeout) s")
+                if let e = s.2 { throw MQTTError(.timedOut, "no connection to \(currentBroker) within \(timeout) s (\(e.message))") }
+                throw MQTTError(.timedOut, "no connection to \(currentBroker) within \(timeout) s")
             }
         }
     }
@@ -415,7 +454,7 @@ public final class MQTTClient: @unchecked Sendable {
     public func subscribe(_ topic: String, qos: Int32 = 1) throws(MQTTError) -> Int32 {
         var mid: Int32 = 0
         let rc = mosquitto_subscribe(mosq, &mid, topic, qos)
-        if rc == MOSQ_ERR_NO_CONN.rawValue { throw MQTTError(.notConnected, "not connected to \(options.broker)") }
+        if rc == MOSQ_ERR_NO_CONN.rawValue { throw MQTTError(.notConnected, "not connected to \(currentBroker)") }
         try check(rc, "mosquitto_subscribe \(topic)")
         wake()
         return mid
@@ -488,16 +527,16 @@ public final class MQTTClient: @unchecked Sendable {
             return s.connects == 1
         }
         if rc == 0 {
-            log("connected to \(options.broker) as \(options.clientID)\(first ? "" : " (again)")")
+            log("connected to \(currentBroker) as \(options.clientID)\(first ? "" : " (again)")")
             onConnect?()
         } else {
-            log("the broker \(options.broker) refused \(options.clientID): \(String(cString: mosquitto_connack_string(rc)))")
+            log("the broker \(currentBroker) refused \(options.clientID): \(String(cString: mosquitto_connack_string(rc)))")
         }
         signal()
     }
     func disconnected(_ rc: Int32) {
         let was = state.withLock { s -> Bool in defer { s.connected = false }; return s.connected }
-        if was, rc != 0 { log("connection to \(options.broker) lost (\(String(cString: mosquitto_strerror(rc)))); reconnecting") }
+        if was, rc != 0 { log("connection to \(currentBroker) lost (\(String(cString: mosquitto_strerror(rc)))); reconnecting") }
         signal()
     }
     func published(_ mid: Int32) {

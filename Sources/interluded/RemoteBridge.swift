@@ -35,15 +35,25 @@ final class RemoteBridge: Sendable {
         func bad(_ key: String, _ why: String) -> ConfigProblem { ConfigProblem(message: "\(source): key 'remote.\(key)': \(why) [configBadValue]") }
         let url: MQTTBrokerURL
         do { url = try MQTTBrokerURL(broker) } catch { throw bad("broker", error.message) }
+        var fallbacks: [MQTTBrokerURL] = []
+        for text in config.strings("remote.fallbackBrokers") {
+            let other: MQTTBrokerURL
+            do { other = try MQTTBrokerURL(text) } catch { throw bad("fallbackBrokers", error.message) }
+            guard other.tls == url.tls else {
+                throw bad("fallbackBrokers", "\(text) and the broker \(broker) must both be mqtt:// or both mqtts:// (one TLS setting serves all)")
+            }
+            fallbacks.append(other)
+        }
         guard let device = config.string("remote.deviceId") else { throw bad("deviceId", "a broker needs this device's id") }
         if let why = RemoteTopics.deviceProblem(device) { throw bad("deviceId", why) }
         var password: String?
         if let file = config.string("remote.passwordFile") {
             do { password = try MQTTOptions.readPasswordFile(file) } catch { throw bad("passwordFile", error.message) }
         }
-        let options = MQTTOptions(broker: url, clientID: device, cleanSession: false,
+        var options = MQTTOptions(broker: url, clientID: device, cleanSession: false,
                                   username: config.string("remote.username") ?? device, password: password,
                                   caFile: config.string("remote.caFile"), keepaliveSeconds: Int32(config.number("remote.keepaliveSeconds")))
+        options.fallbackBrokers = fallbacks
         let client: MQTTClient
         do { client = try MQTTClient(options, log: log) } catch { throw bad(error.code == .badCredentials ? "caFile" : "broker", error.message) }
         let topics = RemoteTopics(prefix: config.string("remote.topicPrefix") ?? "interlude/devices", device: device)
@@ -62,7 +72,9 @@ final class RemoteBridge: Sendable {
         try client.start(onDeferredMessage: { [self] m, delivery in self.handle(m, delivery) }, onConnect: { [client, log] in
             do { try client.subscribe(topics.notifications, qos: 1) } catch { log("cannot subscribe to \(topics.notifications): \(error)") }
         })
-        log("remote notifications from \(client.options.broker) on \(topics.notifications)")
+        log("remote notifications from \(client.options.broker)"
+            + (client.options.fallbackBrokers.isEmpty ? "" : " (else \(client.options.fallbackBrokers.map(\.description).joined(separator: ", ")))")
+            + " on \(topics.notifications)")
     }
 
     func stop() { client.stop() }

@@ -281,7 +281,7 @@ import InterludePolicy
     /// or pending limits, which follow a reload.
     @Test func restartOnlyKeysAreTheServerLimitsTheBusServiceAndTheBroker() {
         #expect(ConfigSchema.restartOnly == ["server.maxClients", "server.maxClientsPerProcess", "server.maxOutputBytes", "bus.defaultSound", "bus.maxNotificationBytes",
-                                             "remote.broker", "remote.deviceId", "remote.username", "remote.passwordFile", "remote.caFile",
+                                             "remote.broker", "remote.fallbackBrokers", "remote.deviceId", "remote.username", "remote.passwordFile", "remote.caFile",
                                              "remote.topicPrefix", "remote.maxMessageBytes", "remote.dedupeWindow", "remote.keepaliveSeconds"])
     }
 

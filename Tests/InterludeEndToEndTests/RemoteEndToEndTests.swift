@@ -223,6 +223,31 @@ enum TestBroker {
 
     /// Done-when 5: with the documented ACL a device cannot read another device's notifications or
     /// receipts, nor publish into another device's topic.
+    /// `remote.fallbackBrokers`: a daemon whose broker is unreachable connects to the next in its
+    /// list and gets a push through it (a cluster's other node); a fallback of the other scheme is
+    /// a config error at start (exit 78, naming the key).
+    @Test(.enabled(if: TestBroker.required()))
+    func aDaemonWhoseBrokerIsDownUsesItsFallback() throws {
+        let app = "org.example.Fallback\(getpid())"
+        let d = try Device("remote-fallback", device: "device-12", broker: "mqtt://127.0.0.1:1",
+                           remoteConfig: #", fallbackBrokers: ["\#(TestBroker.url!)"]"#)
+        try d.start()
+        defer { d.stop() }
+        d.waitConnected(timeout: 20)
+        #expect(d.log.contains("connected to \(TestBroker.url!)") && d.log.contains("cannot connect to mqtt://127.0.0.1:1"), "\(d.log)")
+        try d.optIn(app)
+        let r = try Self.push(d.device, ["--app", app, "--title", "through the fallback", "--wait-receipt"])
+        #expect(r.status == 0, "\(r.out) \(r.err)")
+        #expect(r.out.split(separator: "\n").first.flatMap(Self.receipt)?.status == .delivered, "\(r.out)")
+
+        let bad = try Device("remote-fallback-bad", device: "device-13",
+                             remoteConfig: #", fallbackBrokers: ["mqtts://127.0.0.1:8883"]"#)
+        try bad.start(wait: false)
+        bad.process?.waitUntilExit()
+        #expect(bad.process?.terminationStatus == 78, "\(bad.log)")
+        #expect(bad.log.contains("remote.fallbackBrokers") && bad.log.contains("both be mqtt:// or both mqtts://"), "\(bad.log)")
+    }
+
     @Test(.enabled(if: TestBroker.required()))
     func aDeviceCannotReadAnotherDevicesTopic() throws {
         let url = try MQTTBrokerURL(TestBroker.url!)

@@ -79,6 +79,37 @@ import Testing
         #expect(median < 0.025, "median \(median * 1000) ms")
     }
 
+    /// `fallbackBrokers`: with its first broker unreachable (a port nobody listens on, then a host
+    /// that does not resolve), the client moves on down the list, connects to the test broker,
+    /// and gets a message through it; it says which broker it is on.
+    @Test(.enabled(if: available()))
+    func anUnreachableBrokerIsLeftForTheNextInTheList() throws {
+        let real = try MQTTBrokerURL(Self.env["INTERLUDE_TEST_MQTT_URL"]!)
+        var o = try Self.options("device-6", id: "device-6-\(getpid())", clean: true)
+        o.broker = try MQTTBrokerURL("mqtt://127.0.0.1:1")
+        o.fallbackBrokers = [try MQTTBrokerURL("mqtt://no-such-host.invalid:1883"), real]
+        let lines = Inbox()
+        let inbox = Inbox()
+        let device = try MQTTClient(o, log: { line in lines.got.withLock { $0.append(line) } })
+        try device.start(onMessage: { m in inbox.got.withLock { $0.append(String(decoding: m.payload, as: UTF8.self)) } })
+        defer { device.stop() }
+        try device.waitUntilConnected(timeout: 15)
+        #expect(device.currentBroker == real)
+        let topic = "interlude/devices/device-6/notifications"
+        #expect(try device.waitForSubscription(device.subscribe(topic), timeout: 5) == [1])
+        let provider = try MQTTClient(Self.options("provider", id: "bt-fallback-\(getpid())", clean: true))
+        try provider.start()
+        defer { provider.stop() }
+        try provider.waitUntilConnected(timeout: 5)
+        _ = provider.waitForPublished([try provider.publish(topic, Array("via the fallback".utf8))], timeout: 5)
+        let deadline = Date().addingTimeInterval(5)
+        while Date() < deadline, inbox.got.withLock({ $0.isEmpty }) { usleep(10000) }
+        #expect(inbox.got.withLock { $0 } == ["via the fallback"])
+        let log = lines.got.withLock { $0 }
+        #expect(log.contains { $0.contains("cannot connect to mqtt://127.0.0.1:1") }, "\(log)")
+        #expect(log.contains { $0.contains("trying the next broker, \(real)") } && log.contains { $0.contains("connected to \(real)") }, "\(log)")
+    }
+
     @Test(.enabled(if: available()))
     func aWrongPasswordIsRefusedWithTheBrokersReason() throws {
         var o = try Self.options("device-8", id: "device-8-\(getpid())", clean: true)
