@@ -110,9 +110,12 @@ final class TestCluster {
         // Device i's daemon connects through node (i - 1) % 3 + 1; its queue is declared there.
         var devices: [Device] = []
         defer { for d in devices { d.stop() } }
+        // Each names the other two nodes as its fallbacks (remote.fallbackBrokers), in node order.
         for i in 1...deviceCount {
-            let d = try Device("cluster-d\(i)", device: "device-\(i)", broker: cluster.urls[(i - 1) % 3],
-                               passwordFile: cluster.passwordFile("device-\(i)"),
+            let home = (i - 1) % 3
+            let others = cluster.urls.indices.filter { $0 != home }.map { "\"\(cluster.urls[$0])\"" }.joined(separator: ", ")
+            let d = try Device("cluster-d\(i)", device: "device-\(i)", broker: cluster.urls[home],
+                               passwordFile: cluster.passwordFile("device-\(i)"), remoteConfig: ", fallbackBrokers: [\(others)]",
                                arguments: ["--pulse-server", "unix:\(NSTemporaryDirectory())interlude-no-audio-server-\(getpid())"])
             try d.start(wait: false)
             devices.append(d)
@@ -185,6 +188,15 @@ final class TestCluster {
         let downSince = Date()
         while !streamDone.withLock({ $0 }) || Date().timeIntervalSince(downSince) < 15 { collectAcks(); Self.pause(0.05) }
         let streamTime = Date().timeIntervalSince(streamStart)
+        // The killed node's daemons moved to one of their fallbacks while it was down.
+        let orphans = devices.enumerated().filter { ($0.offset % 3) + 1 == killedNode }.map(\.element)
+        let moved = orphans.filter { d in
+            d.log.contains("trying the next broker") && cluster.urls.enumerated().contains { n, url in
+                n + 1 != killedNode && d.log.contains("connected to \(url) as \(d.device) (again)")
+            }
+        }
+        print("cluster: \(moved.count) of the \(orphans.count) daemons of rabbit\(killedNode) moved to another node while it was down")
+        #expect(moved.count == orphans.count, "not moved: \(orphans.filter { d in !moved.contains { $0 === d } }.map(\.device).prefix(5))")
         let restart = try cluster.node("start-node", killedNode)
         #expect(restart.status == 0, "\(restart.err)")
         down.withLock { $0 = nil }
