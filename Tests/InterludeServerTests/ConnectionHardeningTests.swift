@@ -76,7 +76,17 @@ import Glibc
         var batch = ""
         for i in 0..<3000 { batch += #"{"id":\#(i + 2),"method":"status"}"# + "\n" }
         p.send(batch)
-        try await Task.sleep(nanoseconds: 500_000_000)
+        // Not a word read until the daemon has closed the connection (it sees a peer that does not
+        // read): waiting a fixed 0.5 s instead, a daemon slowed by TSan on a loaded machine had
+        // answered only part of the batch by then, the test began reading, and all 3000 came.
+        let deadline = Date().addingTimeInterval(60)
+        var closed = false
+        let rdhup: Int16 = 0x2000  // POLLRDHUP (Linux; Glibc's module does not export it): the peer closed
+        while !closed, Date() < deadline {
+            var pfd = pollfd(fd: p.fd, events: rdhup, revents: 0)
+            if poll(&pfd, 1, 100) > 0, pfd.revents & (rdhup | Int16(POLLHUP)) != 0 { closed = true }
+        }
+        #expect(closed, "the daemon did not close a peer that never reads within 60 s")
         var replies = 0
         while p.reply() != nil { replies += 1 }  // ends with EOF: the daemon closed
         #expect(replies > 0 && replies < 3000)
