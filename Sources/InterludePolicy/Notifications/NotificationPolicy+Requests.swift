@@ -100,7 +100,7 @@ extension NotificationReducer {
                 return refuse(.badRequest, "N8", "trigger.calendar: \(problem)")
             }
             guard let first = firstFire(trigger, at: now) else {
-                return refuse(.badRequest, "N8", "the calendar trigger never fires (no date matches it, as February 30)")
+                return refuse(.badRequest, "N8", "no date in the next 10 years matches the calendar trigger (a date already past, or one that does not exist, as February 30)")
             }
             guard first - now <= NotificationPolicy.maximumScheduleSeconds else {
                 return refuse(.badRequest, "N8", "the trigger fires more than 10 years from now")

@@ -290,7 +290,9 @@ public struct NotificationWallClock: Sendable {
     // MARK: Matching
 
     /// The first instant strictly after `t` that matches `match` in local time, or nil if there is
-    /// none within eight years (e.g. a year in the past, or February 30).
+    /// none within eleven years (e.g. a year in the past, or February 30): a little past N8's ten,
+    /// so that a match 8 to 10 years ahead is found (it was eight, and such a trigger was refused
+    /// as one that never fires) and one just past ten is refused as too far, not as never.
     public func nextOccurrence(of match: NotificationCalendarMatch, after t: NotificationTime) -> NotificationTime? {
         guard match.isValid else { return nil }
         let timeFields = [match.hour, match.minute, match.second]
@@ -302,7 +304,7 @@ public struct NotificationWallClock: Sendable {
         }
         let hours = values(0, 0..<24), minutes = values(1, 0..<60), seconds = values(2, 0..<60)
         let (startDay, startSecond) = local(t)
-        for day in startDay..<(startDay + 366 * 8 + 7) {
+        for day in startDay..<(startDay + 366 * 11 + 7) {
             let c = Self.civil(days: day)
             if let y = match.year, c.year != y { if c.year > y { return nil } else { continue } }
             if let m = match.month, c.month != m { continue }

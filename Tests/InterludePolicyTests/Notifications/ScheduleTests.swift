@@ -155,8 +155,10 @@ private let utc = NotificationHarness.utc
     /// The refusal names the field that is out of range (a stranger's find: hour 25 said "invalid
     /// or never fires", naming nothing), or says that no date matches.
     @Test(arguments: [
-        (NotificationCalendarMatch(year: 2020, month: 1, day: 1, hour: 9), "never fires"),
-        (NotificationCalendarMatch(month: 2, day: 30, hour: 9), "never fires"),
+        (NotificationCalendarMatch(year: 2020, month: 1, day: 1, hour: 9), "no date in the next 10 years matches"),
+        (NotificationCalendarMatch(month: 2, day: 30, hour: 9), "no date in the next 10 years matches"),
+        (NotificationCalendarMatch(year: 2025, month: 6, day: 1, hour: 8), "no date in the next 10 years matches"),  // this morning, past
+        (NotificationCalendarMatch(year: 2036), "more than 10 years"),  // 10.6 years ahead: too far, not never
         (NotificationCalendarMatch(hour: 25), "trigger.calendar: hour 25 is not 0…23"),
         (NotificationCalendarMatch(hour: 24), "trigger.calendar: hour 24 is not 0…23"),
         (NotificationCalendarMatch(month: 13), "trigger.calendar: month 13 is not 1…12"),
@@ -176,6 +178,9 @@ private let utc = NotificationHarness.utc
         (NotificationCalendarMatch(weekday: .monday, hour: 8), "2025-06-02T06:00:00Z"),
         (NotificationCalendarMatch(day: 1, hour: 0), "2025-06-30T22:00:00Z"),  // 1 July 00:00 CEST
         (NotificationCalendarMatch(month: 2, day: 29, hour: 12), "2028-02-29T11:00:00Z"),
+        // 9.6 years ahead: found (the search stopped at eight years, a stranger's find).
+        (NotificationCalendarMatch(year: 2035), "2034-12-31T23:00:00Z"),
+        (NotificationCalendarMatch(year: 2034, month: 12, day: 31, hour: 23), "2034-12-31T22:00:00Z"),
     ])
     func N8_calendarComponentsMatchLikeDateComponents(match: NotificationCalendarMatch, first: String) {
         let berlin = NotificationWallClock(timeZoneIdentifier: "Europe/Berlin")!
