@@ -28,6 +28,28 @@ public enum CommandOutput {
         }
     }
 
+    /// Text an app or a player chose (a title, an identifier, a bus name), made safe to print on a
+    /// terminal: control characters (a newline that would forge a line of its own, an escape
+    /// sequence that would recolour or move the cursor, C1 controls) and the bidirectional
+    /// overrides that reorder what follows are shown escaped (`\n`, `\u{1B}`), never sent to the
+    /// terminal. Everything else (accents, emoji, joiners) is kept. JSON output needs none of
+    /// this: JSON escapes them itself.
+    public static func text(_ s: String) -> String {
+        var out = ""
+        out.unicodeScalars.reserveCapacity(s.unicodeScalars.count)
+        for u in s.unicodeScalars {
+            switch u.value {
+            case 0x0A: out += "\\n"
+            case 0x0D: out += "\\r"
+            case 0x09: out += "\\t"
+            case 0x00...0x1F, 0x7F...0x9F, 0x202A...0x202E, 0x2066...0x2069:
+                out += "\\u{" + String(u.value, radix: 16, uppercase: true) + "}"
+            default: out.unicodeScalars.append(u)
+            }
+        }
+        return out
+    }
+
     /// A level or a duration with one decimal, as the CLI prints them ("-14.0").
     public static func fmt(_ d: Double) -> String { String(format: "%.1f", d) }
 

@@ -154,15 +154,15 @@ enum CLI {
             if x.ducked { line += ", ducked \(CommandOutput.fmt(x.duckDb)) dB" }
             if x.muted { line += ", muted" }
             if !x.interruptedBy.isEmpty { line += ", interrupted by \(x.interruptedBy.map(\.rawValue).joined(separator: ","))" }
-            print(line)
+            print(CommandOutput.text(line))
             for st in x.streams {
-                print("    stream \(st.index)  pid \(st.pid.map(String.init) ?? "?")  role \(st.role ?? "-")  \(st.corked ? "paused" : "running")"
+                print("    stream \(st.index)  pid \(st.pid.map(String.init) ?? "?")  role \(CommandOutput.text(st.role ?? "-"))  \(st.corked ? "paused" : "running")"
                       + "  volume \(CommandOutput.fmt(st.userVolumeDb)) dB, gain \(CommandOutput.fmt(st.gainDb)) dB\(st.muted ? ", muted" : "")")
             }
         }
         if let n = s.sessionsOmitted { print("… and \(n) more sessions not listed (status lists \(StatusResult.maxSessionsListed), in id order, choosing those doing something before idle ones)") }
         for p in s.players ?? [] {
-            print("player \(p.player)  \(p.session)  pid \(p.pid.map(String.init) ?? "?")  \(p.status)"
+            print("player \(CommandOutput.text(p.player))  \(p.session)  pid \(p.pid.map(String.init) ?? "?")  \(p.status)"
                   + (p.canControl ? (p.canPause ? "" : ", cannot pause") : ", cannot be controlled")
                   + "  Interlude: \(p.action)\(p.rule.map { " [\($0)]" } ?? "")")
         }

@@ -65,7 +65,7 @@ enum NotificationCommands {
             FileHandle.standardError.write(Data("interlude: \(app) is \(auth.status.rawValue == "denied" ? "denied" : "not yet authorized") (N1); allow it with `interlude auth \(app) grant`\n".utf8))
         }
         let r = try await c.call(NotificationMethod.add, params, as: AddNotificationResult.self)
-        if a.has("json") { CommandOutput.printJSONLine(r) } else { print("\(r.identifier): \(CommandOutput.describe(r.decision))") }
+        if a.has("json") { CommandOutput.printJSONLine(r) } else { print(CommandOutput.text("\(r.identifier): \(CommandOutput.describe(r.decision))")) }
         if trigger == nil, r.decision.sound.map({ $0.volume > 0 }) == true { await reportSound(of: r.identifier, on: c) }
         return 0
     }
@@ -140,7 +140,7 @@ enum NotificationCommands {
         let c = try await connectUser(socket)
         let r = try await c.call(NotificationMethod.explain, ExplainParams(app: a.value("app"), identifier: a.positionals[0]), as: ExplainResult.self)
         if a.has("json") { CommandOutput.printJSONLine(r); return 0 }
-        print("\(r.app)/\(r.identifier): \(CommandOutput.describe(r.decision))")
+        print(CommandOutput.text("\(r.app)/\(r.identifier): \(CommandOutput.describe(r.decision))"))
         // S1: what the sound the decision named actually played, when it was not that sound.
         if let s = r.sound, s.played != s.requested || s.warning != nil {
             print("sound: \(s.requested) was requested, \(s.played) played" + (s.warning.map { " (\($0.code.rawValue): \($0.message)) [S1]" } ?? " [S1]"))
@@ -211,7 +211,7 @@ enum NotificationCommands {
         let byApp = Dictionary(grouping: missed, by: \.app).map { "\($0.key): \($0.value.count)" }.sorted()
         var lines = ["missed during \(focus): \(missed.count) notification\(missed.count == 1 ? "" : "s") (\(byApp.joined(separator: ", ")))"]
         for m in missed {
-            lines.append("  \(Date(timeIntervalSince1970: m.time.secondsSince1970))  \(m.app)  \(m.identifier)  \(m.title)")
+            lines.append(CommandOutput.text("  \(Date(timeIntervalSince1970: m.time.secondsSince1970))  \(m.app)  \(m.identifier)  \(m.title)"))
         }
         return lines.joined(separator: "\n")
     }
@@ -314,10 +314,10 @@ enum NotificationCommands {
         for (who, n) in list.badges.sorted(by: { $0.key < $1.key }) where n != 0 { print("badge  \(who)  \(n)") }
         for n in list.notifications {
             let when = Date(timeIntervalSince1970: n.deliveredAt.secondsSince1970)
-            print("\(when)  \(n.app)  \(n.identifier)  [\(CommandOutput.name(n.level))]\(n.late ? " (late)" : "")  \(n.title)\(n.body.isEmpty ? "" : " — \(n.body)")")
+            print(CommandOutput.text("\(when)  \(n.app)  \(n.identifier)  [\(CommandOutput.name(n.level))]\(n.late ? " (late)" : "")  \(n.title)\(n.body.isEmpty ? "" : " — \(n.body)")"))
         }
         for p in list.pending {
-            print("pending  \(p.app)  \(p.identifier)  at \(Date(timeIntervalSince1970: p.fireAt))\(p.repeats ? " (repeats)" : "")  \(p.title)")
+            print(CommandOutput.text("pending  \(p.app)  \(p.identifier)  at \(Date(timeIntervalSince1970: p.fireAt))\(p.repeats ? " (repeats)" : "")  \(p.title)"))
         }
         return 0
     }

@@ -1,0 +1,24 @@
+import InterludeCommandLine
+import Testing
+
+/// What the CLI prints of an app's text (a stranger's find: a title with a newline and an escape
+/// sequence forged a line of `interlude center` that looked like another app's critical alert).
+@Suite struct CommandOutputTextTests {
+    @Test(arguments: [
+        ("plain title", "plain title"),
+        ("Grüße 👩‍👩‍👧 ok", "Grüße 👩‍👩‍👧 ok"),  // accents, emoji and their joiners are kept
+        ("a\nb", "a\\nb"),
+        ("x\r\ny\tz", "x\\r\\ny\\tz"),
+        ("\u{1B}[31mred\u{1B}[0m", "\\u{1B}[31mred\\u{1B}[0m"),
+        ("c1 \u{9B}2J", "c1 \\u{9B}2J"),
+        ("del\u{7F}", "del\\u{7F}"),
+        ("\u{202E}txt.exe", "\\u{202E}txt.exe"),  // a bidirectional override
+        ("fake\n2026-12-03 09:00:00 +0000  org.bank.App  fake  [critical]  Your account is locked",
+         "fake\\n2026-12-03 09:00:00 +0000  org.bank.App  fake  [critical]  Your account is locked"),
+    ])
+    func controlCharactersAreShownEscapedNeverSentToTheTerminal(raw: String, shown: String) {
+        let out = CommandOutput.text(raw)
+        #expect(out == shown)
+        #expect(!out.unicodeScalars.contains { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) })
+    }
+}
