@@ -1,5 +1,6 @@
 import Foundation
 import InterludeEngine
+import Synchronization
 import InterludePulse
 import InterludeSound
 import InterludeWire
@@ -17,7 +18,13 @@ public actor PulseSoundPlayer: SoundPlayer {
     var maxBytes: Int
     /// Uploaded samples by resolved file path: sample name, duration (seconds), and the file's
     /// identity when it was decoded (a file changed since is decoded and uploaded again).
-    var cache: [String: (sample: String, duration: Double, file: FileIdentity)] = [:]
+    var cache: [String: (sample: String, duration: Double, file: FileIdentity)] = [:] {
+        didSet { sampleNames.withLock { $0 = cache.values.map(\.sample).sorted() } }
+    }
+    /// The cache's sample names, sorted, readable without waiting for the player: `status` must
+    /// not queue behind uploads and plays that wait for a stalled audio server (up to 10 s each;
+    /// a stranger saw `interlude status` time out after 30 s behind three notification sounds).
+    private let sampleNames = Mutex<[String]>([])
     /// Numbers sample names, so that a re-uploaded sound never reuses a name.
     var uploads = 0
 
@@ -170,8 +177,9 @@ public actor PulseSoundPlayer: SoundPlayer {
         return (sample, sound.duration)
     }
 
-    /// The names of the samples this player uploaded, sorted (`status`).
-    public func cachedSamples() async -> [String] { cache.values.map(\.sample).sorted() }
+    /// The names of the samples this player uploaded, sorted (`status`): read at once, even while
+    /// the player waits for the audio server.
+    public nonisolated func cachedSamples() async -> [String] { sampleNames.withLock { $0 } }
 
     /// A reloaded config's sound folders and limits (S1, S2). Samples already uploaded stay in the
     /// cache, keyed by file: a name that now resolves to another file is decoded on its next use.

@@ -58,6 +58,16 @@ public final class PrivateAudioServer: @unchecked Sendable {
     }
 
     /// SIGKILLs the server: every connection breaks as in a crash.
+    /// Sends `signal` to the server's processes (`SIGSTOP` freezes it, as a hung server: its
+    /// socket stays open and nothing answers; `SIGCONT` lets it go on).
+    public func signal(_ signal: Int32) throws {
+        for file in Self.crashPIDFiles {
+            let text = try String(contentsOfFile: dir + "/" + file, encoding: .utf8)
+            guard let pid = Int32(text.trimmingCharacters(in: .whitespacesAndNewlines)) else { continue }
+            Foundation.kill(pid, signal)
+        }
+    }
+
     public func kill() throws {
         for file in Self.crashPIDFiles {
             let text = try String(contentsOfFile: dir + "/" + file, encoding: .utf8)

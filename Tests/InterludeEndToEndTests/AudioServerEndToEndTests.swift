@@ -193,6 +193,42 @@ import InterludeWire
     /// The watch: a manager that sees a client announce the claim earlier than its own (here a
     /// `paplay` given the properties of one, stamped 1 ns after 1970: what a daemon that connected
     /// at the same moment and decided later looks like) hands off and exits 75.
+    /// A frozen audio server (SIGSTOP: its socket open, nothing answers): `interlude status` is
+    /// answered while notification sounds wait for the server (a stranger's find: `status` waited
+    /// behind them, 19 s for one, and the CLI gave up after 30 s with three).
+    @Test(.enabled(if: AudioServer.required()))
+    func statusIsAnsweredWhileSoundsWaitForAFrozenAudioServer() async throws {
+        let audio = try PrivateAudioServer("e2e-frozen")
+        defer { audio.stop() }
+        try await audio.start()
+        let w = try WorkFolder("e2e-frozen")
+        defer { w.remove() }
+        var env = w.environment
+        env["PULSE_SERVER"] = audio.server
+        let daemon = try DaemonProcess(socket: w.socket, work: w.path, config: false, environment: env)
+        defer { daemon.stop() }
+        try await Task.sleep(for: .milliseconds(500))
+        try audio.signal(SIGSTOP)
+        defer { try? audio.signal(SIGCONT) }
+        // Three apps' notifications with a sound: delivered, their sounds queue for the server.
+        for i in 0..<3 {
+            let (grant, _) = try Self.cli(w.socket, env, ["auth", "org.example.Frozen\(i)", "grant"])
+            grant.waitUntilExit()
+            let (p, _) = try Self.cli(w.socket, env, ["notify", "--app", "org.example.Frozen\(i)", "--title", "t\(i)", "--sound", "default"])
+            let started = PulseClock.monotonicSeconds()
+            while p.isRunning, PulseClock.monotonicSeconds() - started < 10 { try await Task.sleep(for: .milliseconds(20)) }
+            #expect(!p.isRunning && p.terminationStatus == 0, "notify \(i) with the audio server frozen")
+        }
+        let started = PulseClock.monotonicSeconds()
+        let (status, out) = try Self.cli(w.socket, env, ["status"])
+        while status.isRunning, PulseClock.monotonicSeconds() - started < 30 { try await Task.sleep(for: .milliseconds(20)) }
+        let took = PulseClock.monotonicSeconds() - started
+        #expect(!status.isRunning && status.terminationStatus == 0 && out.text().contains("interluded"), "status: \(out.text())")
+        #expect(took < 8, "status took \(took) s while sounds waited for the frozen server")
+        print("[measured] status with the audio server frozen and 3 sounds waiting: \(String(format: "%.2f", took)) s")
+        if status.isRunning { Foundation.kill(status.processIdentifier, SIGKILL) }
+    }
+
     @Test(.enabled(if: AudioServer.required()))
     func aManagerHandsOffToAnEarlierAnnouncement() async throws {
         let audio = try PrivateAudioServer("e2e-managers-watch")
