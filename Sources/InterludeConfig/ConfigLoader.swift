@@ -113,11 +113,23 @@ public struct InterludeConfig: Sendable {
         ("server.maxSessionsPerClient", "server.maxSessions"),
     ]
 
-    /// Limits set against each other: a per-app or per-client limit above its total, where the
-    /// total binds and the part's value never takes effect. Accepted (either may be what the user
-    /// meant), but said: the daemon logs each at start and on a reload, and `config.reload`
-    /// returns them (`warnings`). Empty when none.
+    /// Settings that work against each other or against the user: a per-app or per-client limit
+    /// above its total (the total binds and the part's value never takes effect), and
+    /// `server.userTools` without the interlude CLI (the CLI could then not even reload the config
+    /// back). Accepted (either may be what the user meant), but said: the daemon logs each at
+    /// start and on a reload, and `config.reload` returns them (`warnings`). Empty when none.
     public var contradictions: [String] {
+        var out = limitContradictions
+        if !strings("server.userTools").contains("org.interlude.CLI") {
+            let (file, line) = place(of: "server.userTools")
+            out.append("server.userTools (\(file):\(line)) does not name org.interlude.CLI: the interlude CLI can no longer change "
+                       + "settings or focus, or reload the config (send the daemon SIGHUP to reload it)")
+        }
+        return out
+    }
+
+    /// The limit pairs of ``contradictions``.
+    var limitContradictions: [String] {
         Self.limitPairs.compactMap { pair in
             let part = number(pair.part), total = number(pair.total)
             guard part > total else { return nil }
@@ -216,6 +228,14 @@ public enum ConfigLoader {
             config.recordSources(of: overlay.value, from: overlay.name)
         }
         try decodeNotificationPolicy(&config)
+        // The focus a desktop app's Inhibit turns on must be one of the focus modes: else each
+        // Inhibit was refused as the app's mistake (InvalidArgs) for a config error.
+        if let focus = config.string("bus.inhibitFocus"), config.notificationPolicy.focusModes[focus] == nil {
+            let (file, line) = config.place(of: "bus.inhibitFocus")
+            throw ConfigError(file: file, line: line, key: "bus.inhibitFocus",
+                              message: "unknown focus \"\(focus)\" (the focus modes: \(config.notificationPolicy.focusModes.keys.sorted().joined(separator: ", ")))",
+                              code: "configBadValue")
+        }
         return config
     }
 

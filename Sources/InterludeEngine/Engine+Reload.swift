@@ -48,7 +48,8 @@ extension Engine {
     ///   `internalError` when the daemon cannot reload.
     public func requestReload(client: Int) async throws(WireError) -> ReloadResult {
         guard actsForUser(try appOf(client)) else {
-            throw WireError(.notAuthorized, "the config is the user's: reload it with the interlude CLI (interlude reload) or SIGHUP")
+            throw WireError(.notAuthorized, "the config is the user's: only the apps named in server.userTools may reload it "
+                            + "(the interlude CLI when the config names it); SIGHUP to the daemon always does")
         }
         guard let reloader else { throw WireError(.internalError, "this daemon cannot reload its config") }
         switch await reloader() {

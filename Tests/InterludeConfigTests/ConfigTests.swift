@@ -263,6 +263,24 @@ import InterludePolicy
         #expect(alone.place(of: "server.maxSessionsPerClient") == ("the built-in defaults", 1))
     }
 
+    /// A stranger's finds: `bus.inhibitFocus` naming no focus mode was accepted and every desktop
+    /// app's Inhibit then failed as if the app were wrong; `server.userTools: []` was accepted
+    /// without a word and locked the CLI out of the next reload.
+    @Test func anInhibitFocusThatIsNoFocusModeIsRefusedAndACLIOutOfUserToolsIsSaid() throws {
+        let bad = try tempDir("{\n  bus: { inhibitFocus: 'nope' },\n}")
+        do { _ = try ConfigLoader.load(folders: [builtin, bad]); Issue.record("accepted") } catch {
+            #expect(error.key == "bus.inhibitFocus" && error.code == "configBadValue" && error.line == 2
+                    && error.message.contains("unknown focus \"nope\"") && error.message.contains("doNotDisturb"), "\(error)")
+        }
+        let custom = try tempDir("{ focusModes: { reading: {} }, bus: { inhibitFocus: 'reading' } }")
+        #expect(throws: Never.self) { try ConfigLoader.load(folders: [builtin, custom]) }
+        let locked = try tempDir("{\n  server: { userTools: [] },\n}")
+        let c = try ConfigLoader.load(folders: [builtin, locked])
+        #expect(c.contradictions.contains { $0.contains("does not name org.interlude.CLI") && $0.contains(locked + "/interlude.json5:2") },
+                "\(c.contradictions)")
+        #expect(try ConfigLoader.load(folders: [builtin]).contradictions.isEmpty)
+    }
+
     /// Numbers in config errors read as written: `1000`, not `1000.0` (a stranger's find).
     @Test func numbersInConfigErrorsReadAsWritten() throws {
         for (text, says) in [("{ bursts: { audibleAlertInterval: 5000 } }", "5000 is out of range 0…3600 s"),
