@@ -37,10 +37,13 @@ public final class SocketServer: @unchecked Sendable {
     private var bound = false
 
     /// The socket path: `--socket`, else `INTERLUDE_SOCKET`, else `$XDG_RUNTIME_DIR/interlude/socket`
-    /// (or `/tmp/interlude-UID/socket` without XDG_RUNTIME_DIR).
+    /// (or `/tmp/interlude-UID/socket` without XDG_RUNTIME_DIR). A relative path is taken from the
+    /// current folder and made absolute (`--socket rel.sock` failed: "cannot create : No such
+    /// file or directory", the folder of a bare file name being empty).
     public static func defaultPath(flag: String?, environment: [String: String]) -> String {
-        if let flag { return flag }
-        if let env = environment["INTERLUDE_SOCKET"], !env.isEmpty { return env }
+        func absolute(_ p: String) -> String { p.hasPrefix("/") ? p : FileManager.default.currentDirectoryPath + "/" + p }
+        if let flag { return absolute(flag) }
+        if let env = environment["INTERLUDE_SOCKET"], !env.isEmpty { return absolute(env) }
         if let run = environment["XDG_RUNTIME_DIR"], !run.isEmpty { return run + "/interlude/socket" }
         return "/tmp/interlude-\(getuid())/socket"
     }

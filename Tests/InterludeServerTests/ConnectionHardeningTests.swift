@@ -207,6 +207,15 @@ import Glibc
         #expect(logged.lines.contains { $0.contains("warning") && $0.contains("777") })
     }
 
+    /// A bare or relative socket name (`--socket rel.sock`, `INTERLUDE_SOCKET=rel.sock`) is taken
+    /// from the current folder (a stranger's find: "cannot create : No such file or directory").
+    @Test func aRelativeSocketPathIsTakenFromTheCurrentFolder() throws {
+        let cwd = FileManager.default.currentDirectoryPath
+        #expect(SocketServer.defaultPath(flag: "rel.sock", environment: [:]) == cwd + "/rel.sock")
+        #expect(SocketServer.defaultPath(flag: nil, environment: ["INTERLUDE_SOCKET": "a/b.sock"]) == cwd + "/a/b.sock")
+        #expect(SocketServer.defaultPath(flag: "/abs/s", environment: [:]) == "/abs/s")
+    }
+
     @Test(.enabled(if: geteuid() == 0, "needs root to give a folder to another user"))
     func aFolderOfAnotherUserIsRefused() throws {
         let dir = try scratch()
