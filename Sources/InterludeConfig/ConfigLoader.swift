@@ -354,10 +354,10 @@ public enum ConfigLoader {
         func bad(_ m: String) -> ConfigError { ConfigError(file: file, line: line, key: dotted, message: m, code: "configBadValue") }
         switch (spec.kind, v) {
         case let (.number(_, r, unit), .number(n)):
-            guard r.contains(n) else { throw bad("\(plain(n)) is out of range \(plain(r.lowerBound))…\(plain(r.upperBound)) \(unit)") }
+            guard r.contains(n) else { throw bad("\(plain(n)) is out of range \(plain(r.lowerBound))…\(plain(r.upperBound))\(unitText(unit, r))") }
         case let (.integer(_, r, unit), .number(n)):
             guard n.rounded() == n, n >= Double(r.lowerBound), n <= Double(r.upperBound) else {
-                throw bad("must be a whole number in \(r.lowerBound)…\(r.upperBound) \(unit), not \(plain(n))")
+                throw bad("must be a whole number in \(r.lowerBound)…\(r.upperBound)\(unitText(unit, r)), not \(plain(n))")
             }
         case (.bool, .bool): break
         case let (.string(_, allowed), .string(s)):
@@ -379,6 +379,12 @@ public enum ConfigLoader {
         }
     }
 
+    /// " UNIT" after a range, or nothing when the unit is the range itself (a volume's "0…1": the
+    /// message said "out of range 0…1 0…1").
+    static func unitText<T: Comparable>(_ unit: String, _ r: ClosedRange<T>) -> String {
+        unit.isEmpty || unit.contains("…") ? "" : " " + unit
+    }
+
     /// A number as the user wrote it: whole numbers without ".0" (`1000`, not `1000.0`).
     static func plain(_ n: Double) -> String {
         n.rounded() == n && abs(n) < 1e15 ? String(Int64(n)) : "\(n)"
@@ -386,8 +392,8 @@ public enum ConfigLoader {
 
     static func describe(_ k: ConfigKey.Kind) -> String {
         switch k {
-        case let .number(_, r, u): return "a number in \(plain(r.lowerBound))…\(plain(r.upperBound)) \(u)"
-        case let .integer(_, r, u): return "a whole number in \(r.lowerBound)…\(r.upperBound) \(u)"
+        case let .number(_, r, u): return "a number in \(plain(r.lowerBound))…\(plain(r.upperBound))\(unitText(u, r))"
+        case let .integer(_, r, u): return "a whole number in \(r.lowerBound)…\(r.upperBound)\(unitText(u, r))"
         case .bool: return "true or false"
         case let .string(_, allowed): return allowed.map { "one of \($0.joined(separator: ", "))" } ?? "a string"
         case .strings: return "a list of strings"

@@ -286,7 +286,9 @@ import InterludePolicy
         for (text, says) in [("{ bursts: { audibleAlertInterval: 5000 } }", "5000 is out of range 0…3600 s"),
                              ("{ bursts: { maxDeliveredPerApp: 1000000 } }", "not 1000000"),
                              ("{ bursts: { maxDeliveredPerApp: 2.5 } }", "not 2.5"),
-                             ("{ bursts: { audibleAlertInterval: 'often' } }", "a number in 0…3600 s")] {
+                             ("{ bursts: { audibleAlertInterval: 'often' } }", "a number in 0…3600 s"),
+                             // The unit is the range itself: said once (it read "out of range 0…1 0…1").
+                             ("{ defaultCriticalVolume: 3 }", "3 is out of range 0…1 [configBadValue]")] {
             let dir = try tempDir(text)
             do { _ = try ConfigLoader.load(folders: [builtin, dir]); Issue.record("accepted \(text)") } catch {
                 #expect(error.description.contains(says) && !error.description.contains(".0"), "\(error)")
