@@ -153,7 +153,7 @@ public actor PulseSoundPlayer: SoundPlayer {
         case let .file(p): path = p
         case let .disabled(p): throw LoadFailure(WireError(.notFound, "\(nameOrPath) is disabled on purpose (\(p))"))
         case .notFound: throw LoadFailure(WireError(.notFound, "no sound named \(nameOrPath) [soundNotFound]"))
-        case let .refused(e): throw LoadFailure(WireError(.notAuthorized, "\(e)"))  // "code: path: why"
+        case let .refused(e): throw LoadFailure(WireError(.notAuthorized, "\(e)"))  // "path: why [code]"
         }
         let identity = FileIdentity(path: path)
         if let hit = cache[path] {
@@ -164,7 +164,7 @@ public actor PulseSoundPlayer: SoundPlayer {
         }
         let sound: DecodedSound
         do { sound = try SoundDecoder.decode(path: path, maxDuration: maxDuration, maxBytes: maxBytes) } catch {
-            throw LoadFailure(WireError(.badRequest, "\(error)"))  // "code: path: why"
+            throw LoadFailure(WireError(.badRequest, "\(error)"))  // "path: why [code]"
         }
         uploads += 1
         let sample = "interlude-\(uploads)-" + (path as NSString).lastPathComponent

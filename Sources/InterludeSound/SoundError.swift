@@ -48,24 +48,21 @@ public enum SoundError: Error, Sendable, Equatable, CustomStringConvertible {
         }
     }
 
-    /// `code: path: detail`, for logs. Not stable; match on ``code`` instead.
+    /// `path: detail [code]`, for logs and the protocol's warnings (the code ends the line, as
+    /// every error's does; it led the line before, and PROTOCOL.md said otherwise). Not stable;
+    /// match on ``code`` instead.
     public var description: String {
+        let detail: String
         switch self {
-        case .notFound(let p):
-            "\(code): \(p): no such file"
-        case .unreadable(let p, let reason):
-            "\(code): \(p): \(reason)"
-        case .notAudio(let p, let reason):
-            "\(code): \(p): not audio libsndfile can decode (\(reason))"
-        case .empty(let p):
-            "\(code): \(p): no audio frames"
-        case .tooLong(let p, let seconds, let limit):
-            "\(code): \(p): \(Self.format(seconds)) s long, limit \(Self.format(limit)) s"
-        case .tooLarge(let p, let bytes, let limit):
-            "\(code): \(p): \(bytes) bytes decoded, limit \(limit) bytes"
-        case .outsideSoundFolders(let p):
-            "\(code): \(p): outside the sound folders"
+        case .notFound(let p): detail = "\(p): no such file"
+        case .unreadable(let p, let reason): detail = "\(p): \(reason)"
+        case .notAudio(let p, let reason): detail = "\(p): not audio libsndfile can decode (\(reason))"
+        case .empty(let p): detail = "\(p): no audio frames"
+        case .tooLong(let p, let seconds, let limit): detail = "\(p): \(Self.format(seconds)) s long, limit \(Self.format(limit)) s"
+        case .tooLarge(let p, let bytes, let limit): detail = "\(p): \(bytes) bytes decoded, limit \(limit) bytes"
+        case .outsideSoundFolders(let p): detail = "\(p): outside the sound folders"
         }
+        return detail + " [\(code)]"
     }
 
     /// Seconds with up to three decimals, without Foundation.
