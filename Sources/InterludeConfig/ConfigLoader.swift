@@ -185,16 +185,29 @@ public enum ConfigLoader {
     /// `INTERLUDE_CONFIG_DIR`. A typo, or a folder deleted since, would otherwise run silently on
     /// the remaining files (the user's settings back at their defaults). Checked at start and on
     /// every reload (``folders(builtin:override:environment:)`` names the same folder).
+    /// On a reload, `readAtStart` (the files the running config was read from) adds one more
+    /// check: a file of the named folder that was read at start and is gone now is refused the
+    /// same way (deleting the file and keeping its folder dropped the user's settings silently).
     /// - Throws: ``ConfigError`` `configNotFound` naming the path and where it was given.
-    public static func checkNamedFolder(override: String?, environment: [String: String]) throws(ConfigError) {
+    public static func checkNamedFolder(override: String?, environment: [String: String],
+                                        readAtStart: [String] = []) throws(ConfigError) {
         let named: (source: String, path: String)?
         if let override, !override.isEmpty { named = ("--config", override) }
         else if let dir = environment["INTERLUDE_CONFIG_DIR"], !dir.isEmpty { named = ("INTERLUDE_CONFIG_DIR", dir) }
         else { named = nil }
         guard let named else { return }
         var isDir: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: named.path, isDirectory: &isDir), isDir.boolValue else {
+        guard FileManager.default.fileExists(atPath: named.path, isDirectory: &isDir) else {
             throw ConfigError(file: named.path, line: 0, key: nil, message: "no such folder (given with \(named.source))", code: "configNotFound")
+        }
+        guard isDir.boolValue else {
+            throw ConfigError(file: named.path, line: 0, key: nil, message: "is not a folder (given with \(named.source))", code: "configNotFound")
+        }
+        let folder = named.path.hasSuffix("/") ? named.path : named.path + "/"
+        for file in readAtStart where file.hasPrefix(folder) && !FileManager.default.fileExists(atPath: file) {
+            throw ConfigError(file: file, line: 0, key: nil,
+                              message: "read at start and gone now (its folder was given with \(named.source)); put it back, or restart the daemon to run without it",
+                              code: "configNotFound")
         }
     }
 

@@ -164,7 +164,7 @@ enum Daemon {
         let reloader: Engine.Reloader = { [weak engine] in
             let fresh: InterludeConfig, newSounds: SoundSettings
             do {
-                try ConfigLoader.checkNamedFolder(override: configOverride, environment: env)
+                try ConfigLoader.checkNamedFolder(override: configOverride, environment: env, readAtStart: config.files)
                 fresh = try ConfigLoader.load(folders: folders)
                 newSounds = try SoundSettings(config: fresh, home: home, environment: env)
             } catch {

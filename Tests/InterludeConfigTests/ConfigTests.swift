@@ -131,6 +131,18 @@ import InterludePolicy
         #expect(v?.description == "\(gone): no such folder (given with INTERLUDE_CONFIG_DIR) [configNotFound]")
         #expect(throws: Never.self) { try ConfigLoader.checkNamedFolder(override: builtin, environment: ["INTERLUDE_CONFIG_DIR": gone]) }
         #expect(throws: Never.self) { try ConfigLoader.checkNamedFolder(override: nil, environment: [:]) }
+        // A file in place of the folder is said to be one (it read "no such folder").
+        let file = try tempDir("{}") + "/interlude.json5"
+        let f = #expect(throws: ConfigError.self) { try ConfigLoader.checkNamedFolder(override: file, environment: [:]) }
+        #expect(f?.description == "\(file): is not a folder (given with --config) [configNotFound]")
+        // A file of the folder read at start and deleted since (the folder kept).
+        let dir = try tempDir("{}")
+        #expect(throws: Never.self) { try ConfigLoader.checkNamedFolder(override: dir, environment: [:], readAtStart: [dir + "/interlude.json5"]) }
+        try FileManager.default.removeItem(atPath: dir + "/interlude.json5")
+        let g = #expect(throws: ConfigError.self) {
+            try ConfigLoader.checkNamedFolder(override: dir, environment: [:], readAtStart: [self.builtin + "/interlude.json5", dir + "/interlude.json5"])
+        }
+        #expect(g?.file == dir + "/interlude.json5" && g?.code == "configNotFound" && g?.message.contains("read at start and gone now") == true)
     }
 
     @Test func builtinDefaultsFileMatchesTheSchema() throws {

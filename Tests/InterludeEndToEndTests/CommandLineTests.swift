@@ -340,6 +340,13 @@ import InterludeWire
         let s = w.socket
         #expect(try interlude(["--socket", s, "status"]).out.contains(folder + "/interlude.json5"))
 
+        // Its file alone deleted (the folder kept): refused the same way, naming the file.
+        try FileManager.default.removeItem(atPath: folder + "/interlude.json5")
+        let fileGone = try interlude(["--socket", s, "reload"])
+        #expect(fileGone.status == 1 && fileGone.err.contains(folder + "/interlude.json5: read at start and gone now")
+                && fileGone.err.contains("[configNotFound]"), "\(fileGone.err)")
+        #expect(try interlude(["--socket", s, "status"]).out.contains(folder + "/interlude.json5"), "the running config stays")
+
         try FileManager.default.removeItem(atPath: folder)
         let reload = try interlude(["--socket", s, "reload"])
         #expect(reload.status == 1, "\(reload)")
@@ -350,7 +357,7 @@ import InterludeWire
         try await Task.sleep(nanoseconds: 300_000_000)
         #expect(daemon.isRunning)
         let log = (try? String(contentsOfFile: w.path + "/log", encoding: .utf8)) ?? ""
-        #expect(log.components(separatedBy: "[configNotFound]").count - 1 == 2, "interlude reload and SIGHUP: \(log)")
+        #expect(log.components(separatedBy: "[configNotFound]").count - 1 == 3, "the file gone, then interlude reload and SIGHUP: \(log)")
 
         // At start, the same code: exit 78 (EX_CONFIG).
         let second = try DaemonProcess(socket: w.path + "/socket2", work: w.path, configFolder: folder, environment: w.environment,
