@@ -270,7 +270,7 @@ public enum ConfigLoader {
                 let split = problem.range(of: ": ")
                 let key = split.map { String(problem[..<$0.lowerBound]) } ?? ""
                 let message = split.map { String(problem[$0.upperBound...]) } ?? problem
-                let top = String(key.split(separator: ".").first ?? "")
+                let top = String(key.split(whereSeparator: { $0 == "." || $0 == "[" }).first ?? "")  // "entitledCriticalApps[0]…"
                 let (file, line) = where_(top)
                 throw ConfigError(file: file, line: line, key: key, message: message, code: "configBadValue")
             }

@@ -227,6 +227,8 @@ import InterludePolicy
         ("{\n  summaryTimes: ['25:99'],\n}", 2, "summaryTimes"),
         ("{\n  summaryTimes: [],\n}", 2, "summaryTimes"),  // N9: held for ever (a stranger's find)
         ("{\n  authorization: { default: 'maybe' },\n}", 2, "authorization.default"),
+        // N3: a relative executablePath never matches /proc/PID/exe (a stranger's find).
+        ("{\n  entitledCriticalApps: [{ app: 'org.example.Alarm', executablePath: 'bin/alarm' }],\n}", 2, "entitledCriticalApps"),
     ])
     func badNotificationValuesNameFileLineAndKey(text: String, line: Int, key: String) throws {
         let dir = try tempDir(text)

@@ -131,6 +131,11 @@ public struct NotificationPolicyConfig: Codable, Sendable, Equatable {
                 out.append("focusModes.\(name).schedule[\(i)]: not a time of day")
             }
         }
+        // N3: the binding compares the peer's /proc/PID/exe, always absolute: a relative path
+        // never matches, and the entitled app's critical alerts would be refused for good.
+        for (i, e) in entitledCriticalApps.enumerated() where e.executablePath.map({ !$0.hasPrefix("/") }) == true {
+            out.append("entitledCriticalApps[\(i)].executablePath: must be an absolute path (/usr/bin/…), not \"\(e.executablePath!)\"")
+        }
         if maxPendingPerApp < 1 { out.append("maxPendingPerApp: must be ≥ 1") }
         if maxPendingTotal < 1 { out.append("maxPendingTotal: must be ≥ 1") }
         if maxActionsPerCategory < 0 { out.append("maxActionsPerCategory: must be ≥ 0") }
