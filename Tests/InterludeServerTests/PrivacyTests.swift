@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import Synchronization
 import InterludeClient
 import InterludeEngine
 import InterludePolicy
@@ -74,7 +75,14 @@ import InterludeWire
         #expect(leaked.isEmpty, "the spy saw Chat's events: \(leaked.map { "\($0.event) \($0.data)" })")
 
         // The user's tool saw all of it, with the body hidden (N13) and the typed reply (N14).
-        let seen = await events(user) { $0.event == NotificationEventName.delivered && $0.data["notification"]?["identifier"] == .string("mine") }
+        // Until the sentinel and a sound: a sound's event comes when it has played, which on a
+        // loaded machine (the suites run in parallel) can be after the sentinel's delivery.
+        let sawSentinel = Mutex(false), sawSound = Mutex(false)
+        let seen = await events(user) { e in
+            if e.event == NotificationEventName.delivered && e.data["notification"]?["identifier"] == .string("mine") { sawSentinel.withLock { $0 = true } }
+            if e.event == WireEventName.soundPlayed { sawSound.withLock { $0 = true } }
+            return sawSentinel.withLock { $0 } && sawSound.withLock { $0 }
+        }
         let names = seen.map(\.event)
         for name in [NotificationEventName.delivered, NotificationEventName.removed, NotificationEventName.actionResponse,
                      NotificationEventName.badgeChanged, NotificationEventName.decided, NotificationEventName.settingsChanged,
