@@ -241,9 +241,12 @@ public enum ConfigLoader {
             config.recordSources(of: overlay.value, from: overlay.name)
         }
         try decodeNotificationPolicy(&config)
-        // The focus a desktop app's Inhibit turns on must be one of the focus modes: else each
-        // Inhibit was refused as the app's mistake (InvalidArgs) for a config error.
-        if let focus = config.string("bus.inhibitFocus"), config.notificationPolicy.focusModes[focus] == nil {
+        // The focus a desktop app's Inhibit turns on, when a file sets it, must be one of the focus
+        // modes: else each Inhibit was refused as the app's mistake (InvalidArgs) for a config
+        // error. (Not the schema's default alone: a scenario's config may define other modes and
+        // never use the bus.)
+        if config.lookup("bus.inhibitFocus") != nil, let focus = config.string("bus.inhibitFocus"),
+           config.notificationPolicy.focusModes[focus] == nil {
             let (file, line) = config.place(of: "bus.inhibitFocus")
             throw ConfigError(file: file, line: line, key: "bus.inhibitFocus",
                               message: "unknown focus \"\(focus)\" (the focus modes: \(config.notificationPolicy.focusModes.keys.sorted().joined(separator: ", ")))",
