@@ -190,9 +190,6 @@ import InterludeWire
         try await Self.checkOneManagerDucks(audio, work: w.path, label: "two started at once")
     }
 
-    /// The watch: a manager that sees a client announce the claim earlier than its own (here a
-    /// `paplay` given the properties of one, stamped 1 ns after 1970: what a daemon that connected
-    /// at the same moment and decided later looks like) hands off and exits 75.
     /// A frozen audio server (SIGSTOP: its socket open, nothing answers): `interlude status` is
     /// answered while notification sounds wait for the server (a stranger's find: `status` waited
     /// behind them, 19 s for one, and the CLI gave up after 30 s with three).
@@ -229,6 +226,9 @@ import InterludeWire
         if status.isRunning { Foundation.kill(status.processIdentifier, SIGKILL) }
     }
 
+    /// The watch: a manager that sees a client announce the claim earlier than its own (here a
+    /// `paplay` given the properties of one, stamped 1 ns after 1970: what a daemon that connected
+    /// at the same moment and decided later looks like) hands off and exits 75.
     @Test(.enabled(if: AudioServer.required()))
     func aManagerHandsOffToAnEarlierAnnouncement() async throws {
         let audio = try PrivateAudioServer("e2e-managers-watch")
