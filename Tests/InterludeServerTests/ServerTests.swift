@@ -55,13 +55,17 @@ final class RawPeer {
     func send(bytes: [UInt8]) { _ = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) } }
     /// The next line from the daemon, or nil on EOF/timeout.
     func readLine() -> ServerMessage? {
+        rawLine().flatMap { try? ServerMessage.parse($0) }
+    }
+    /// The next line's bytes (without the newline), or nil on EOF/timeout.
+    private func rawLine() -> [UInt8]? {
         while lines.isEmpty {
             var buf = [UInt8](repeating: 0, count: 65536)
             let n = buf.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
             if n <= 0 { return nil }
             lines += (try? framer.feed(buf[0..<n])) ?? []
         }
-        return try? ServerMessage.parse(lines.removeFirst())
+        return lines.removeFirst()
     }
     func reply() -> WireReply? {
         while let m = readLine() { if case let .reply(r) = m { return r } }
@@ -69,13 +73,7 @@ final class RawPeer {
     }
     /// The next line from the daemon as written (without the newline), or nil on EOF/timeout.
     func readText() -> String? {
-        while lines.isEmpty {
-            var buf = [UInt8](repeating: 0, count: 65536)
-            let n = buf.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if n <= 0 { return nil }
-            lines += (try? framer.feed(buf[0..<n])) ?? []
-        }
-        return String(decoding: lines.removeFirst(), as: UTF8.self)
+        rawLine().map { String(decoding: $0, as: UTF8.self) }
     }
 }
 
