@@ -28,11 +28,9 @@ public struct InterludeConfig: Sendable {
     public var document: ConfigValue
     /// The files that were read, lowest precedence first.
     public var files: [String]
-    /// Which file last set each top-level key (for errors found after merging).
-    public var sources: [String: String] = [:]
-    /// Which file last set each dotted key, at every depth (`server`, `server.maxSessions`): two
-    /// files may set different keys of one section, so the section's file does not say where a
-    /// key inside it came from (``place(of:)``).
+    /// Which file last set each dotted key, at every depth (`server`, `server.maxSessions`; a
+    /// top-level key is its section): two files may set different keys of one section, so the
+    /// section's file does not say where a key inside it came from (``place(of:)``).
     public var keySources: [String: String] = [:]
     /// The notification policy's numbers and modes (N-rules), decoded from the top-level keys.
     public var notificationPolicy = NotificationPolicyConfig()
@@ -87,7 +85,6 @@ public struct InterludeConfig: Sendable {
         guard case let .object(members) = value else { return }
         for m in members {
             let p = path.isEmpty ? m.key : path + "." + m.key
-            if path.isEmpty { sources[m.key] = name }
             keySources[p] = name
             recordSources(of: m.value, from: name, under: p)
         }
@@ -263,7 +260,7 @@ public enum ConfigLoader {
         let keys = Set(ConfigSchema.notifications.map { String($0.path.split(separator: ".").first!) })
         let subset = members.filter { keys.contains($0.key) }
         func where_(_ key: String) -> (String, Int) {
-            (config.sources[key] ?? config.files.last ?? "config", subset.first { $0.key == key }?.line ?? 1)
+            (config.keySources[key] ?? config.files.last ?? "config", subset.first { $0.key == key }?.line ?? 1)
         }
         do {
             let p = try JSONDecoder().decode(NotificationPolicyConfig.self, from: Data(ConfigValue.object(subset).jsonText.utf8))
@@ -370,10 +367,10 @@ public enum ConfigLoader {
         func bad(_ m: String) -> ConfigError { ConfigError(file: file, line: line, key: dotted, message: m, code: "configBadValue") }
         switch (spec.kind, v) {
         case let (.number(_, r, unit), .number(n)):
-            guard r.contains(n) else { throw bad("\(plain(n)) is out of range \(plain(r.lowerBound))…\(plain(r.upperBound))\(unitText(unit, r))") }
+            guard r.contains(n) else { throw bad("\(plain(n)) is out of range \(plain(r.lowerBound))…\(plain(r.upperBound))\(unitText(unit))") }
         case let (.integer(_, r, unit), .number(n)):
             guard n.rounded() == n, n >= Double(r.lowerBound), n <= Double(r.upperBound) else {
-                throw bad("must be a whole number in \(r.lowerBound)…\(r.upperBound)\(unitText(unit, r)), not \(plain(n))")
+                throw bad("must be a whole number in \(r.lowerBound)…\(r.upperBound)\(unitText(unit)), not \(plain(n))")
             }
         case (.bool, .bool): break
         case let (.string(_, allowed), .string(s)):
@@ -397,19 +394,18 @@ public enum ConfigLoader {
 
     /// " UNIT" after a range, or nothing when the unit is the range itself (a volume's "0…1": the
     /// message said "out of range 0…1 0…1").
-    static func unitText<T: Comparable>(_ unit: String, _ r: ClosedRange<T>) -> String {
+    static func unitText(_ unit: String) -> String {
         unit.isEmpty || unit.contains("…") ? "" : " " + unit
     }
 
-    /// A number as the user wrote it: whole numbers without ".0" (`1000`, not `1000.0`).
-    static func plain(_ n: Double) -> String {
-        n.rounded() == n && abs(n) < 1e15 ? String(Int64(n)) : "\(n)"
-    }
+    /// A number as the user wrote it: whole numbers without ".0" (`1000`, not `1000.0`), as
+    /// ``ConfigValue/jsonText`` writes numbers.
+    static func plain(_ n: Double) -> String { ConfigValue.number(n).jsonText }
 
     static func describe(_ k: ConfigKey.Kind) -> String {
         switch k {
-        case let .number(_, r, u): return "a number in \(plain(r.lowerBound))…\(plain(r.upperBound))\(unitText(u, r))"
-        case let .integer(_, r, u): return "a whole number in \(r.lowerBound)…\(r.upperBound)\(unitText(u, r))"
+        case let .number(_, r, u): return "a number in \(plain(r.lowerBound))…\(plain(r.upperBound))\(unitText(u))"
+        case let .integer(_, r, u): return "a whole number in \(r.lowerBound)…\(r.upperBound)\(unitText(u))"
         case .bool: return "true or false"
         case let .string(_, allowed): return allowed.map { "one of \($0.joined(separator: ", "))" } ?? "a string"
         case .strings: return "a list of strings"

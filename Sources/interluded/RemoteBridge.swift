@@ -31,7 +31,7 @@ final class RemoteBridge: Sendable {
     ///   device id, a password file that cannot be read.
     static func make(config: InterludeConfig, engine: Engine, log: @escaping @Sendable (String) -> Void) async throws -> RemoteBridge? {
         guard let broker = config.string("remote.broker") else { return nil }
-        let source = config.sources["remote"] ?? "the config"
+        let source = config.keySources["remote"] ?? "the config"
         func bad(_ key: String, _ why: String) -> ConfigProblem { ConfigProblem(message: "\(source): key 'remote.\(key)': \(why) [configBadValue]") }
         let url: MQTTBrokerURL
         do { url = try MQTTBrokerURL(broker) } catch { throw bad("broker", error.message) }
