@@ -28,6 +28,8 @@ public final class SocketServer: @unchecked Sendable {
     private var servedByPid: [Int32: Int] = [:]
     /// The connections counted in `servedByPid`, with their peer's pid; on `queue`.
     private var countedPid: [ObjectIdentifier: Int32] = [:]
+    /// Processes refused at `maxClientsPerProcess` since they were last below it (logged once); on `queue`.
+    private var refusedPids: Set<Int32> = []
     /// Handlers still deciding requests, and the point where they all are done when stopping.
     private let stopping = StopGate()
     /// The connections being served, with their handler's task (nil for one being refused), by
@@ -170,6 +172,7 @@ public final class SocketServer: @unchecked Sendable {
             if let pid = self.countedPid.removeValue(forKey: id) {
                 let left = (self.servedByPid[pid] ?? 1) - 1
                 self.servedByPid[pid] = left > 0 ? left : nil
+                self.refusedPids.remove(pid)
             }
         }
     }
@@ -236,7 +239,9 @@ public final class SocketServer: @unchecked Sendable {
             }
             let fromPeer = servedByPid[pid] ?? 0
             guard fromPeer < maxClientsPerProcess else {
-                if fromPeer == maxClientsPerProcess {
+                // Logged once per stretch at the cap (the check `fromPeer == max` it had was always
+                // true here: every refused connection was a log line).
+                if refusedPids.insert(pid).inserted {
                     log("client pid \(pid) holds \(fromPeer) connections (server.maxClientsPerProcess); refusing more from it")
                 }
                 conn.send(.reply(WireReply(id: nil, error: WireError(.rateLimited,
