@@ -81,7 +81,7 @@ let package = Package(
         ]),
 
         .testTarget(name: "InterludePolicyTests", dependencies: ["InterludePolicy", "InterludeTestSupport"]),
-        .testTarget(name: "InterludeWireTests", dependencies: ["InterludeWire", "InterludeTestSupport", "InterludeCommandLine"]),
+        .testTarget(name: "InterludeWireTests", dependencies: ["InterludeWire", "InterludeTestSupport", "InterludeCommandLine", "InterludePolicy"]),
         .testTarget(name: "InterludeConfigTests", dependencies: ["InterludeConfig"]),
         .testTarget(name: "InterludeStoreTests", dependencies: ["InterludeStore", "InterludePolicy", "InterludeEngine", "InterludeTestSupport"],
                     exclude: ["Fixtures"]),  // read from the source tree by path (SchemaCompatibilityTests)

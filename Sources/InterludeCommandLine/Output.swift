@@ -53,7 +53,8 @@ public enum CommandOutput {
     /// A level or a duration with one decimal, as the CLI prints them ("-14.0").
     public static func fmt(_ d: Double) -> String { String(format: "%.1f", d) }
 
-    /// One line a person can read: outcome, level, sound, the rules that decided (N16).
+    /// What a person can read: outcome, level, sound, the rules that decided (N16), then one line
+    /// per note; an app's text in it (the sound's name, a note) escaped as ``text(_:)`` does.
     public static func describe(_ d: NotificationDecision) -> String {
         var out: String
         switch d.outcome {
@@ -65,7 +66,7 @@ public enum CommandOutput {
         }
         out += ", level \(name(d.level))"
         if let s = d.sound {
-            out += ", sound \(s.name) at \(Int((s.volume * 100).rounded())) %"
+            out += ", sound \(text(s.name)) at \(Int((s.volume * 100).rounded())) %"
             if s.bypassRingerAndFocus { out += " through ringer and focus" }
         } else {
             out += ", no sound"
@@ -73,7 +74,8 @@ public enum CommandOutput {
         if !d.banner { out += ", no banner" }
         if let b = d.badge { out += ", badge \(b)" }
         out += " — rules \(d.rules.joined(separator: ", "))"
-        if !d.notes.isEmpty { out += "\n  " + d.notes.joined(separator: "\n  ") }
+        // One note a line; each note's own text escaped (a note may quote an app's identifier).
+        if !d.notes.isEmpty { out += "\n  " + d.notes.map(text).joined(separator: "\n  ") }
         return out
     }
 

@@ -65,7 +65,7 @@ enum NotificationCommands {
             FileHandle.standardError.write(Data("interlude: \(app) is \(auth.status.rawValue == "denied" ? "denied" : "not yet authorized") (N1); allow it with `interlude auth \(app) grant`\n".utf8))
         }
         let r = try await c.call(NotificationMethod.add, params, as: AddNotificationResult.self)
-        if a.has("json") { CommandOutput.printJSONLine(r) } else { print(CommandOutput.text("\(r.identifier): \(CommandOutput.describe(r.decision))")) }
+        if a.has("json") { CommandOutput.printJSONLine(r) } else { print("\(CommandOutput.text(r.identifier)): \(CommandOutput.describe(r.decision))") }
         if trigger == nil, r.decision.sound.map({ $0.volume > 0 }) == true { await reportSound(of: r.identifier, on: c) }
         return 0
     }
@@ -140,7 +140,7 @@ enum NotificationCommands {
         let c = try await connectUser(socket)
         let r = try await c.call(NotificationMethod.explain, ExplainParams(app: a.value("app"), identifier: a.positionals[0]), as: ExplainResult.self)
         if a.has("json") { CommandOutput.printJSONLine(r); return 0 }
-        print(CommandOutput.text("\(r.app)/\(r.identifier): \(CommandOutput.describe(r.decision))"))
+        print("\(CommandOutput.text(r.app))/\(CommandOutput.text(r.identifier)): \(CommandOutput.describe(r.decision))")
         // S1: what the sound the decision named actually played, when it was not that sound.
         if let s = r.sound, s.played != s.requested || s.warning != nil {
             print("sound: \(s.requested) was requested, \(s.played) played" + (s.warning.map { " (\($0.code.rawValue): \($0.message)) [S1]" } ?? " [S1]"))
@@ -296,7 +296,7 @@ enum NotificationCommands {
             let r = try await c.call(NotificationMethod.remove, RemoveNotificationsParams(app: app, pending: [id], delivered: [id]),
                                      as: RemoveNotificationsResult.self)
             guard r.removed.contains(id) else { return CommandOutput.fail("\(app) has no notification \(id) (see `interlude center --app \(app)`)") }
-            print("removed \(id)")
+            print("removed \(CommandOutput.text(id))")
             return 0
         case "clear":
             guard let app else { throw Arguments.UsageError(description: "center --app ID clear") }

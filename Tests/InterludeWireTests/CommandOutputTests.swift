@@ -1,4 +1,5 @@
 import InterludeCommandLine
+import InterludePolicy
 import Testing
 
 /// What the CLI prints of an app's text (a stranger's find: a title with a newline and an escape
@@ -20,5 +21,14 @@ import Testing
         let out = CommandOutput.text(raw)
         #expect(out == shown)
         #expect(!out.unicodeScalars.contains { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) })
+    }
+
+    /// A decision's notes stay one a line (the escaping of whole printed lines had turned the
+    /// CLI's own line breaks into "\n", a stranger's find); a note's own control characters are escaped.
+    @Test func aDecisionsNotesAreOneALineWithTheirOwnTextEscaped() {
+        let d = NotificationDecision(outcome: .delivered, requestedLevel: .active, level: .active, rules: ["N8"],
+                                     notes: ["waits for its trigger", "identifier a\u{1B}[2J"])
+        let lines = CommandOutput.describe(d).split(separator: "\n", omittingEmptySubsequences: false)
+        #expect(lines.count == 3 && lines[1] == "  waits for its trigger" && lines[2] == "  identifier a\\u{1B}[2J", "\(lines)")
     }
 }
