@@ -108,6 +108,7 @@ public struct InterludeConfig: Sendable {
         ("maxPendingPerApp", "maxPendingTotal"),
         ("bursts.maxDeliveredPerApp", "bursts.maxDeliveredTotal"),
         ("server.maxSessionsPerClient", "server.maxSessions"),
+        ("server.maxClientsPerProcess", "server.maxClients"),
     ]
 
     /// Settings that work against each other or against the user: a per-app or per-client limit

@@ -251,6 +251,8 @@ import InterludePolicy
         ("{ bursts: { maxDeliveredTotal: 20 }, server: { maxSessions: 5 } }",
          ["bursts.maxDeliveredPerApp 50 (the default) is above bursts.maxDeliveredTotal 20 (DIR/interlude.json5:1)",
           "server.maxSessionsPerClient 1024 (the default) is above server.maxSessions 5 (DIR/interlude.json5:1)"]),
+        // A stranger's find: the per-process connection limit above the total was not said.
+        ("{ server: { maxClients: 10 } }", ["server.maxClientsPerProcess 128 (the default) is above server.maxClients 10 (DIR/interlude.json5:1)"]),
     ])
     func limitsSetAgainstEachOtherAreSaid(text: String, want: [String]) throws {
         let dir = try tempDir(text)
