@@ -52,7 +52,7 @@ let package = Package(
         // Scenario files, tone analysis (Goertzel), reference apps, SVG plots.
         .target(name: "InterludeScenario", dependencies: ["InterludeClient", "InterludePulse", "InterludeConfig"]),
         // Fakes and a manual clock for tests.
-        .target(name: "InterludeTestSupport", dependencies: ["InterludePolicy", "InterludeEngine", "InterludeClient", "InterludeWire"]),
+        .target(name: "InterludeTestSupport", dependencies: ["InterludePolicy", "InterludeEngine", "InterludeClient", "InterludeWire", "CInterludeSys"]),
 
         .executableTarget(name: "interluded", dependencies: [
             "InterludeServer", "InterludeEngine", "InterludePulse", "InterludeSound", "InterludeStore", "InterludeConfig", "InterludeWire",
@@ -93,7 +93,7 @@ let package = Package(
         ]),
         .testTarget(name: "InterludeAudioPortsTests", dependencies: ["InterludeAudioPorts", "InterludeEngine", "InterludePulse"]),
         .testTarget(name: "InterludePulseTests", dependencies: ["InterludePulse", "InterludeScenario", "InterludeTestSupport"]),
-        .testTarget(name: "InterludeMeasureTests", dependencies: ["InterludeMeasure"]),
+        .testTarget(name: "InterludeMeasureTests", dependencies: ["InterludeMeasure", "InterludeTestSupport"]),
         .testTarget(name: "InterludeRemoteTests", dependencies: ["InterludeRemote"]),
         .testTarget(name: "InterludeSoundTests", dependencies: ["InterludeSound", "CSndfile", "InterludeTestSupport"]),  // CSndfile: tests write MP3/Opus/float files with libsndfile
         .testTarget(name: "InterludeEndToEndTests", dependencies: [

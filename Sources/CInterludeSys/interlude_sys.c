@@ -1,6 +1,8 @@
 #define _GNU_SOURCE
 #include "interlude_sys.h"
 #include <sys/socket.h>
+#include <unistd.h>
+#include <fcntl.h>
 
 int interlude_peer_credentials(int fd, int *pid, unsigned *uid, unsigned *gid) {
     struct ucred cred;
@@ -18,3 +20,16 @@ int interlude_malloc_trim(void) { return malloc_trim(0); }
 #else
 int interlude_malloc_trim(void) { return 0; }
 #endif
+
+#include <errno.h>
+#include <spawn.h>
+int interlude_spawn_add_closefrom(posix_spawn_file_actions_t *actions, int fd) {
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 34))
+    return posix_spawn_file_actions_addclosefrom_np(actions, fd);
+#else
+    (void)actions; (void)fd;
+    return ENOSYS;
+#endif
+}
+
+int interlude_pipe_cloexec(int fds[2]) { return pipe2(fds, O_CLOEXEC); }

@@ -44,17 +44,8 @@ import InterludeWire
 
     /// `paplay` of a looped-long sine as an unmodified app (no `interlude.daemon`): managed by
     /// every daemon that manages all streams, with an implicit session from its role (A10).
-    static func player(_ server: String, _ file: String, role: String, name: String) throws -> Process {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/paplay")
-        p.arguments = ["--server=\(server)", "--property=media.role=\(role)", "--client-name=\(name)", file]
-        try p.run()
-        return p
-    }
-
-    static func end(_ p: Process) {
-        if p.isRunning { kill(p.processIdentifier, SIGKILL) }
-        p.waitUntilExit()
+    static func player(_ server: String, _ file: String, role: String, name: String) throws -> ChildProcess {
+        try ChildProcess("/usr/bin/paplay", ["--server=\(server)", "--property=media.role=\(role)", "--client-name=\(name)", file])
     }
 
     /// The sink input of the client named `name`, on `pulse`.
@@ -108,18 +99,20 @@ import InterludeWire
     }
 
     /// The built `interlude` with `args` on `socket`, its standard output collected.
-    static func cli(_ socket: String, _ env: [String: String], _ args: [String]) throws -> (Process, CommandLineEndToEndTests.ReadAll) {
+    static func cli(_ socket: String, _ env: [String: String], _ args: [String]) throws -> (ChildProcess, Output) {
         guard let cli = ScenarioRunner.siblingExecutable("interlude") else { throw CocoaError(.fileNoSuchFile) }
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: cli)
-        p.arguments = ["--socket", socket] + args
-        p.environment = env
-        let out = Pipe()
-        p.standardOutput = out
-        p.standardError = FileHandle.nullDevice
-        try p.run()
-        return (p, CommandLineEndToEndTests.ReadAll(out.fileHandleForReading))
+        let p = try ChildProcess(cli, ["--socket", socket] + args, stdout: .capture, stderr: .null, environment: env)
+        return (p, Output(child: p))
     }
+
+    /// A CLI's standard output, read once it ends.
+    struct Output {
+        let child: ChildProcess
+        /// Everything it wrote (waits for it to close its standard output).
+        func text() -> String { child.output() }
+    }
+
+    static func end(_ p: ChildProcess) { p.kill() }
 
     static func log(_ work: String, _ name: String) -> String {
         (try? String(contentsOfFile: work + "/" + name, encoding: .utf8)) ?? ""
@@ -143,8 +136,7 @@ import InterludeWire
                                        managing: true, log: "second.log", state: "state2")
         defer { second.stop() }
         #expect(await Self.waitFor(5) { !second.isRunning }, "the second daemon keeps running")
-        #expect(!second.isRunning && second.process.terminationStatus == 75,
-                "second daemon: \(second.isRunning ? "running" : "status \(second.process.terminationStatus)")")
+        #expect(second.exit == .exited(75), "second daemon: \(second.exit.map { "\($0)" } ?? "running")")
         let said = Self.log(w.path, "second.log")
         #expect(said.contains("another interluded") && said.contains(w.path + "/first") && said.contains("[anotherManager]"), "\(said)")
         #expect(!SocketProbe.live(w.path + "/second"), "a refusing daemon must not listen")
@@ -183,7 +175,7 @@ import InterludeWire
         try await Task.sleep(for: .milliseconds(1000))
         #expect(a.isRunning != b.isRunning, "exactly one daemon stays")
         let gone = a.isRunning ? b : a
-        #expect(!gone.isRunning && gone.process.terminationStatus == 75)
+        #expect(gone.exit == .exited(75))
         let said = Self.log(w.path, gone === a ? "a.log" : "b.log")
         #expect(said.contains("[anotherManager]"), "\(said)")
         print("[measured] two started at once: the other exited \(said.contains("already manages") ? "at its start-up check" : "when it saw the earlier announcement")")
@@ -210,20 +202,21 @@ import InterludeWire
         // Three apps' notifications with a sound: delivered, their sounds queue for the server.
         for i in 0..<3 {
             let (grant, _) = try Self.cli(w.socket, env, ["auth", "org.example.Frozen\(i)", "grant"])
-            grant.waitUntilExit()
+            grant.wait()
             let (p, _) = try Self.cli(w.socket, env, ["notify", "--app", "org.example.Frozen\(i)", "--title", "t\(i)", "--sound", "default"])
             let started = PulseClock.monotonicSeconds()
             while p.isRunning, PulseClock.monotonicSeconds() - started < 10 { try await Task.sleep(for: .milliseconds(20)) }
-            #expect(!p.isRunning && p.terminationStatus == 0, "notify \(i) with the audio server frozen")
+            #expect(p.exited == .exited(0), "notify \(i) with the audio server frozen")
         }
         let started = PulseClock.monotonicSeconds()
         let (status, out) = try Self.cli(w.socket, env, ["status"])
         while status.isRunning, PulseClock.monotonicSeconds() - started < 30 { try await Task.sleep(for: .milliseconds(20)) }
         let took = PulseClock.monotonicSeconds() - started
-        #expect(!status.isRunning && status.terminationStatus == 0 && out.text().contains("interluded"), "status: \(out.text())")
+        #expect(status.exited == .exited(0), "status: \(status.exited.map { "\($0)" } ?? "running")")
+        if !status.isRunning { #expect(out.text().contains("interluded"), "status: \(out.text())") }
         #expect(took < 8, "status took \(took) s while sounds waited for the frozen server")
         print("[measured] status with the audio server frozen and 3 sounds waiting: \(String(format: "%.2f", took)) s")
-        if status.isRunning { Foundation.kill(status.processIdentifier, SIGKILL) }
+        if status.isRunning { status.kill() }
     }
 
     /// The watch: a manager that sees a client announce the claim earlier than its own (here a
@@ -244,16 +237,12 @@ import InterludeWire
         #expect(daemon.isRunning)
         let file = w.path + "/quiet.wav"
         try WAVFile.writeSine(path: file, frequency: 300, amplitude: 0.01, seconds: 20, sampleRate: 48000)
-        let earlier = Process()
-        earlier.executableURL = URL(fileURLWithPath: "/usr/bin/paplay")
-        earlier.arguments = ["--server=\(audio.server)", file]
         var pe = env
         pe["PULSE_PROP"] = "interlude.manager=/earlier/socket interlude.manager.uid=\(PulseClaim.currentUID) interlude.manager.since=1"
-        earlier.environment = pe
-        try earlier.run()
+        let earlier = try ChildProcess("/usr/bin/paplay", ["--server=\(audio.server)", file], environment: pe)
         defer { Self.end(earlier) }
         #expect(await Self.waitFor(5) { !daemon.isRunning }, "the manager ignored an earlier announcement")
-        #expect(!daemon.isRunning && daemon.process.terminationStatus == 75)
+        #expect(daemon.exit == .exited(75))
         let said = Self.log(w.path, "log")
         #expect(said.contains("announced itself first") && said.contains("/earlier/socket"), "\(said)")
     }
@@ -283,7 +272,7 @@ import InterludeWire
         #expect(await Self.waitFor(15) { !first.isRunning || !second.isRunning }, "both daemons still manage")
         try await Task.sleep(for: .milliseconds(500))
         let (gone, kept) = first.isRunning ? (second, first) : (first, second)
-        #expect(!gone.isRunning && gone.process.terminationStatus == 75)
+        #expect(gone.exit == .exited(75))
         #expect(kept.isRunning, "exactly one daemon stays")
         let said = Self.log(w.path, "first.log") + Self.log(w.path, "second.log")
         #expect(said.contains("announced itself first"), "\(said)")
@@ -307,7 +296,7 @@ import InterludeWire
         env["PULSE_SERVER"] = audio.server
         let daemon = try DaemonProcess(socket: w.socket, work: w.path, config: false, environment: env)
         defer { daemon.stop() }
-        func run(_ args: [String]) throws -> (Process, CommandLineEndToEndTests.ReadAll) { try Self.cli(w.socket, env, args) }
+        func run(_ args: [String]) throws -> (ChildProcess, Output) { try Self.cli(w.socket, env, args) }
         let (music, musicOut) = try run(["session", "--app", "org.example.Music", "--category", "playback", "--tone", "440"])
         defer { Self.end(music) }
         var ears = try Ears(audio.server)
@@ -355,7 +344,7 @@ import InterludeWire
 
         // The prompt ends when its 10 s are up (not expired under A9 meanwhile); the music comes back.
         #expect(await Self.waitFor(12) { !prompt.isRunning })
-        #expect(prompt.terminationStatus == 0)
+        #expect(prompt.exited == .exited(0))
         let promptText = promptOut.text()
         #expect(promptText.contains("\"streamReopened\"") && !promptText.contains("\"expired\""), "\(promptText)")
         try await Task.sleep(for: .milliseconds(1200))
@@ -369,9 +358,9 @@ import InterludeWire
         let duckedAgain = await ears.median(440)
         #expect(abs(duckedAgain + 14) < 1.5, "music under a new prompt: \(duckedAgain) dB")
         #expect(await Self.waitFor(5) { !again.isRunning })
-        kill(music.processIdentifier, SIGTERM)
+        music.signal(SIGTERM)
         #expect(await Self.waitFor(5) { !music.isRunning })
-        #expect(music.terminationStatus == 0)
+        #expect(music.exited == .exited(0))
         #expect(musicOut.text().contains("\"streamReopened\""))
         print("[measured] music: before \(String(format: "%.1f", before)), ducked \(String(format: "%.1f", ducked)), after the restart \(String(format: "%.1f", duckedAfter)), after the prompt \(String(format: "%.1f", restored)), new prompt \(String(format: "%.1f", duckedAgain)) dB")
     }
@@ -417,7 +406,7 @@ import InterludeWire
         try await Task.sleep(for: .milliseconds(1200))
         let resumed = await ears.median(440)
         #expect(abs(resumed) < 1, "music after the call: \(resumed) dB")
-        kill(music.processIdentifier, SIGTERM)
+        music.signal(SIGTERM)
         #expect(await Self.waitFor(5) { !music.isRunning })
         let out = musicOut.text()
         #expect(out.contains("\"streamReopened\"") && out.contains("\"shouldResume\":true"), "\(out)")

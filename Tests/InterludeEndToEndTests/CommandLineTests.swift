@@ -3,6 +3,7 @@ import Testing
 import InterludeClient
 import InterludeScenario
 import InterludeWire
+import InterludeTestSupport
 
 /// The `interlude` executable as a user runs it, against a real `interluded` on a real PulseAudio
 /// server: the client-only commands answer themselves, the audio commands are handed to
@@ -14,20 +15,8 @@ import InterludeWire
     /// Runs the built `interlude` with `args` and waits for it (at most `timeout` seconds).
     func interlude(_ args: [String], timeout: Double = 20) throws -> Run {
         guard let path = ScenarioRunner.siblingExecutable("interlude") else { throw CocoaError(.fileNoSuchFile) }
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: path)
-        p.arguments = args
-        let out = Pipe(), err = Pipe()
-        p.standardOutput = out
-        p.standardError = err
-        try p.run()
-        // Read both pipes to the end before waiting, so a full pipe cannot stall the child.
-        let outData = ReadAll(out.fileHandleForReading), errData = ReadAll(err.fileHandleForReading)
-        let deadline = Date().addingTimeInterval(timeout)
-        while p.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
-        if p.isRunning { kill(p.processIdentifier, SIGKILL) }
-        p.waitUntilExit()
-        return Run(status: p.terminationStatus, out: outData.text(), err: errData.text())
+        let r = try ChildProcess.run(path, args, timeout: timeout)
+        return Run(status: r.status, out: r.stdout, err: r.stderr)
     }
 
     /// Collects everything a pipe delivers on a thread of its own.
@@ -296,11 +285,11 @@ import InterludeWire
         #expect(silenced.decision.rules.contains("N7"), "the old config's focus still silences: \(silenced.decision.rules)")
 
         // SIGHUP with the broken file: refused, the daemon lives; with the base file: focus off.
-        kill(daemon.process.processIdentifier, SIGHUP)
+        daemon.process.signal(SIGHUP)
         try await Task.sleep(nanoseconds: 300_000_000)
         #expect(daemon.isRunning)
         try w.config(base)
-        kill(daemon.process.processIdentifier, SIGHUP)
+        daemon.process.signal(SIGHUP)
         var off = false
         for _ in 0..<40 where !off {
             try await Task.sleep(nanoseconds: 50_000_000)
@@ -353,7 +342,7 @@ import InterludeWire
         #expect(reload.err.contains("running config stays") && reload.err.contains(folder + ": no such folder (given with --config) [configNotFound]"),
                 "\(reload.err)")
         #expect(try interlude(["--socket", s, "status"]).out.contains(folder + "/interlude.json5"), "the running config stays")
-        kill(daemon.process.processIdentifier, SIGHUP)
+        daemon.process.signal(SIGHUP)
         try await Task.sleep(nanoseconds: 300_000_000)
         #expect(daemon.isRunning)
         let log = (try? String(contentsOfFile: w.path + "/log", encoding: .utf8)) ?? ""
@@ -362,8 +351,7 @@ import InterludeWire
         // At start, the same code: exit 78 (EX_CONFIG).
         let second = try DaemonProcess(socket: w.path + "/socket2", work: w.path, configFolder: folder, environment: w.environment,
                                        log: "log2", state: "state2")
-        second.process.waitUntilExit()
-        #expect(second.process.terminationStatus == 78)
+        #expect(second.process.wait(timeout: 10) == .exited(78))
         let log2 = (try? String(contentsOfFile: w.path + "/log2", encoding: .utf8)) ?? ""
         #expect(log2.contains(folder + ": no such folder (given with --config) [configNotFound]"), "\(log2)")
     }

@@ -5,6 +5,7 @@ import InterludePulse
 import InterludeScenario
 import InterludeWire
 import InterludePolicy
+import InterludeTestSupport
 
 /// End to end on a real PulseAudio server (started by Scripts/test): the real `interluded`, real
 /// streams, and the recording of the null sink's monitor. Under CI=true a missing server fails.
@@ -264,9 +265,9 @@ extension SoundEndToEndTests {
         defer { second.stop() }
         for _ in 0..<100 where second.isRunning { try await Task.sleep(for: .milliseconds(50)) }
         try #require(!second.isRunning, "a second daemon on the same state folder keeps running")
-        #expect(second.process.terminationStatus == 75)
+        #expect(second.process.wait(timeout: 10) == .exited(75))
         let said = (try? String(contentsOfFile: w.path + "/second.log", encoding: .utf8)) ?? ""
-        #expect(said.contains("[storeInUse]") && said.contains("pid \(first.process.processIdentifier)"), "\(said)")
+        #expect(said.contains("[storeInUse]") && said.contains("pid \(first.process.pid)"), "\(said)")
         #expect(!SocketProbe.live(w.path + "/second"), "a refusing daemon must not listen")
         #expect(first.isRunning && SocketProbe.live(w.path + "/first"))
 
@@ -376,7 +377,7 @@ struct WorkFolder {
 /// A real `interluded` process on a private socket (`--private` unless `managing`), with its log in
 /// `work/log` (or `log`).
 final class DaemonProcess {
-    let process = Process()
+    let process: ChildProcess
     /// - Parameters:
     ///   - config: whether `work/interlude.json5` is read (`--config work`).
     ///   - configFolder: another folder for `--config` (with `config`).
@@ -391,21 +392,18 @@ final class DaemonProcess {
         guard let path = ScenarioRunner.siblingExecutable("interluded") else { throw CocoaError(.fileNoSuchFile) }
         let daemonArguments = ["--socket", socket] + (managing ? [] : ["--private"]) + ["--state", work + "/" + state]
             + (config ? ["--config", configFolder ?? work] : []) + (bus ? ["--bus"] : [])
-        // The log is opened by a shell that then execs the daemon (same pid), appending: no file
-        // handle of this process is handed over. A handle's number, closed late by the Process of
-        // an earlier daemon, was sometimes another fd by the time the next daemon was spawned
-        // (21 restarts over one folder: the daemon exited 1 with its stderr gone), and a handle
-        // opened without O_APPEND let each daemon overwrite the start of the earlier ones' log.
-        process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        process.arguments = ["-c", #"log=$1; shift; exec "$@" 2>>"$log""#, "sh", work + "/" + log, path] + daemonArguments
-        process.standardInput = FileHandle.nullDevice
-        if let environment { process.environment = environment }
-        try process.run()
+        // Standard error is appended to the log by the spawn itself (O_APPEND: each daemon's lines
+        // follow the earlier ones'), and the daemon inherits no other descriptor of this process
+        // (ChildProcess: Foundation's Process let a daemon inherit another child's descriptors).
+        process = try ChildProcess(path, daemonArguments, stdin: .null, stdout: .inherit, stderr: .appendTo(work + "/" + log),
+                                   environment: environment)
         for _ in 0..<100 where waitForSocket && !SocketProbe.live(socket) && process.isRunning { Thread.sleep(forTimeInterval: 0.05) }
     }
     var isRunning: Bool { process.isRunning }
-    func kill9() { kill(process.processIdentifier, SIGKILL); process.waitUntilExit() }
-    func stop() { ScenarioRunner.stop(process) }
+    /// How it ended, once it has (nil while it runs).
+    var exit: ChildProcess.Exit? { process.exited }
+    func kill9() { process.kill() }
+    func stop() { process.stop() }
 }
 
 /// Whether a daemon answers on a socket path.

@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import Testing
+import InterludeTestSupport
 import InterludeRemote
 import InterludeWire
 
@@ -26,20 +27,8 @@ final class TestCluster {
     /// Runs the script; returns its status and output.
     @discardableResult
     static func run(_ args: [String]) throws -> (status: Int32, out: String, err: String) {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: script)
-        p.arguments = args
-        let out = Pipe(), err = Pipe()
-        p.standardOutput = out
-        p.standardError = err
-        try p.run()
-        let o = CommandLineEndToEndTests.ReadAll(out.fileHandleForReading), e = CommandLineEndToEndTests.ReadAll(err.fileHandleForReading)
-        // Polled: waitUntilExit alone can miss the exit on a test's thread.
-        let deadline = Date().addingTimeInterval(300)
-        while p.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
-        if p.isRunning { kill(p.processIdentifier, SIGKILL) }
-        p.waitUntilExit()
-        return (p.terminationStatus, o.text(), e.text())
+        let r = try ChildProcess.run(script, args, timeout: 300)
+        return (r.status, r.stdout, r.stderr)
     }
 
     /// Starts the three nodes (about 30–40 s on two loaded cores).

@@ -7,6 +7,7 @@ import InterludeRemote
 import InterludeScenario
 import InterludeWire
 import InterludePolicy
+import InterludeTestSupport
 
 /// The private mosquitto of Scripts/test (`Scripts/mosquitto-private`: the README's ACL, a password
 /// file per user). Under CI=true a missing broker fails.
@@ -32,22 +33,8 @@ enum TestBroker {
     /// Runs the built `interlude` (which execs `interlude-push` for `push`).
     static func interlude(_ args: [String], stdin: String? = nil, timeout: Double = 60) throws -> Run {
         guard let path = ScenarioRunner.siblingExecutable("interlude") else { throw CocoaError(.fileNoSuchFile) }
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: path)
-        p.arguments = args
-        let out = Pipe(), err = Pipe(), input = Pipe()
-        p.standardOutput = out
-        p.standardError = err
-        p.standardInput = input
-        try p.run()
-        let outData = CommandLineEndToEndTests.ReadAll(out.fileHandleForReading), errData = CommandLineEndToEndTests.ReadAll(err.fileHandleForReading)
-        if let stdin { input.fileHandleForWriting.write(Data(stdin.utf8)) }
-        try? input.fileHandleForWriting.close()
-        let deadline = Date().addingTimeInterval(timeout)
-        while p.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
-        if p.isRunning { kill(p.processIdentifier, SIGKILL) }
-        p.waitUntilExit()
-        return Run(status: p.terminationStatus, out: outData.text(), err: errData.text())
+        let r = try ChildProcess.run(path, args, stdin: stdin, timeout: timeout)
+        return Run(status: r.status, out: r.stdout, err: r.stderr)
     }
 
     /// `interlude push` as the provider (the README's provider user, its password from a file).
@@ -60,7 +47,7 @@ enum TestBroker {
     final class Device {
         let work: WorkFolder
         let device: String
-        var process: Process?
+        var process: ChildProcess?
         /// Extra arguments of `interluded`.
         let arguments: [String]
         /// - Parameters:
@@ -86,13 +73,11 @@ enum TestBroker {
         /// Starts the daemon; with `wait`, waits (up to 4 s) until it listens.
         func start(wait: Bool = true) throws {
             guard let path = ScenarioRunner.siblingExecutable("interluded") else { throw CocoaError(.fileNoSuchFile) }
-            let p = Process()
-            p.executableURL = URL(fileURLWithPath: path)
-            p.arguments = ["--socket", work.socket, "--private", "--state", work.path + "/state", "--config", work.path] + arguments
-            let fd = open(work.path + "/log", O_WRONLY | O_CREAT | O_APPEND, 0o600)
-            p.standardError = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
-            try p.run()
-            process = p
+            // ChildProcess: a daemon started while the pusher thread starts `interlude push` must
+            // not inherit that child's descriptors (Foundation's Process let it: the push's exit
+            // went unseen and the test hung), and its log is opened by the spawn, appending.
+            process = try ChildProcess(path, ["--socket", work.socket, "--private", "--state", work.path + "/state", "--config", work.path] + arguments,
+                                       stdin: .null, stdout: .inherit, stderr: .appendTo(work.path + "/log"))
             if wait { waitListening() }
         }
         /// Waits (up to `timeout` s) until the daemon listens on its socket.
@@ -107,8 +92,16 @@ enum TestBroker {
         }
         /// How many times the log says the broker connection came up (`mqtt://` and `mqtts://`).
         var connections: Int { log.components(separatedBy: "connected to mqtt").count - 1 }
-        func kill9() { if let p = process { kill(p.processIdentifier, SIGKILL); p.waitUntilExit() }; process = nil }
-        func stop() { if let p = process { ScenarioRunner.stop(p) }; process = nil }
+        /// Fails the test, with the daemon's exit status and the last lines of its log, when the
+        /// daemon started last is not running (a daemon that exits at start leaves its socket
+        /// behind, and the next client reads "Connection refused", which says nothing of why).
+        func expectRunning(_ when: String, sourceLocation: SourceLocation = #_sourceLocation) {
+            guard let p = process, let exit = p.exited else { return }
+            let tail = log.split(separator: "\n").suffix(15).joined(separator: "\n")
+            Issue.record("the daemon ended (\(exit)) \(when); its log ends:\n\(tail)", sourceLocation: sourceLocation)
+        }
+        func kill9() { process?.kill(); process = nil }
+        func stop() { process?.stop(); process = nil }
         /// As the app and the user: register for remote notifications (and ask for authorization), opt in.
         func optIn(_ app: String) throws {
             let r = try RemoteEndToEndTests.interlude(["--socket", work.socket, "register-remote", "--app", app])
@@ -243,8 +236,7 @@ enum TestBroker {
         let bad = try Device("remote-fallback-bad", device: "device-13",
                              remoteConfig: #", fallbackBrokers: ["mqtts://127.0.0.1:8883"]"#)
         try bad.start(wait: false)
-        bad.process?.waitUntilExit()
-        #expect(bad.process?.terminationStatus == 78, "\(bad.log)")
+        #expect(bad.process?.wait(timeout: 10) == .exited(78), "\(bad.log)")
         #expect(bad.log.contains("remote.fallbackBrokers") && bad.log.contains("both be mqtt:// or both mqtts://"), "\(bad.log)")
     }
 
@@ -374,6 +366,7 @@ enum TestBroker {
             Self.pause(Double.random(in: 0...0.3))
             try d.start()
             d.waitConnected(count: k + 2)
+            d.expectRunning("after restart \(k + 1)")
         }
         stopPushing.withLock { $0 = true }
         while pusher.isExecuting || !pusher.isFinished { Self.pause(0.05) }

@@ -1,6 +1,7 @@
 #ifndef INTERLUDE_SYS_H
 #define INTERLUDE_SYS_H
 #include <sys/types.h>
+#include <spawn.h>
 
 /// Peer credentials of a connected Unix socket (SO_PEERCRED). Glibc's `struct ucred` does not
 /// import into Swift, so this shim calls getsockopt(2) and copies the three fields out.
@@ -11,5 +12,16 @@ int interlude_peer_credentials(int fd, int *pid, unsigned *uid, unsigned *gid);
 /// Swift's Glibc module does not import). Returns 1 if memory was released, 0 if not; 0 where the
 /// C library has no malloc_trim.
 int interlude_malloc_trim(void);
+
+/// Adds "close every descriptor from `fd` up" to a posix_spawn file-action list (glibc 2.34's
+/// posix_spawn_file_actions_addclosefrom_np, which Swift's Glibc module does not import): the child
+/// inherits nothing another thread opened without O_CLOEXEC in the same instant. Returns 0, or an
+/// error number (ENOSYS where the C library lacks it).
+int interlude_spawn_add_closefrom(posix_spawn_file_actions_t *actions, int fd);
+
+/// pipe2(fds, O_CLOEXEC) (a GNU extension Swift's Glibc module does not import): both ends are
+/// close-on-exec from the start, so no child spawned meanwhile by another thread inherits them.
+/// Returns 0, or -1 with errno set.
+int interlude_pipe_cloexec(int fds[2]);
 
 #endif
