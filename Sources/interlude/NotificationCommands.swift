@@ -45,7 +45,7 @@ enum NotificationCommands {
             trigger = TriggerParams(at: try parseTime(at, option: "--at"))
         }
         let badge = try a.value("badge").map { s -> Int in
-            guard let n = Int(s), n >= 0 else { throw Arguments.UsageError(description: "--badge must be a whole number ≥ 0") }
+            guard let n = Int(s), (0...Int(Int32.max)).contains(n) else { throw Arguments.UsageError(description: "--badge must be a whole number 0…\(Int32.max), not \(s)") }
             return n
         }
         let params = AddNotificationParams(

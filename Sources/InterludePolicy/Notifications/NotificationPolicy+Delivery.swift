@@ -277,8 +277,9 @@ extension NotificationReducer {
             return count
         }
         guard !replaces, !content.isEmpty, record.badgesOn else { return nil }
-        setBadge(app, record.badge + 1)
-        return record.badge + 1
+        let next = min(record.badge + 1, NotificationPolicy.maximumBadge)
+        setBadge(app, next)
+        return next
     }
 
     /// Puts a delivered notification in the center, newest last, and tells watchers: N10, a

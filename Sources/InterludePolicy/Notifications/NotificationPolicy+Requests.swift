@@ -87,7 +87,7 @@ extension NotificationReducer {
         guard !id.isEmpty else { return refuse(.badRequest, nil, "identifier is empty") }
         guard (0...1).contains(c.relevanceScore) else { return refuse(.badRequest, "N9", "relevance must be 0…1") }
         if let v = c.criticalVolume, !(0...1).contains(v) { return refuse(.badRequest, "N3", "criticalVolume must be 0…1") }
-        if let b = c.badge, b < 0 { return refuse(.badRequest, "N12", "badge must be ≥ 0") }
+        if let b = c.badge, !(0...NotificationPolicy.maximumBadge).contains(b) { return refuse(.badRequest, "N12", "badge \(b) is not 0…\(NotificationPolicy.maximumBadge)") }
         var fireAt: NotificationTime?
         if let trigger = request.trigger {
             if case .interval(let seconds, let repeats) = trigger {
@@ -166,7 +166,7 @@ extension NotificationReducer {
 
     /// N12: the app sets its badge; kept only if badges are on for it.
     mutating func setBadgeRequest(app: String, count: Int) {
-        guard count >= 0 else { return fail(.badRequest, "badge must be ≥ 0") }
+        guard (0...NotificationPolicy.maximumBadge).contains(count) else { return fail(.badRequest, "badge \(count) is not 0…\(NotificationPolicy.maximumBadge) (N12)") }
         let record = state.apps[app] ?? NotificationAppRecord()
         guard record.isAuthorized else { return fail(.notAuthorized, "the app is not authorized (N1)") }
         if record.badgesOn { setBadge(app, count) }

@@ -8,6 +8,11 @@ public enum NotificationPolicy {
     /// further is refused as `badRequest`, so that no deadline is out of any clock's range.
     public static let maximumScheduleSeconds: Double = 10 * 365.25 * 86400
 
+    /// The largest badge (N12): 2^31 − 1, what a 32-bit count holds (the CLI's limit, and what a
+    /// desktop shows as a number at all). A larger `badge` or `count` is `badRequest`; a badge at
+    /// the largest stays there when a notification would count it up.
+    public static let maximumBadge = Int(Int32.max)
+
     /// Applies one event at `now` and returns what the engine must do, in order.
     ///
     /// First advances to `now`: everything due since `state.clock` (fired triggers, schedule

@@ -383,6 +383,23 @@ private func granted(_ config: NotificationPolicyConfig = .init(authorization: .
         h.post("a", from: chat, .test(badge: -2))
         #expect(h.errorCode == .badRequest)
     }
+
+    /// The CLI refuses a badge past 2^31 − 1; the protocol does too (set by `setBadge` or a
+    /// notification's content), and counting up stops at it.
+    @Test func N12_aBadgeBeyondTheLargestIsBadRequestAndCountingStopsThere() {
+        let largest = NotificationPolicy.maximumBadge
+        #expect(largest == 2_147_483_647)
+        var h = granted()
+        h.send(.setBadge(app: chat, count: largest + 1))
+        #expect(h.errorCode == .badRequest)
+        #expect(h.state.apps[chat]?.badge ?? 0 == 0)
+        h.post("a", from: chat, .test(badge: largest + 1))
+        #expect(h.errorCode == .badRequest)
+        h.send(.setBadge(app: chat, count: largest))
+        #expect(h.state.apps[chat]?.badge == largest)
+        let d = h.post("b", from: chat, .test(sound: nil))
+        #expect(h.state.apps[chat]?.badge == largest && d?.badge == largest)
+    }
 }
 
 @Suite struct NotificationHiddenPreviewTests {
