@@ -628,6 +628,9 @@ extension Engine {
         guard actsForUser(try appOf(client)) else {
             throw WireError(.notAuthorized, "focus belongs to the user: use the interlude CLI (focus on NAME)")
         }
+        if p.name == nil, p.until != nil || p.for != nil {
+            throw WireError(.badRequest, "until and for end a focus being turned on; with name null (focus off) there is nothing for them to end")
+        }
         let limit = NotificationPolicy.maximumScheduleSeconds
         var until = p.until.map(NotificationTime.init)
         if let u = p.until {

@@ -280,6 +280,20 @@ import InterludeWire
         }
         #expect(try await cli.status().version == "test")
     }
+
+    /// N7: `until` and `for` end a focus being turned on; with `name` null (focus off) they are
+    /// refused, not ignored, and the focus in effect stays.
+    @Test func N7_focusOffWithAnEndIsBadRequest() async throws {
+        let d = try TestDaemon(overlay: Self.grant)
+        let cli = try await InterludeClient.connect(socket: d.socket, app: Engine.userToolApp)
+        _ = try await cli.call(NotificationMethod.focusSet, FocusSetParams(name: "sleep"), as: FocusStatusResult.self)
+        for p in [FocusSetParams(name: nil, for: 60), FocusSetParams(name: nil, until: Date().timeIntervalSince1970 + 60)] {
+            let e = await #expect(throws: WireError.self) { _ = try await cli.call(NotificationMethod.focusSet, p, as: FocusStatusResult.self) }
+            #expect(e?.code == .badRequest && e?.message.contains("name null") == true, "\(String(describing: e))")
+        }
+        let status = try await cli.call(NotificationMethod.focusStatus, StatusParams(), as: FocusStatusResult.self)
+        #expect(status.focus == "sleep")
+    }
 }
 
 /// The engine's real clock sleeps towards any deadline without trapping: a distant one (a day at a
