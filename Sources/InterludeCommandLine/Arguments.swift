@@ -46,7 +46,7 @@ public struct Arguments: Sendable {
                 } else if flagNames.contains(name) {
                     flags.insert(name)
                 } else {
-                    guard i + 1 < args.count else { throw UsageError(description: "--\(name) needs a value") }
+                    guard i + 1 < args.count, !args[i + 1].isEmpty else { throw UsageError(description: "--\(name) needs a value") }
                     values[name, default: []].append(args[i + 1])
                     i += 1
                 }
@@ -81,14 +81,14 @@ public struct CommandInvocation: Sendable {
     public var command: String?
     /// What follows the command, without `--socket PATH`.
     public var rest: [String]
-    /// `--socket` was given without a path (a usage error).
+    /// `--socket` was given without a path, or with an empty one (a usage error).
     public var socketWithoutPath = false
 
     /// Splits `argv` (without the program name).
     public init(_ argv: [String]) {
         var args = argv
         if let i = args.firstIndex(of: "--socket") {
-            guard i + 1 < args.count else {
+            guard i + 1 < args.count, !args[i + 1].isEmpty else {
                 socketWithoutPath = true
                 rest = []
                 return

@@ -32,3 +32,17 @@ import Testing
         #expect(lines.count == 3 && lines[1] == "  waits for its trigger" && lines[2] == "  identifier a\\u{1B}[2J", "\(lines)")
     }
 }
+
+/// `interlude [--socket PATH] COMMAND …`: the socket option is taken out wherever it stands; one
+/// without a path, or with an empty one, is a usage error (exit 2), not a daemon that is not there.
+@Suite struct CommandInvocationTests {
+    @Test func theSocketOptionIsTakenOutOfTheLine() {
+        let line = CommandInvocation(["status", "--socket", "/run/x", "--json"])
+        #expect(line.socket == "/run/x" && line.command == "status" && line.rest == ["--json"] && !line.socketWithoutPath)
+    }
+
+    @Test(arguments: [["status", "--socket"], ["--socket", "", "status"]])
+    func aSocketOptionWithoutAPathIsAUsageError(argv: [String]) {
+        #expect(CommandInvocation(argv).socketWithoutPath)
+    }
+}
