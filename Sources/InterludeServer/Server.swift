@@ -82,6 +82,9 @@ public final class SocketServer: @unchecked Sendable {
     /// - Throws: ``StartError`` naming the path and the reason (the system error where one failed).
     public func start() throws {
         let dir = (path as NSString).deletingLastPathComponent
+        // A path too long for an address is refused before anything is made for it (its folder
+        // was left behind).
+        do { _ = try UnixSocket.address(path) } catch { throw StartError(description: "\(error)") }
         if mkdir(dir, 0o700) != 0 && errno != EEXIST {
             throw StartError(description: "cannot create \(dir): \(String(cString: strerror(errno)))")
         }

@@ -181,6 +181,18 @@ import Glibc
         #expect((try? String(contentsOfFile: file, encoding: .utf8)) == "keep me")
     }
 
+    /// A socket path too long for an address (107 bytes) is refused before its folder is made.
+    @Test func aSocketPathTooLongIsRefusedWithoutMakingItsFolder() throws {
+        let dir = try scratch()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        chmod(dir, 0o700)
+        let folder = dir + "/" + String(repeating: "f", count: 120)
+        let server = SocketServer(path: folder + "/socket", engine: try Self.engine(), log: { _ in })
+        let e = #expect(throws: SocketServer.StartError.self) { try server.start() }
+        #expect(e?.description.contains("too long") == true, "\(String(describing: e))")
+        #expect(!FileManager.default.fileExists(atPath: folder))
+    }
+
     @Test func aFolderAtTheSocketPathIsNamedAsAFolder() throws {
         let dir = try scratch()
         defer { try? FileManager.default.removeItem(atPath: dir) }
