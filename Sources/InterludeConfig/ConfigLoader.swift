@@ -218,9 +218,13 @@ public enum ConfigLoader {
             let path = folder.hasSuffix(".json5") || folder.hasSuffix(".json") ? folder : "\(folder)/\(fileName)"
             guard FileManager.default.fileExists(atPath: path) else { continue }
             let text: String
-            var isDir: ObjCBool = false
-            if FileManager.default.fileExists(atPath: path, isDirectory: &isDir), isDir.boolValue {
-                throw ConfigError(file: path, line: 0, key: nil, message: "is a folder, not a file", code: "configUnreadable")
+            // Only a regular file is read: a FIFO would block the daemon's start (or reload) until
+            // something wrote to it, and a device is not a config.
+            var st = stat()
+            if stat(path, &st) == 0, st.st_mode & S_IFMT != S_IFREG {
+                let kind = st.st_mode & S_IFMT == S_IFDIR ? "a folder" : st.st_mode & S_IFMT == S_IFIFO ? "a FIFO"
+                    : st.st_mode & S_IFMT == S_IFSOCK ? "a socket" : "a device"
+                throw ConfigError(file: path, line: 0, key: nil, message: "is \(kind), not a file", code: "configUnreadable")
             }
             guard let data = FileManager.default.contents(atPath: path) else {
                 throw ConfigError(file: path, line: 0, key: nil, message: "cannot read: \(String(cString: strerror(errno)))", code: "configUnreadable")

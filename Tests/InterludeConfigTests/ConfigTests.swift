@@ -118,6 +118,19 @@ import InterludePolicy
         }
     }
 
+    /// A FIFO in place of the config file is refused as one, at once: reading it would block the
+    /// start until something wrote to it (it read "No such file" before, after a read failed).
+    @Test func configUnreadable_aFIFOInPlaceOfTheFileIsRefusedWithoutReadingIt() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("interlude-config-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        let file = dir.appendingPathComponent(ConfigLoader.fileName).path
+        #expect(mkfifo(file, 0o600) == 0)
+        do { _ = try ConfigLoader.load(folders: [dir.path]); Issue.record("accepted a FIFO as the config file") } catch {
+            #expect(error.description == "\(file): is a FIFO, not a file [configUnreadable]", "\(error)")
+        }
+    }
+
     /// A config folder named on purpose that is not there (at start, or deleted before a reload):
     /// `configNotFound` naming it and where it was given; `--config` wins over the variable.
     @Test func configNotFound_aNamedConfigFolderThatIsNotThere() throws {
