@@ -11,7 +11,7 @@ import InterludeEngine
 /// One executor serves the process (``shared``): the daemon has one sound player.
 public final class BlockingWorkExecutor: SerialExecutor, @unchecked Sendable {
     /// The process's executor for blocking audio work (its thread starts with the first job).
-    public static let shared = BlockingWorkExecutor(name: "interlude.sounds")
+    public static let shared = BlockingWorkExecutor(name: "interlude.sound")
 
     // `@unchecked Sendable`: `jobs` and `started` are only touched under `condition`.
     private let condition = NSCondition()
@@ -19,7 +19,8 @@ public final class BlockingWorkExecutor: SerialExecutor, @unchecked Sendable {
     private var started = false
     private let name: String
 
-    /// An executor whose thread is called `name`.
+    /// An executor whose thread is called `name` (at most 15 bytes: the kernel keeps no longer
+    /// thread name, and a longer one is not set at all).
     public init(name: String) { self.name = name }
 
     public func enqueue(_ job: consuming ExecutorJob) {

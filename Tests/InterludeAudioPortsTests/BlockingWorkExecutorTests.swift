@@ -15,7 +15,11 @@ import Testing
             gate.wait()
             gate.signal()  // the next job passes too
             order.append(tag)
-            return Thread.current.name
+            // The kernel's name of this thread (/proc), not Foundation's `Thread.current.name`:
+            // that answered with a dispatch worker's name while other suites started and ended
+            // threads in parallel.
+            return (try? String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8))?
+                .trimmingCharacters(in: .newlines)
         }
     }
 
