@@ -366,6 +366,7 @@ public actor Engine {
         guard !p.sound.isEmpty else { throw WireError(.badRequest, "a play request needs a sound name and a volume 0…1") }
         var volume = p.volume ?? 1
         guard (0...1).contains(volume) else { throw WireError(.badRequest, "volume must be within 0…1") }
+        var decidedAt: NotificationTime?   // when N17's rules let an app's sound play
         let app = clients[client]?.app ?? "?"
         if !actsForUser(app) {
             // N17: an app's standalone sound obeys the same focus, ringer and rate rules, at the
@@ -373,16 +374,22 @@ public actor Engine {
             let request = NotificationPlayRequest(sound: p.sound, volume: volume)
             let peer = entitlementPeer(client: client, app: app, level: request.interruptionLevel)
             let reply = try expect(await notifyDurably(.play(request, app: app, peerExecutablePath: peer.path, peerProblem: peer.problem)))
-            guard case let .played(decision) = reply else { throw WireError(.internalError, "unexpected reply") }
-            guard let sound = decision.sound, sound.volume > 0 else {
+            guard case let .played(decision, playback) = reply else { throw WireError(.internalError, "unexpected reply") }
+            guard let playback, playback.volume > 0 else {
                 return SoundPlayResult(played: "none", warning: WireError(.silenced, "no sound: rules \(decision.rules.joined(separator: ", "))"),
                                        duration: 0)
             }
-            volume = sound.volume
+            volume = playback.volume
+            decidedAt = playback.decidedAt
         }
         var props = ["application.id": app]
         if let identity { props["interlude.daemon"] = identity }
-        let result = try await sounds.play(p.sound, volume: volume, properties: props)
+        let result: SoundPlayResult
+        do { result = try await sounds.play(p.sound, volume: volume, properties: props) } catch {
+            // Nobody heard it: it does not count as the app's audible alert (N11).
+            if let decidedAt { _ = try? notify(.soundNotPlayed(app: app, decidedAt: decidedAt)) }
+            throw error
+        }
         if let w = result.warning { log("sound \(p.sound) for \(app): \(w) → played \(result.played) [S1]") }
         let played = JSONValue.object([
             "app": .string(app), "requested": .string(p.sound), "played": .string(result.played),

@@ -53,10 +53,17 @@ public final class FakeAudioBackend: AudioBackend, @unchecked Sendable {
 public final class FakeSoundPlayer: SoundPlayer, @unchecked Sendable {
     let lock = NSLock()
     var _plays: [(name: String, volume: Double, properties: [String: String])] = []
+    var _failure: WireError?
     public init() {}
     public func play(_ nameOrPath: String, volume: Double, properties: [String: String]) async throws(WireError) -> SoundPlayResult {
+        if let failure = lock.withLock({ _failure }) { throw failure }
         lock.withLock { _plays.append((nameOrPath, volume, properties)) }
         return SoundPlayResult(played: nameOrPath, warning: nil, duration: 0.5)
+    }
+    /// While set, every play fails with it (the audio server away) and is not recorded.
+    public var failure: WireError? {
+        get { lock.withLock { _failure } }
+        set { lock.withLock { _failure = newValue } }
     }
     public func cachedSamples() async -> [String] { [] }
     public func serverRestarted() async {}

@@ -45,6 +45,38 @@ import InterludeWire
         #expect(critical?.volume == 0.8)
     }
 
+    /// N17: an app's standalone sound, once the rules allow it, plays once (the policy's
+    /// playSound effect and the request's own play must not both reach the player).
+    @Test func N17_anAppsSoundPlayPlaysOnce() async throws {
+        let d = try TestDaemon(overlay: Self.grant)
+        let game = try await app(d, "org.example.Game")
+        let r = try await game.call(WireMethod.soundPlay, SoundPlayParams(sound: "default", volume: 0.5), as: SoundPlayResult.self)
+        #expect(r.played == "default")
+        try await Task.sleep(nanoseconds: 300_000_000)   // a second play would be a task of the engine's
+        let plays = d.sounds.plays.filter { $0.properties["application.id"] == "org.example.Game" }
+        #expect(plays.count == 1, "\(plays.map { "\($0.name)@\($0.volume) \($0.properties)" })")
+    }
+
+    /// N11 counts what was heard: an app's sound that failed (the audio server away) does not
+    /// make its next sound within the second `rateLimited`; one that played does.
+    @Test func N11_aSoundPlayThatFailedDoesNotHoldTheNextOneBack() async throws {
+        // No cooldown steps: only the one-audible-alert-per-second limit is at work.
+        let d = try TestDaemon(overlay: #"{"authorization": {"default": "grant"}, "bursts": {"cooldown": []}}"#)
+        let game = try await app(d, "org.example.Game")
+        d.sounds.failure = WireError(.audioUnavailable, "the audio server is away")
+        let failed = await #expect(throws: WireError.self) {
+            _ = try await game.call(WireMethod.soundPlay, SoundPlayParams(sound: "default"), as: SoundPlayResult.self)
+        }
+        #expect(failed?.code == .audioUnavailable)
+        d.sounds.failure = nil
+        let r = try await game.call(WireMethod.soundPlay, SoundPlayParams(sound: "default"), as: SoundPlayResult.self)
+        #expect(r.played == "default")
+        let limited = await #expect(throws: WireError.self) {
+            _ = try await game.call(WireMethod.soundPlay, SoundPlayParams(sound: "default"), as: SoundPlayResult.self)
+        }
+        #expect(limited?.code == .rateLimited)
+    }
+
     @Test func N6_promotionalTimeSensitiveIsRejected() async throws {
         let d = try TestDaemon(overlay: Self.grant)
         let shop = try await app(d, "org.example.Shop")

@@ -34,6 +34,11 @@ public enum NotificationEvent: Codable, Sendable, Equatable {
     case setCallActive(Bool)
     /// A standalone sound from an app (N17). Replies `.played` with the decision, or `.failed`.
     case play(NotificationPlayRequest, app: String, peerExecutablePath: String?, peerProblem: String? = nil)
+    /// A sound the rules let play at `decidedAt` (a notification's, or an app's standalone one)
+    /// could not be played (the audio server away, no sound that works): the user heard nothing,
+    /// so it was no audible alert, and N11's per-app interval no longer counts from it. Changes
+    /// nothing when the app's last audible alert is another one. No reply.
+    case soundNotPlayed(app: String, decidedAt: NotificationTime)
     /// The app connected: queued action responses are sent (N14). No reply.
     case appConnected(app: String)
     /// The app disconnected. No reply.
@@ -75,8 +80,10 @@ public enum NotificationReply: Codable, Sendable, Equatable {
     case authorization(status: NotificationAuthorizationStatus, options: [NotificationAuthorizationOption])
     /// The request was accepted; the decision says delivered, held, silenced or downgraded.
     case accepted(identifier: String, decision: NotificationDecision)
-    /// A standalone sound's decision (N17).
-    case played(NotificationDecision)
+    /// A standalone sound's decision (N17) and, when the rules let it play, the playback: the
+    /// request's handler plays it and answers with what played (it is no `playSound` effect,
+    /// which the engine would play a second time).
+    case played(NotificationDecision, playback: NotificationSoundPlayback?)
     /// Done, nothing to report.
     case done
     /// A remote message id seen before (issue 11): nothing changed; the decision made the first
@@ -103,10 +110,14 @@ public struct NotificationSoundPlayback: Codable, Sendable, Equatable {
     public var unmuteOutput: Bool
     /// Duck other audio for the sound's length (S4); true for every sound that plays.
     public var duckOthers: Bool
+    /// When the rules decided it (what the engine says back with ``NotificationEvent/soundNotPlayed(app:decidedAt:)``
+    /// if it cannot play); nil for a playback made outside the policy.
+    public var decidedAt: NotificationTime?
 
     /// Makes a playback.
     public init(app: String, notificationIdentifier: String?, name: String, volume: Double,
-                bypassRingerAndFocus: Bool, unmuteOutput: Bool, duckOthers: Bool) {
+                bypassRingerAndFocus: Bool, unmuteOutput: Bool, duckOthers: Bool, decidedAt: NotificationTime? = nil) {
+        self.decidedAt = decidedAt
         self.app = app
         self.notificationIdentifier = notificationIdentifier
         self.name = name

@@ -191,7 +191,8 @@ extension NotificationReducer {
         if let sound {
             effects.append(.playSound(NotificationSoundPlayback(
                 app: app, notificationIdentifier: id, name: sound.name, volume: sound.volume,
-                bypassRingerAndFocus: sound.bypassRingerAndFocus, unmuteOutput: sound.unmuteOutput, duckOthers: true)))
+                bypassRingerAndFocus: sound.bypassRingerAndFocus, unmuteOutput: sound.unmuteOutput, duckOthers: true,
+                decidedAt: t)))
         }
         return (decision, entry)
     }

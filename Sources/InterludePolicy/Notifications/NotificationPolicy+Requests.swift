@@ -31,6 +31,10 @@ extension NotificationReducer {
             effects.append(.reply(.done))
         case .setCallActive(let active): state.callActive = active
         case .play(let request, let app, let path, let problem): play(request, app: app, peerPath: path, peerProblem: problem, at: now)
+        case .soundNotPlayed(let app, let decidedAt):
+            // N11 counts audible alerts: one the user did not hear is none (at t, the earlier one
+            // was at least an interval before, so clearing is the same as going back to it).
+            if state.history.lastAudible[app] == decidedAt { state.history.lastAudible[app] = nil }
         case .appConnected(let app):
             state.apps[app, default: .init()].connected = true
             for response in state.apps[app]!.queuedResponses { effects.append(.sendToApp(app: app, response)) }
@@ -245,7 +249,8 @@ extension NotificationReducer {
 
     /// N17: a standalone sound obeys the same authorization, level, focus, ringer, call and rate
     /// rules as a notification's sound. Within the per-app audible interval it is refused with
-    /// `rateLimited`; otherwise the reply carries the decision (`delivered` = it plays).
+    /// `rateLimited`; otherwise the reply carries the decision (`delivered` = it plays) and the
+    /// playback for the request's handler to carry out.
     mutating func play(_ request: NotificationPlayRequest, app: String, peerPath: String?, peerProblem: String? = nil, at now: NotificationTime) {
         let requested = request.interruptionLevel
         guard !request.sound.isEmpty, (0...1).contains(request.volume) else {
@@ -281,11 +286,11 @@ extension NotificationReducer {
         let decision = NotificationDecision(outcome: outcome, requestedLevel: requested, level: level, banner: false,
                                             sound: sound, rules: rules, notes: notes)
         log(app, "", decision, at: now)
-        if let sound {
-            effects.append(.playSound(NotificationSoundPlayback(
-                app: app, notificationIdentifier: nil, name: sound.name, volume: sound.volume,
-                bypassRingerAndFocus: sound.bypassRingerAndFocus, unmuteOutput: sound.unmuteOutput, duckOthers: true)))
+        let playback = sound.map {
+            NotificationSoundPlayback(app: app, notificationIdentifier: nil, name: $0.name, volume: $0.volume,
+                                      bypassRingerAndFocus: $0.bypassRingerAndFocus, unmuteOutput: $0.unmuteOutput,
+                                      duckOthers: true, decidedAt: now)
         }
-        effects.append(.reply(.played(decision)))
+        effects.append(.reply(.played(decision, playback: playback)))
     }
 }

@@ -160,7 +160,7 @@ private let alarm = "org.example.Alarm"
         #expect(d?.notes.first == "the peer is not entitled to critical alerts: \(why): downgraded to active")
         h.send(.play(NotificationPlayRequest(sound: "alarm", interruptionLevel: .critical), app: alarm, peerExecutablePath: nil, peerProblem: why),
                at: h.now + 120)  // past N11's audible interval and cooldown after the add's sound
-        guard case let .played(p)? = h.reply else { Issue.record("no play decision: \(String(describing: h.reply))"); return }
+        guard case let .played(p, _)? = h.reply else { Issue.record("no play decision: \(String(describing: h.reply))"); return }
         #expect(p.level == .active)
         #expect(p.notes.contains { $0.contains(why) })
     }
@@ -178,7 +178,7 @@ private let alarm = "org.example.Alarm"
         #expect(d?.rules == ["N3"])
         #expect(d?.banner == true)
         #expect(h.sounds() == [NotificationSoundPlayback(app: alarm, notificationIdentifier: "wake", name: "default", volume: 0.8,
-                                                         bypassRingerAndFocus: true, unmuteOutput: true, duckOthers: true)])
+                                                         bypassRingerAndFocus: true, unmuteOutput: true, duckOthers: true, decidedAt: h.now)])
     }
 
     /// A request may ask to fall back to time-sensitive (a bus notification's critical urgency):

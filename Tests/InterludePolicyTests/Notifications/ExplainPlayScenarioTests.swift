@@ -67,7 +67,40 @@ private let alarm = "org.example.Alarm"
         #expect(h.replyDecision?.outcome == .delivered)
         #expect(h.replyDecision?.rules == ["N17"])
         #expect(h.sounds() == [.init(app: chat, notificationIdentifier: nil, name: "ping", volume: 0.5,
-                                     bypassRingerAndFocus: false, unmuteOutput: false, duckOthers: true)])
+                                     bypassRingerAndFocus: false, unmuteOutput: false, duckOthers: true, decidedAt: h.now)])
+        // The playback is in the reply only (the handler plays it), not also an effect.
+        #expect(!h.last.contains { if case .playSound = $0 { true } else { false } })
+    }
+
+    /// N11 counts audible alerts: a sound the engine could not play (the audio server away) does
+    /// not hold the app's next sound back; a report about an older sound changes nothing.
+    @Test func N11_aSoundThatCouldNotPlayIsNoAudibleAlert() {
+        // No cooldown steps: only the one-per-interval limit is at work here.
+        var h = NotificationHarness(config: .init(authorization: .init(default: .grant), bursts: .init(cooldown: []), timeZone: "UTC"))
+        h.authorize(chat)
+        h.send(.play(.init(sound: "ping"), app: chat, peerExecutablePath: nil))
+        let first = h.sounds().first
+        #expect(first?.decidedAt == h.now)
+        h.advance(0.3)
+        h.send(.play(.init(sound: "ping"), app: chat, peerExecutablePath: nil))
+        #expect(h.errorCode == .rateLimited)
+        h.send(.soundNotPlayed(app: chat, decidedAt: first!.decidedAt!))
+        #expect(h.reply == nil)
+        h.send(.play(.init(sound: "ping"), app: chat, peerExecutablePath: nil))
+        #expect(h.replyDecision?.outcome != nil && h.errorCode == nil && h.sounds().count == 1)
+        // A notification's sound that could not play: the same, through its playSound effect.
+        h.advance(5)
+        h.post("n1", from: chat)
+        let played = h.sounds()
+        #expect(played.count == 1 && played.first?.decidedAt == h.now)
+        h.advance(0.2)
+        h.send(.soundNotPlayed(app: chat, decidedAt: h.now - 60))   // another, older sound: no change
+        h.post("n2", from: chat)
+        #expect(h.sounds().isEmpty && h.replyDecision?.rules.contains("N11") == true)
+        h.send(.soundNotPlayed(app: chat, decidedAt: played.first!.decidedAt!))
+        h.advance(0.1)
+        h.post("n3", from: chat)
+        #expect(h.sounds().count == 1, "\(String(describing: h.replyDecision))")
     }
 
     @Test(arguments: [
@@ -168,7 +201,7 @@ private let alarm = "org.example.Alarm"
         let n2 = h.post("n2", from: alarm, NotificationContent(sound: "default", criticalVolume: 0.8, interruptionLevel: .critical))
         #expect(n2?.rules.contains("N3") == true)
         #expect(h.sounds() == [.init(app: alarm, notificationIdentifier: "n2", name: "default", volume: 0.8,
-                                     bypassRingerAndFocus: true, unmuteOutput: true, duckOthers: true)])
+                                     bypassRingerAndFocus: true, unmuteOutput: true, duckOthers: true, decidedAt: h.now)])
     }
 }
 

@@ -63,7 +63,7 @@ struct NotificationHarness {
     var replyDecision: NotificationDecision? {
         switch reply {
         case .accepted(_, let d)?: d
-        case .played(let d)?: d
+        case .played(let d, _)?: d
         case .failed(_, _, let d)?: d
         default: nil
         }
@@ -75,9 +75,16 @@ struct NotificationHarness {
         return nil
     }
 
-    /// Sounds played by the last send (or by `effects`).
+    /// Sounds played by the last send (or by `effects`): `playSound` effects, and a standalone
+    /// sound's playback in its `played` reply (N17).
     func sounds(in effects: [NotificationEffect]? = nil) -> [NotificationSoundPlayback] {
-        (effects ?? last).compactMap { if case .playSound(let p) = $0 { p } else { nil } }
+        (effects ?? last).compactMap {
+            switch $0 {
+            case .playSound(let p): p
+            case .reply(.played(_, let p?)): p
+            default: nil
+            }
+        }
     }
 
     /// Watcher events of the last send (or of `effects`).
