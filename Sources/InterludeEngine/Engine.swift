@@ -299,7 +299,7 @@ public actor Engine {
 
     func ownedSession(_ client: Int, _ id: AudioSessionID) throws(WireError) -> AudioSessionID {
         guard owner[id] == client, audioState.sessions[id] != nil else {
-            throw WireError(.notFound, "no session \(id) on this connection")
+            throw WireError(.notFound, "no session \(id.rawValue.isEmpty ? "\"\"" : id.rawValue) on this connection")
         }
         return id
     }

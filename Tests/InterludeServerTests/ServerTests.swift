@@ -103,6 +103,10 @@ final class RawPeer {
         #expect(p.reply()?.error?.code == .unknownField)
         p.send(#"{"id":5,"method":"session.activate","params":{"session":"s999"}}"# + "\n")
         #expect(p.reply()?.error?.code == .notFound)
+        // An empty id is shown as "" (the message read "no session  on this connection").
+        p.send(#"{"id":7,"method":"session.activate","params":{"session":""}}"# + "\n")
+        let empty = p.reply()?.error
+        #expect(empty?.code == .notFound && empty?.message == "no session \"\" on this connection", "\(String(describing: empty))")
         p.send(#"{"id":6,"method":"status"}"# + "\n")
         #expect(p.reply()?.result != nil)
     }
