@@ -332,6 +332,57 @@ enum TestBroker {
         #expect(audible >= 1 && Double(audible) <= drain + 1)
     }
 
+    /// Exactly once while a backlog drains (a stranger's find): the daemon is SIGKILLed twice after
+    /// it has decided more than `remote.dedupeWindow` (1000) messages of a 3000-message backlog. The
+    /// broker delivers again what it had no PUBACK for; every such message must still be among the
+    /// ids the daemon remembers, so it is recognized (`duplicate`), never delivered twice. (The
+    /// client wrote no PUBACK while any message was unacknowledged, and during a drain one always
+    /// was: 2048 saved messages came again after one kill, 1024 of them seven times after six.)
+    ///
+    /// Known to fail (README "Known and left"): 1281 of 3000 delivered twice, 0 recognized. A first
+    /// try (no more reads while 64 messages wait for their acknowledgement) made it 2155 twice, so
+    /// the cause is not understood yet; run it with `INTERLUDE_TEST_KNOWN_FAILURES=1`.
+    @Test(.enabled(if: TestBroker.both()),
+          .enabled(if: ProcessInfo.processInfo.environment["INTERLUDE_TEST_KNOWN_FAILURES"] == "1", "known to fail: saved remote messages delivered again after a SIGKILL mid-drain"))
+    func sigkillWhileABacklogDrainsDeliversNothingTwice() async throws {
+        let app = "org.example.Drain\(getpid())"
+        let count = 3000
+        let d = try Device("remote-drain-kill", device: "device-14")
+        try d.start()
+        d.waitConnected()
+        try d.optIn(app)
+        d.stop()
+        let ids = (0..<count).map { "dr-\(getpid())-\($0)" }
+        let lines = ids.enumerated().map { "{\"id\":\"\($0.element)\",\"app\":\"\(app)\",\"title\":\"d\($0.offset)\"}" }
+        let pushed = try Self.push(d.device, ["--stdin", "--timeout", "60"], stdin: lines.joined(separator: "\n") + "\n", timeout: 300)
+        #expect(pushed.status == 0, "\(pushed.err)")
+        var killedAfter: [Int] = []
+        for _ in 0..<2 {
+            let before = d.deliveries(app).values.reduce(0, +)
+            try d.start()
+            d.expectRunning("at a start of the drain")
+            let deadline = Date().addingTimeInterval(30)
+            while Date() < deadline, d.deliveries(app).values.reduce(0, +) < before + 1200 { Self.pause(0.01) }
+            d.kill9()
+            killedAfter.append(d.deliveries(app).values.reduce(0, +) - before)
+        }
+        try d.start()
+        var delivered: [String: Int] = [:]
+        let deadline = Date().addingTimeInterval(180)
+        while Date() < deadline {
+            delivered = d.deliveries(app)
+            if ids.allSatisfy({ delivered[$0] != nil }), d.log.contains("remote message \(ids.last!) ") { break }
+            try await Task.sleep(nanoseconds: 200_000_000)
+        }
+        let missing = ids.filter { delivered[$0] == nil }
+        let twice = ids.filter { (delivered[$0] ?? 0) > 1 }
+        let recognized = d.log.components(separatedBy: ": duplicate [").count - 1
+        print("backlog SIGKILLs: killed after \(killedAfter) decided; \(count - missing.count) of \(count) delivered, \(twice.count) twice, \(recognized) redeliveries recognized as duplicates")
+        #expect(missing.count == 0, "e.g. \(missing.prefix(5))")
+        #expect(twice.count == 0, "e.g. \(twice.prefix(5))")
+        d.stop()
+    }
+
     /// Done-when 3: the daemon is SIGKILLed at random moments during a stream of pushes, 20 times;
     /// every message the broker acknowledged to the provider is delivered exactly once.
     @Test(.enabled(if: TestBroker.both()))
