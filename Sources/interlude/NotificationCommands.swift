@@ -45,7 +45,7 @@ enum NotificationCommands {
             trigger = TriggerParams(at: try parseTime(at, option: "--at"))
         }
         let badge = try a.value("badge").map { s -> Int in
-            guard let n = Int(s), (0...Int(Int32.max)).contains(n) else { throw Arguments.UsageError(description: "--badge must be a whole number 0…\(Int32.max), not \(s)") }
+            guard let n = Int(s), (0...NotificationPolicy.maximumBadge).contains(n) else { throw Arguments.UsageError(description: "--badge must be a whole number 0…\(NotificationPolicy.maximumBadge), not \(s)") }
             return n
         }
         let params = AddNotificationParams(
@@ -325,7 +325,7 @@ enum NotificationCommands {
     static func badge(socket: String?, _ argv: [String]) async throws -> Int32 {
         guard (1...2).contains(argv.count), !argv[0].hasPrefix("--") else { throw Arguments.UsageError(description: "badge APP [N]") }
         let count = try argv.dropFirst().first.map { s -> Int in
-            guard let n = Int(s), (0...Int(Int32.max)).contains(n) else { throw Arguments.UsageError(description: "the badge is a whole number 0…\(Int32.max), not \(s)") }
+            guard let n = Int(s), (0...NotificationPolicy.maximumBadge).contains(n) else { throw Arguments.UsageError(description: "the badge is a whole number 0…\(NotificationPolicy.maximumBadge), not \(s)") }
             return n
         }
         let c = try await connectUser(socket)
