@@ -216,12 +216,12 @@ public enum ConfigLoader {
         var config = InterludeConfig(document: .object([]), files: [])
         for folder in folders {
             let path = folder.hasSuffix(".json5") || folder.hasSuffix(".json") ? folder : "\(folder)/\(fileName)"
-            guard FileManager.default.fileExists(atPath: path) else { continue }
-            let text: String
-            // Only a regular file is read: a FIFO would block the daemon's start (or reload) until
-            // something wrote to it, and a device is not a config.
+            // Missing: skipped. Only a regular file is read: a FIFO would block the daemon's start
+            // (or reload) until something wrote to it, and a device is not a config.
             var st = stat()
-            if stat(path, &st) == 0, st.st_mode & S_IFMT != S_IFREG {
+            guard stat(path, &st) == 0 else { continue }
+            let text: String
+            if st.st_mode & S_IFMT != S_IFREG {
                 let kind = st.st_mode & S_IFMT == S_IFDIR ? "a folder" : st.st_mode & S_IFMT == S_IFIFO ? "a FIFO"
                     : st.st_mode & S_IFMT == S_IFSOCK ? "a socket" : "a device"
                 throw ConfigError(file: path, line: 0, key: nil, message: "is \(kind), not a file", code: "configUnreadable")
