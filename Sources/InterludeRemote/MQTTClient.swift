@@ -118,6 +118,14 @@ public struct MQTTOptions: Sendable {
     public var caFile: String?
     /// Keepalive interval (s).
     public var keepaliveSeconds: Int32
+    /// At most this many messages are handed to the handler between two flushes of their PUBACKs
+    /// (≥ 1): the network thread stops reading when this many were handed out since the last
+    /// flush, waits until all are acknowledged, writes their PUBACKs, then reads on. So at most
+    /// this many (plus the few one read can bring, see ``MQTTClient/maxQueuedReplies``) are ever
+    /// saved and not yet acknowledged to the broker — what a crash can have the broker deliver
+    /// again. Keep it well under the receiver's dedupe window. A backlog the broker sends all at
+    /// once (mosquitto does after a reconnect) is read and acknowledged in rounds of this size.
+    public var maxUnacknowledged = 64
     public init(broker: MQTTBrokerURL, clientID: String, cleanSession: Bool, username: String? = nil, password: String? = nil,
                 caFile: String? = nil, keepaliveSeconds: Int32 = 30) {
         self.broker = broker; self.clientID = clientID; self.cleanSession = cleanSession
@@ -185,6 +193,16 @@ public final class MQTTClient: @unchecked Sendable {
         /// Messages handed to the handler and not acknowledged yet: while any is, nothing is
         /// written to the broker (the PUBACKs wait in libmosquitto's queue).
         var unacknowledged = 0
+        /// Messages handed to the handler since libmosquitto's out queue was last empty with none
+        /// unacknowledged (every PUBACK so far written): reading stops at
+        /// ``MQTTOptions/maxUnacknowledged``.
+        var handedOutSinceFlush = 0
+        /// Replies (``MQTTClient/publishQueued(_:_:)``) not yet given to libmosquitto, oldest
+        /// first from `queuedRepliesHead` (a backlog's receipts can be thousands).
+        var queuedReplies: [(topic: String, payload: [UInt8])] = []
+        var queuedRepliesHead = 0
+        /// Packet ids of queued replies given to libmosquitto and not yet acknowledged by the broker.
+        var repliesInFlight: Set<Int32> = []
         /// Which of ``MQTTOptions/brokers`` the client connects (or tries to connect) to.
         var brokerIndex = 0
     }
@@ -358,6 +376,7 @@ public final class MQTTClient: @unchecked Sendable {
         // Stopped: what may go out (the DISCONNECT, receipts) goes out, unless a message still
         // waits for its acknowledgement (then its PUBACK must not).
         if attempting, state.withLock({ $0.unacknowledged == 0 }) {
+            releaseQueuedReplies(all: true)
             for _ in 0..<20 where mosquitto_want_write(mosq) {
                 if mosquitto_loop_write(mosq, 1) != MOSQ_ERR_SUCCESS.rawValue { break }
             }
@@ -365,15 +384,25 @@ public final class MQTTClient: @unchecked Sendable {
         threadEnded.signal()
     }
 
+    /// At most this many queued replies (``publishQueued(_:_:)``) are in libmosquitto at once.
+    /// libmosquitto 2.0's `mosquitto_loop_read` reads as many packets per call as the client has
+    /// QoS 1 messages of its own unfinished, and the broker's PUBACKs for our replies come behind
+    /// the backlog it is sending; unbounded, a backlog's receipts made every read take the whole
+    /// backlog, past ``MQTTOptions/maxUnacknowledged``.
+    public static let maxQueuedReplies = 8
+
     /// One turn of the network thread (libmosquitto's external-loop API): waits up to 1 s for the
-    /// socket or the wake pipe, reads what came (the handlers run), writes what is queued only
-    /// while no message waits for its acknowledgement, and keeps the connection alive. Returns
+    /// socket or the wake pipe; reads what came (the handlers run) unless
+    /// ``MQTTOptions/maxUnacknowledged`` messages were handed out since the last flush; writes
+    /// what is queued only while no message waits for its acknowledgement; gives libmosquitto the
+    /// next queued replies; and keeps the connection alive. Returns
     /// libmosquitto's error when the connection ended.
     func service() -> Int32 {
         let sock = mosquitto_socket(mosq)
         guard sock >= 0 else { return Int32(MOSQ_ERR_NO_CONN.rawValue) }
-        let mayWrite = state.withLock { $0.unacknowledged == 0 }
-        var fds = [pollfd(fd: sock, events: Int16(POLLIN) | (mayWrite && mosquitto_want_write(mosq) ? Int16(POLLOUT) : 0), revents: 0),
+        releaseQueuedReplies()
+        let (mayRead, mayWrite) = state.withLock { ($0.handedOutSinceFlush < options.maxUnacknowledged, $0.unacknowledged == 0) }
+        var fds = [pollfd(fd: sock, events: (mayRead ? Int16(POLLIN) : 0) | (mayWrite && mosquitto_want_write(mosq) ? Int16(POLLOUT) : 0), revents: 0),
                    pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)]
         let n = poll(&fds, 2, 1000)
         if n < 0, errno != EINTR { return Int32(MOSQ_ERR_ERRNO.rawValue) }
@@ -385,11 +414,53 @@ public final class MQTTClient: @unchecked Sendable {
             let rc = mosquitto_loop_read(mosq, 1)
             if rc != MOSQ_ERR_SUCCESS.rawValue { return rc }
         }
-        if state.withLock({ $0.unacknowledged == 0 }), mosquitto_want_write(mosq) {
-            let rc = mosquitto_loop_write(mosq, 1)
-            if rc != MOSQ_ERR_SUCCESS.rawValue { return rc }
+        if state.withLock({ $0.unacknowledged == 0 }) {
+            // Every message handed out is acknowledged, so every PUBACK queued is one to send
+            // (libmosquitto queues a message's PUBACK before it calls the handler).
+            if mosquitto_want_write(mosq) {
+                let rc = mosquitto_loop_write(mosq, 1)
+                if rc != MOSQ_ERR_SUCCESS.rawValue { return rc }
+            }
+            // All written (none left for POLLOUT): reading may go on. Checked on this thread,
+            // where the handlers run, so no message was handed out in between.
+            if !mosquitto_want_write(mosq) { state.withLock { $0.handedOutSinceFlush = 0 } }
         }
         return mosquitto_loop_misc(mosq)
+    }
+
+    /// Gives libmosquitto queued replies while fewer than ``maxQueuedReplies`` are in flight (on
+    /// the network thread, so a reply's PUBACK, read on this thread too, cannot come before its
+    /// id is recorded).
+    /// - Parameter all: every queued reply, whatever is in flight (the client stops: nothing is
+    ///   read any more).
+    func releaseQueuedReplies(all: Bool = false) {
+        while true {
+            let next = state.withLock { s -> (topic: String, payload: [UInt8])? in
+                guard all || s.repliesInFlight.count < Self.maxQueuedReplies, s.queuedRepliesHead < s.queuedReplies.count else { return nil }
+                defer {
+                    s.queuedRepliesHead += 1
+                    if s.queuedRepliesHead == s.queuedReplies.count {
+                        s.queuedReplies.removeAll(keepingCapacity: s.queuedReplies.count <= 1024)
+                        s.queuedRepliesHead = 0
+                    } else if s.queuedRepliesHead >= 1024, s.queuedRepliesHead * 2 >= s.queuedReplies.count {
+                        s.queuedReplies.removeFirst(s.queuedRepliesHead)
+                        s.queuedRepliesHead = 0
+                    }
+                }
+                return s.queuedReplies[s.queuedRepliesHead]
+            }
+            guard let next else { return }
+            var mid: Int32 = 0
+            let rc = next.payload.withUnsafeBytes { raw in
+                mosquitto_publish(mosq, &mid, next.topic, Int32(raw.count), raw.baseAddress, 1, false)
+            }
+            // NO_CONN: libmosquitto keeps it and sends it after the reconnect.
+            if rc == MOSQ_ERR_SUCCESS.rawValue || rc == MOSQ_ERR_NO_CONN.rawValue {
+                state.withLock { _ = $0.repliesInFlight.insert(mid) }
+            } else {
+                log("cannot publish to \(next.topic): \(String(cString: mosquitto_strerror(rc)))")
+            }
+        }
     }
 
     /// Wakes the network thread (from any thread).
@@ -487,6 +558,16 @@ public final class MQTTClient: @unchecked Sendable {
         return mid
     }
 
+    /// Publishes a QoS 1 reply (a receipt) later, in order: the network thread gives it to
+    /// libmosquitto when fewer than ``maxQueuedReplies`` are in flight. For a stream of replies
+    /// while a backlog is read (see ``maxQueuedReplies``); the broker's acknowledgement of it is
+    /// not reported. On ``stop()`` the queued ones go out with the DISCONNECT; a reply in flight
+    /// or queued is lost with the process.
+    public func publishQueued(_ topic: String, _ payload: [UInt8]) {
+        state.withLock { $0.queuedReplies.append((topic, payload)) }
+        wake()
+    }
+
     /// Waits until the broker acknowledged every one of `mids` (PUBACK for QoS 1). Returns those
     /// that were acknowledged in time.
     public func waitForPublished(_ mids: Set<Int32>, timeout: Double) -> Set<Int32> {
@@ -524,6 +605,9 @@ public final class MQTTClient: @unchecked Sendable {
             s.lastConnack = rc
             s.connected = rc == 0
             if rc == 0 { s.connects += 1; s.lastError = nil; s.loggedFailure = nil }
+            // libmosquitto sends the replies it has again itself; a reply whose PUBACK was lost
+            // with the connection must not hold a place for ever.
+            if rc == 0 { s.repliesInFlight = [] }
             return s.connects == 1
         }
         if rc == 0 {
@@ -540,8 +624,12 @@ public final class MQTTClient: @unchecked Sendable {
         signal()
     }
     func published(_ mid: Int32) {
-        state.withLock { _ = $0.published.insert(mid) }
-        signal()
+        let reply = state.withLock { s -> Bool in
+            if s.repliesInFlight.remove(mid) != nil { return true }
+            s.published.insert(mid)
+            return false
+        }
+        if reply { wake() } else { signal() }   // the next queued reply may go
     }
     func subscribed(_ mid: Int32, _ granted: [Int32]) {
         state.withLock { $0.subscribed[mid] = granted }
@@ -585,6 +673,6 @@ private let mqttOnMessage: @convention(c) (OpaquePointer?, UnsafeMutableRawPoint
     if let p = m.payload, m.payloadlen > 0 {
         payload = Array(UnsafeRawBufferPointer(start: p, count: Int(m.payloadlen)))
     }
-    c.state.withLock { $0.unacknowledged += 1 }
+    c.state.withLock { $0.unacknowledged += 1; $0.handedOutSinceFlush += 1 }
     handler(MQTTMessage(topic: topic, payload: payload, qos: m.qos, retain: m.retain, mid: m.mid), MQTTDelivery(c))
 }

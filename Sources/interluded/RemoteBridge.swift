@@ -54,6 +54,8 @@ final class RemoteBridge: Sendable {
                                   username: config.string("remote.username") ?? device, password: password,
                                   caFile: config.string("remote.caFile"), keepaliveSeconds: Int32(config.number("remote.keepaliveSeconds")))
         options.fallbackBrokers = fallbacks
+        // What a crash can have the broker deliver again must stay inside the dedupe window, with room.
+        options.maxUnacknowledged = max(1, min(64, Int(config.number("remote.dedupeWindow")) / 4))
         let client: MQTTClient
         do { client = try MQTTClient(options, log: log) } catch { throw bad(error.code == .badCredentials ? "caFile" : "broker", error.message) }
         let topics = RemoteTopics(prefix: config.string("remote.topicPrefix") ?? "interlude/devices", device: device)
@@ -117,9 +119,7 @@ final class RemoteBridge: Sendable {
                     again.append(item)
                     continue
                 }
-                do { try client.publish(topics.receipts, receipt.encoded(), qos: 1) } catch {
-                    log("cannot publish the receipt of \(receipt.id ?? "?"): \(error)")
-                }
+                client.publishQueued(topics.receipts, receipt.encoded())
                 item.1.acknowledge()
             }
             if again.isEmpty { return }

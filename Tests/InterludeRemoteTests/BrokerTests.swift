@@ -120,6 +120,78 @@ import Testing
         #expect(throws: MQTTError.self) { try c.waitUntilConnected(timeout: 5) }
     }
 
+    /// Exactly once across a crash needs the PUBACKs of saved messages to reach the broker while
+    /// a backlog is still being read (MQTTOptions.maxUnacknowledged): mosquitto sends a queued
+    /// backlog all at once, and a client that wrote nothing while a message waited for its
+    /// acknowledgement wrote no PUBACK until the whole backlog was read — a crash then had the
+    /// broker deliver again everything saved so far (RemoteEndToEndTests' SIGKILL test: 1281 of
+    /// 3000, more than the receiver's dedupe window). Here a second client with the same id takes
+    /// the session over in the middle of a drain (the first one's unwritten PUBACKs die with its
+    /// connection, as in a crash); of what the first had acknowledged by then, the broker
+    /// delivers again at most one round (maxUnacknowledged, plus what one read can add).
+    @Test(.enabled(if: available()))
+    func aBacklogIsAcknowledgedToTheBrokerInRoundsWhileItDrains() throws {
+        let topic = "interlude/devices/device-15/notifications"
+        let id = "device-15"
+        let first = try MQTTClient(Self.options("device-15", id: id, clean: false))
+        try first.start()
+        try first.waitUntilConnected(timeout: 5)
+        #expect(try first.waitForSubscription(first.subscribe(topic), timeout: 5) == [1])
+        first.stop()
+        // Leftovers of an earlier run of this test (a persistent session) are drained first.
+        let leftovers = try MQTTClient(Self.options("device-15", id: id, clean: false))
+        try leftovers.start(onMessage: { _ in })
+        try leftovers.waitUntilConnected(timeout: 5)
+        usleep(500_000)
+        leftovers.stop()
+
+        let provider = try MQTTClient(Self.options("provider", id: "bt-rounds-\(getpid())", clean: true))
+        try provider.start()
+        defer { provider.stop() }
+        try provider.waitUntilConnected(timeout: 5)
+        let total = 2000
+        var mids: Set<Int32> = []
+        for i in 0..<total { mids.insert(try provider.publish(topic, Array("\(i)".utf8))) }
+        #expect(provider.waitForPublished(mids, timeout: 20).count == total)
+
+        // The drain: each message is acknowledged a little later on another thread, as the
+        // daemon does once a batch is saved.
+        let acknowledged = Mutex<[Int]>([])
+        let saver = DispatchQueue(label: "saver")
+        var o = try Self.options("device-15", id: id, clean: false)
+        o.maxUnacknowledged = 64
+        let draining = try MQTTClient(o)
+        try draining.start(onDeferredMessage: { m, delivery in
+            let n = Int(String(decoding: m.payload, as: UTF8.self)) ?? -1
+            saver.async {
+                usleep(300)
+                acknowledged.withLock { $0.append(n) }
+                delivery.acknowledge()
+            }
+        })
+        let deadline = Date().addingTimeInterval(20)
+        while Date() < deadline, acknowledged.withLock({ $0.count }) < total / 3 { usleep(1000) }
+        let acknowledgedBefore = Set(acknowledged.withLock { $0 })
+        #expect(acknowledgedBefore.count >= total / 3 && acknowledgedBefore.count < total, "the drain did not get going or ended too soon")
+
+        // The takeover: the broker ends the first connection and delivers what was not PUBACKed.
+        let again = Inbox()
+        let takeover = try MQTTClient(Self.options("device-15", id: id, clean: false))
+        try takeover.start(onMessage: { m in again.got.withLock { $0.append(String(decoding: m.payload, as: UTF8.self)) } })
+        defer { takeover.stop() }
+        try takeover.waitUntilConnected(timeout: 5)
+        draining.stop()
+        let end = Date().addingTimeInterval(20)
+        while Date() < end, !again.got.withLock({ $0.contains("\(total - 1)") }) { usleep(10000) }
+        let redelivered = Set(again.got.withLock { $0 }.compactMap { Int($0) })
+        let acknowledgedAll = Set(acknowledged.withLock { $0 })
+        let twice = redelivered.intersection(acknowledgedBefore)
+        let bound = o.maxUnacknowledged + MQTTClient.maxQueuedReplies + 1
+        print("drain taken over after \(acknowledgedBefore.count) of \(total) acknowledged: \(redelivered.count) delivered again, \(twice.count) of them acknowledged before (bound \(bound))")
+        #expect(acknowledgedAll.union(redelivered) == Set(0..<total), "a message was lost")
+        #expect(twice.count <= bound, "\(twice.count) acknowledged messages were delivered again (PUBACKs held back)")
+    }
+
     @Test func passwordFilesGiveTheirFirstLine() throws {
         let path = NSTemporaryDirectory() + "pw-\(getpid())"
         defer { try? FileManager.default.removeItem(atPath: path) }
