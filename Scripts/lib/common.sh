@@ -126,13 +126,14 @@ interlude_run_with_deadline() {
 
 # Prints the lines of a pass's log (INTERLUDE_PASS_LOG of interlude_run_with_deadline) that name a
 # failure: Swift Testing's ✘ lines, XCTest's failed cases and their "error:" lines, fatal errors and
-# crashes. CI keeps only the tail of a run's output; this puts the reasons next to the verdict.
+# crashes, and the lines that explain them (Swift Testing's `↳` comments, a test's `[failure detail]`
+# lines). CI keeps only the tail of a run's output; this puts the reasons next to the verdict.
 #   interlude_print_failures LOG TITLE
 interlude_print_failures() {
     local log=$1 title=$2 lines
     [ -s "$log" ] || return 0
-    lines=$(grep -aE '✘ |Test Case .* failed|: error: |error: -\[|Fatal error|crashed|Exited with unexpected signal|still running after|WARNING: ThreadSanitizer|ERROR: AddressSanitizer' "$log" \
-        | grep -avE '✘ Test run with|passed after' | cut -c1-300 | head -n 60 || true)  # no match is not an error (set -e)
+    lines=$(grep -aE '✘ |Test Case .* failed|: error: |error: -\[|Fatal error|crashed|Exited with unexpected signal|still running after|WARNING: ThreadSanitizer|ERROR: AddressSanitizer|^↳ |^\[failure detail\] ' "$log" \
+        | grep -avE '✘ Test run with|passed after' | cut -c1-300 | head -n 80 || true)  # no match is not an error (set -e)
     [ -n "$lines" ] || return 0
     say "failures of the $title:"
     printf '%s\n' "$lines" >&2

@@ -56,6 +56,11 @@ enum Daemon {
     }
 
     static func run(arguments: [String]) async -> Int32 {
+        // A peer that went away is an EPIPE error, never the end of the daemon (SIGPIPE's default
+        // action): libmosquitto and OpenSSL write to the broker with write(2), and standard error
+        // may be a pipe whose reader is gone. From the first line: the log is written and the
+        // broker connection starts long before the signal handlers are set up.
+        signal(SIGPIPE, SIG_IGN)
         let env = ProcessInfo.processInfo.environment
         var options: [String: String] = [:]
         var i = 1

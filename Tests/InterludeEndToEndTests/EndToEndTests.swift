@@ -299,6 +299,31 @@ extension SoundEndToEndTests {
     }
 }
 
+/// A peer that went away is an error to the daemon, never its end: SIGPIPE is ignored from its
+/// first line. It used to be ignored only once the daemon was up (with its signal handlers), so a
+/// write to a closed socket or pipe during the start killed it silently: a log line to a standard
+/// error nobody reads, or libmosquitto's write(2) to a broker that had dropped the connection
+/// (RemoteEndToEndTests' SIGKILL test saw a restarted daemon end). Started as a service manager
+/// or a shell does, with SIGPIPE at its default.
+@Suite(.serialized) struct DaemonSignalEndToEndTests {
+    @Test func aStandardErrorNobodyReadsDoesNotEndTheDaemon() throws {
+        guard let path = ScenarioRunner.siblingExecutable("interluded") else { throw CocoaError(.fileNoSuchFile) }
+        let w = try WorkFolder("e2e-sigpipe")
+        defer { w.remove() }
+        // fd 3: a pipe whose reader (`true`) has exited; the daemon's standard error goes there.
+        let daemon = try ChildProcess("/bin/bash", ["-c", #"exec 3> >(exec true); sleep 0.3; exec "$0" "$@" 2>&3 3>&-"#,
+                                                    path, "--socket", w.socket, "--private", "--no-bus", "--state", w.path + "/state"],
+                                      stdin: .null, stdout: .null, stderr: .null)
+        defer { daemon.kill() }
+        let deadline = Date().addingTimeInterval(20)
+        while Date() < deadline, daemon.isRunning, !SocketProbe.live(w.socket) { Thread.sleep(forTimeInterval: 0.05) }
+        #expect(daemon.isRunning, "the daemon ended (\(daemon.exited.map { "\($0)" } ?? "?")) writing its log to a closed pipe")
+        #expect(SocketProbe.live(w.socket))
+        daemon.signal(SIGTERM)
+        #expect(daemon.wait(timeout: 10) == .exited(0))
+    }
+}
+
 /// A7 across a crash: a daemon killed with SIGKILL during a duck leaves the ducked stream quieter;
 /// the next run (same state folder) takes the gain over and puts the user's volume back.
 @Suite(.serialized) struct DuckAcrossACrashEndToEndTests {
@@ -384,7 +409,8 @@ final class DaemonProcess {
     ///   - managing: without `--private`: it manages every stream of its audio server (only on a
     ///     server of the test's own).
     ///   - log: the log file's name in `work`.
-    ///   - waitForSocket: wait (up to 5 s) until it listens or exits.
+    ///   - waitForSocket: wait (up to 20 s: a loaded machine starts a debug build slowly) until it
+    ///     listens or exits.
     ///   - bus: join the session bus of `environment` (`--bus`; a `--private` daemon stays off it).
     init(socket: String, work: String, config: Bool = true, configFolder: String? = nil, environment: [String: String]? = nil,
          managing: Bool = false, log: String = "log", state: String = "state", waitForSocket: Bool = true,
@@ -397,8 +423,11 @@ final class DaemonProcess {
         // (ChildProcess: Foundation's Process let a daemon inherit another child's descriptors).
         process = try ChildProcess(path, daemonArguments, stdin: .null, stdout: .inherit, stderr: .appendTo(work + "/" + log),
                                    environment: environment)
-        for _ in 0..<100 where waitForSocket && !SocketProbe.live(socket) && process.isRunning { Thread.sleep(forTimeInterval: 0.05) }
+        for _ in 0..<400 where waitForSocket && !SocketProbe.live(socket) && process.isRunning { Thread.sleep(forTimeInterval: 0.05) }
     }
+    /// A daemon outlives no test: a test that throws in the middle leaves none running (it held
+    /// the test runner's standard output, and `swift test` waited for it for ever).
+    deinit { if process.isRunning { process.kill() } }
     var isRunning: Bool { process.isRunning }
     /// How it ended, once it has (nil while it runs).
     var exit: ChildProcess.Exit? { process.exited }
