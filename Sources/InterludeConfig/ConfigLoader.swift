@@ -183,12 +183,13 @@ public enum ConfigLoader {
     /// `INTERLUDE_CONFIG_DIR`. A typo, or a folder deleted since, would otherwise run silently on
     /// the remaining files (the user's settings back at their defaults). Checked at start and on
     /// every reload (``folders(builtin:override:environment:)`` names the same folder).
-    /// On a reload, `readAtStart` (the files the running config was read from) adds one more
-    /// check: a file of the named folder that was read at start and is gone now is refused the
-    /// same way (deleting the file and keeping its folder dropped the user's settings silently).
+    /// On a reload, `inForce` (the files the running config was read from: at start, or at the
+    /// last reload that was taken) adds one more check: a file of the named folder that is in
+    /// force and gone now is refused the same way (deleting the file and keeping its folder
+    /// dropped the user's settings silently; so did deleting a file a reload had added).
     /// - Throws: ``ConfigError`` `configNotFound` naming the path and where it was given.
     public static func checkNamedFolder(override: String?, environment: [String: String],
-                                        readAtStart: [String] = []) throws(ConfigError) {
+                                        inForce: [String] = []) throws(ConfigError) {
         let named: (source: String, path: String)?
         if let override, !override.isEmpty { named = ("--config", override) }
         else if let dir = environment["INTERLUDE_CONFIG_DIR"], !dir.isEmpty { named = ("INTERLUDE_CONFIG_DIR", dir) }
@@ -202,9 +203,9 @@ public enum ConfigLoader {
             throw ConfigError(file: named.path, line: 0, key: nil, message: "is not a folder (given with \(named.source))", code: "configNotFound")
         }
         let folder = named.path.hasSuffix("/") ? named.path : named.path + "/"
-        for file in readAtStart where file.hasPrefix(folder) && !FileManager.default.fileExists(atPath: file) {
+        for file in inForce where file.hasPrefix(folder) && !FileManager.default.fileExists(atPath: file) {
             throw ConfigError(file: file, line: 0, key: nil,
-                              message: "read at start and gone now (its folder was given with \(named.source)); put it back, or restart the daemon to run without it",
+                              message: "in force and gone now (its folder was given with \(named.source)); put it back, or restart the daemon to run without it",
                               code: "configNotFound")
         }
     }
@@ -219,7 +220,15 @@ public enum ConfigLoader {
             // Missing: skipped. Only a regular file is read: a FIFO would block the daemon's start
             // (or reload) until something wrote to it, and a device is not a config.
             var st = stat()
-            guard stat(path, &st) == 0 else { continue }
+            guard stat(path, &st) == 0 else {
+                // Missing is skipped; a symbolic link to nothing (or a loop of them) is there
+                // and unreadable: skipping it would run silently without the user's settings.
+                let why = errno
+                var link = stat()
+                guard lstat(path, &link) == 0 else { continue }
+                let what = why == ELOOP ? "a loop of symbolic links" : "a symbolic link to nothing (\(String(cString: strerror(why))))"
+                throw ConfigError(file: path, line: 0, key: nil, message: "is \(what)", code: "configUnreadable")
+            }
             let text: String
             if st.st_mode & S_IFMT != S_IFREG {
                 let kind = st.st_mode & S_IFMT == S_IFDIR ? "a folder" : st.st_mode & S_IFMT == S_IFIFO ? "a FIFO"

@@ -11,6 +11,7 @@ import InterludeServer
 import InterludeSound
 import InterludeStore
 import InterludeWire
+import Synchronization
 
 /// The daemon's composition root: config → adapters → engine → socket server.
 enum Daemon {
@@ -166,16 +167,19 @@ enum Daemon {
         // and key, and the running config stays. So is a named config folder deleted since the
         // start (configNotFound, as at start): its files would silently be gone.
         let configOverride = options["config"]
+        // The files of the config in force: at start, then those of each reload taken.
+        let filesInForce = Mutex(config.files)
         let reloader: Engine.Reloader = { [weak engine] in
             let fresh: InterludeConfig, newSounds: SoundSettings
             do {
-                try ConfigLoader.checkNamedFolder(override: configOverride, environment: env, readAtStart: config.files)
+                try ConfigLoader.checkNamedFolder(override: configOverride, environment: env, inForce: filesInForce.withLock { $0 })
                 fresh = try ConfigLoader.load(folders: folders)
                 newSounds = try SoundSettings(config: fresh, home: home, environment: env)
             } catch {
                 log("reload refused, the running config stays: \(error)")
                 return .failure(WireError(.badRequest, "reload refused, the running config stays: \(error)"))
             }
+            filesInForce.withLock { $0 = fresh.files }
             await player.reconfigure(lookup: newSounds.lookup, defaultName: newSounds.defaultName,
                                      maxDuration: newSounds.maxDuration, maxBytes: newSounds.maxBytes)
             guard let engine else { return .failure(WireError(.internalError, "the daemon is stopping")) }

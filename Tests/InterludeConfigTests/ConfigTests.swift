@@ -131,6 +131,27 @@ import InterludePolicy
         }
     }
 
+    /// A config file that is a symbolic link to nothing, or one of a loop of links, is refused
+    /// (it was skipped as missing: the daemon ran on defaults without a word, and a reload then
+    /// took it for a file gone since the start).
+    @Test(arguments: ["dangling", "loop"])
+    func configUnreadable_aBrokenSymbolicLinkAsTheFileIsRefused(_ kind: String) throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("interlude-config-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        let file = dir.appendingPathComponent(ConfigLoader.fileName).path
+        if kind == "dangling" {
+            #expect(symlink(dir.path + "/nowhere.json5", file) == 0)
+        } else {
+            #expect(symlink(dir.path + "/other.json5", file) == 0)
+            #expect(symlink(file, dir.path + "/other.json5") == 0)
+        }
+        do { _ = try ConfigLoader.load(folders: [dir.path]); Issue.record("a \(kind) link was skipped as a missing file") } catch {
+            let said = kind == "dangling" ? "is a symbolic link to nothing (No such file or directory)" : "is a loop of symbolic links"
+            #expect(error.description == "\(file): \(said) [configUnreadable]", "\(error)")
+        }
+    }
+
     /// A config folder named on purpose that is not there (at start, or deleted before a reload):
     /// `configNotFound` naming it and where it was given; `--config` wins over the variable.
     @Test func configNotFound_aNamedConfigFolderThatIsNotThere() throws {
@@ -148,14 +169,15 @@ import InterludePolicy
         let file = try tempDir("{}") + "/interlude.json5"
         let f = #expect(throws: ConfigError.self) { try ConfigLoader.checkNamedFolder(override: file, environment: [:]) }
         #expect(f?.description == "\(file): is not a folder (given with --config) [configNotFound]")
-        // A file of the folder read at start and deleted since (the folder kept).
+        // A file of the folder in force (read at start or by the last reload) and deleted since
+        // (the folder kept).
         let dir = try tempDir("{}")
-        #expect(throws: Never.self) { try ConfigLoader.checkNamedFolder(override: dir, environment: [:], readAtStart: [dir + "/interlude.json5"]) }
+        #expect(throws: Never.self) { try ConfigLoader.checkNamedFolder(override: dir, environment: [:], inForce: [dir + "/interlude.json5"]) }
         try FileManager.default.removeItem(atPath: dir + "/interlude.json5")
         let g = #expect(throws: ConfigError.self) {
-            try ConfigLoader.checkNamedFolder(override: dir, environment: [:], readAtStart: [self.builtin + "/interlude.json5", dir + "/interlude.json5"])
+            try ConfigLoader.checkNamedFolder(override: dir, environment: [:], inForce: [self.builtin + "/interlude.json5", dir + "/interlude.json5"])
         }
-        #expect(g?.file == dir + "/interlude.json5" && g?.code == "configNotFound" && g?.message.contains("read at start and gone now") == true)
+        #expect(g?.file == dir + "/interlude.json5" && g?.code == "configNotFound" && g?.message.contains("in force and gone now") == true)
     }
 
     @Test func builtinDefaultsFileMatchesTheSchema() throws {

@@ -332,7 +332,7 @@ import InterludeTestSupport
         // Its file alone deleted (the folder kept): refused the same way, naming the file.
         try FileManager.default.removeItem(atPath: folder + "/interlude.json5")
         let fileGone = try interlude(["--socket", s, "reload"])
-        #expect(fileGone.status == 1 && fileGone.err.contains(folder + "/interlude.json5: read at start and gone now")
+        #expect(fileGone.status == 1 && fileGone.err.contains(folder + "/interlude.json5: in force and gone now")
                 && fileGone.err.contains("[configNotFound]"), "\(fileGone.err)")
         #expect(try interlude(["--socket", s, "status"]).out.contains(folder + "/interlude.json5"), "the running config stays")
 
@@ -354,6 +354,32 @@ import InterludeTestSupport
         #expect(second.process.wait(timeout: 10) == .exited(78))
         let log2 = (try? String(contentsOfFile: w.path + "/log2", encoding: .utf8)) ?? ""
         #expect(log2.contains(folder + ": no such folder (given with --config) [configNotFound]"), "\(log2)")
+    }
+
+    /// A file a reload added to the `--config` folder and then deleted: the next reload is refused
+    /// as for a file read at start (the guard checked only the files read at start, so that reload
+    /// went silently back to the defaults). The files in force are those of the last reload taken.
+    @Test func configNotFound_aFileAddedByAReloadAndDeletedIsRefusedOnTheNextReload() async throws {
+        let w = try WorkFolder("cli-reload-added")
+        defer { w.remove() }
+        let folder = w.path + "/conf"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let daemon = try DaemonProcess(socket: w.socket, work: w.path, configFolder: folder, environment: w.environment)
+        defer { daemon.stop() }
+        let s = w.socket
+        #expect(!(try interlude(["--socket", s, "status"]).out.contains(folder + "/interlude.json5")), "no file yet")
+
+        try #"{ timeZone: "UTC", authorization: { default: "grant" } }"#.write(toFile: folder + "/interlude.json5", atomically: true, encoding: .utf8)
+        let added = try interlude(["--socket", s, "reload"])
+        #expect(added.status == 0, "\(added.err)")
+        #expect(try interlude(["--socket", s, "status"]).out.contains(folder + "/interlude.json5"), "the reload took the new file")
+
+        try FileManager.default.removeItem(atPath: folder + "/interlude.json5")
+        let gone = try interlude(["--socket", s, "reload"])
+        #expect(gone.status == 1 && gone.err.contains(folder + "/interlude.json5: in force and gone now")
+                && gone.err.contains("[configNotFound]"), "\(gone.status): \(gone.err)")
+        #expect(try interlude(["--socket", s, "status"]).out.contains(folder + "/interlude.json5"), "the running config stays")
+        #expect(daemon.isRunning)
     }
 
     /// Issue 7 hole 7: a center of 20 notifications with 60 KB bodies (1.2 MB) was one listing
