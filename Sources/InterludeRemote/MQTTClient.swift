@@ -377,7 +377,8 @@ public final class MQTTClient: @unchecked Sendable {
         // waits for its acknowledgement (then its PUBACK must not).
         if attempting, state.withLock({ $0.unacknowledged == 0 }) {
             releaseQueuedReplies(all: true)
-            for _ in 0..<20 where mosquitto_want_write(mosq) {
+            for _ in 0..<20 {
+                guard mosquitto_want_write(mosq) else { break }
                 if mosquitto_loop_write(mosq, 1) != MOSQ_ERR_SUCCESS.rawValue { break }
             }
         }

@@ -45,7 +45,7 @@ struct RemoteBench {
         let socket = work + "/socket"
         func startDaemon() throws -> pid_t {
             let pid = try Spawn.start([daemon, "--socket", socket, "--private", "--state", work + "/state", "--config", work], stderrPath: work + "/log")
-            for _ in 0..<200 where !UnixSocket.isLive(socket) { RemoteBench.pause(0.01) }
+            for _ in 0..<200 { guard !UnixSocket.isLive(socket) else { break }; RemoteBench.pause(0.01) }
             return pid
         }
         var pid = try startDaemon()
@@ -81,7 +81,7 @@ struct RemoteBench {
         // Wait for the daemon's own broker connection: the first message's receipt.
         let warm = "warm-\(getpid())"
         _ = try provider.publish(topics.notifications, message(warm, thread: "w"))
-        for _ in 0..<1000 where receipts.arrived.withLock({ $0[warm] }) == nil { RemoteBench.pause(0.01) }
+        for _ in 0..<1000 { guard receipts.arrived.withLock({ $0[warm] }) == nil else { break }; RemoteBench.pause(0.01) }
 
         log("remote: \(rounds) pushes, one at a time")
         var latencies: [Double] = []

@@ -61,7 +61,7 @@ import Testing
             players.append(p)
             let probe = try BusConnection(address: bus.address)
             defer { probe.stop() }
-            for _ in 0..<500 where probe.nameOwner("org.mpris.MediaPlayer2." + name) == nil { try await Task.sleep(nanoseconds: 20_000_000) }
+            for _ in 0..<500 { guard probe.nameOwner("org.mpris.MediaPlayer2." + name) == nil else { break }; try await Task.sleep(nanoseconds: 20_000_000) }
             return p
         }
 

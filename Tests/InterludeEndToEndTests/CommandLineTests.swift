@@ -291,7 +291,8 @@ import InterludeTestSupport
         try w.config(base)
         daemon.process.signal(SIGHUP)
         var off = false
-        for _ in 0..<40 where !off {
+        for _ in 0..<40 {
+            guard !off else { break }
             try await Task.sleep(nanoseconds: 50_000_000)
             off = try interlude(["--socket", s, "focus", "status"]).out.contains("focus: off")
         }
@@ -429,7 +430,8 @@ import InterludeTestSupport
         try p.run()
         let errText = ReadAll(err.fileHandleForReading)
         var active = false
-        for _ in 0..<100 where !active {
+        for _ in 0..<100 {
+            guard !active else { break }
             try await Task.sleep(nanoseconds: 50_000_000)
             let s = try? InterludeClient.request(socket: socket, app: "org.interlude.CLI", WireMethod.status, StatusParams(), as: StatusResult.self)
             active = s?.sessions.contains { $0.app == "org.example.Music" && $0.state == .active } == true

@@ -263,7 +263,7 @@ extension SoundEndToEndTests {
         try #require(SocketProbe.live(w.path + "/first"))
         let second = try DaemonProcess(socket: w.path + "/second", work: w.path, config: false, log: "second.log")
         defer { second.stop() }
-        for _ in 0..<100 where second.isRunning { try await Task.sleep(for: .milliseconds(50)) }
+        for _ in 0..<100 { guard second.isRunning else { break }; try await Task.sleep(for: .milliseconds(50)) }
         try #require(!second.isRunning, "a second daemon on the same state folder keeps running")
         #expect(second.process.wait(timeout: 10) == .exited(75))
         let said = (try? String(contentsOfFile: w.path + "/second.log", encoding: .utf8)) ?? ""
@@ -345,7 +345,7 @@ extension SoundEndToEndTests {
         func musicDb() -> Double? {
             (try? pulse.sinkInputs())?.first { $0.properties["interlude.daemon"] == w.socket && $0.role == "music" }?.volumeDb
         }
-        for _ in 0..<100 where musicDb() == nil { try await Task.sleep(nanoseconds: 20_000_000) }
+        for _ in 0..<100 { guard musicDb() == nil else { break }; try await Task.sleep(nanoseconds: 20_000_000) }
         #expect(musicDb().map { abs($0) < 0.1 } == true, "before: \(String(describing: musicDb()))")
         // The output too: the 470 Hz tone's level in a recording of the sink's monitor.
         let recorder = try PulseRecorder(connection: pulse, source: try pulse.defaultSinkName() + ".monitor")
@@ -366,7 +366,7 @@ extension SoundEndToEndTests {
 
         daemon = try DaemonProcess(socket: w.socket, work: w.path, config: false)
         defer { daemon.stop() }
-        for _ in 0..<150 where musicDb().map({ abs($0) < 0.1 }) != true { try await Task.sleep(nanoseconds: 20_000_000) }
+        for _ in 0..<150 { guard musicDb().map({ abs($0) < 0.1 }) != true else { break }; try await Task.sleep(nanoseconds: 20_000_000) }
         #expect(musicDb().map { abs($0) < 0.1 } == true, "after the restart: \(String(describing: musicDb()))")
         try await Task.sleep(nanoseconds: 300_000_000)
         let restored = PulseClock.monotonicSeconds() - 0.1
@@ -423,7 +423,7 @@ final class DaemonProcess {
         // (ChildProcess: Foundation's Process let a daemon inherit another child's descriptors).
         process = try ChildProcess(path, daemonArguments, stdin: .null, stdout: .inherit, stderr: .appendTo(work + "/" + log),
                                    environment: environment)
-        for _ in 0..<400 where waitForSocket && !SocketProbe.live(socket) && process.isRunning { Thread.sleep(forTimeInterval: 0.05) }
+        for _ in 0..<400 { guard waitForSocket && !SocketProbe.live(socket) && process.isRunning else { break }; Thread.sleep(forTimeInterval: 0.05) }
     }
     /// A daemon outlives no test: a test that throws in the middle leaves none running (it held
     /// the test runner's standard output, and `swift test` waited for it for ever).

@@ -77,7 +77,7 @@ import InterludeWire
         p.standardError = FileHandle(forWritingAtPath: w.path + "/log")
         try p.run()
         defer { ScenarioRunner.stop(p) }
-        for _ in 0..<100 where !UnixSocket.isLive(w.socket) { try await Task.sleep(nanoseconds: 50_000_000) }
+        for _ in 0..<100 { guard !UnixSocket.isLive(w.socket) else { break }; try await Task.sleep(nanoseconds: 50_000_000) }
         let played = try run(prefix + "/bin/interlude", ["--socket", w.socket, "play", "default"])
         #expect(played.status == 0 && played.out.contains("played default"), "\(played.out)")
         let status = try run(prefix + "/bin/interlude", ["--socket", w.socket, "status"])

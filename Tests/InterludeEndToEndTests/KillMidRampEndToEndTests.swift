@@ -31,7 +31,7 @@ import InterludeScenario
             (try? pulse.sinkInputs())?.first { $0.properties["interlude.daemon"] == w.socket && $0.role == "music" }
         }
         func musicDb() -> Double? { music()?.volumeDb }
-        for _ in 0..<100 where music() == nil { try await Task.sleep(nanoseconds: 20_000_000) }
+        for _ in 0..<100 { guard music() == nil else { break }; try await Task.sleep(nanoseconds: 20_000_000) }
         let index = try #require(music()?.index)
 
         var userDb = 0.0
@@ -40,7 +40,7 @@ import InterludeScenario
         let rounds: [(killAt: Double, userChange: Double?)] = [(0.7, nil), (1.6, -6), (2.8, nil), (3.4, -3), (5.0, -9)]
         for (n, round) in rounds.enumerated() {
             let daemon = try DaemonProcess(socket: w.socket, work: w.path)
-            for _ in 0..<150 where musicDb().map({ abs($0 - userDb) < 0.3 }) != true { try await Task.sleep(nanoseconds: 20_000_000) }
+            for _ in 0..<150 { guard musicDb().map({ abs($0 - userDb) < 0.3 }) != true else { break }; try await Task.sleep(nanoseconds: 20_000_000) }
             #expect(musicDb().map { abs($0 - userDb) < 0.3 } == true,
                     "round \(n), at the start: \(String(describing: musicDb())) dB, the user's is \(userDb) dB")
             let prompt = try await InterludeClient.connect(socket: w.socket, app: "org.example.Maps")
@@ -58,7 +58,8 @@ import InterludeScenario
                 repeat {
                     tries += 1
                     try await pulse.setUserVolume(sinkInput: index, db: change)
-                    for _ in 0..<10 where ledgerUserDb(w, index).map({ abs($0 - change) < 0.3 }) != true {
+                    for _ in 0..<10 {
+                        guard ledgerUserDb(w, index).map({ abs($0 - change) < 0.3 }) != true else { break }
                         try await Task.sleep(nanoseconds: 10_000_000)
                     }
                 } while ledgerUserDb(w, index).map({ abs($0 - change) < 0.3 }) != true && tries < 5
@@ -78,7 +79,7 @@ import InterludeScenario
             if round.killAt < 3 { #expect(left > userDb - 13, "round \(n): killed at \(left) dB, not mid-ramp") }
         }
         var daemon = try DaemonProcess(socket: w.socket, work: w.path)
-        for _ in 0..<150 where musicDb().map({ abs($0 - userDb) < 0.3 }) != true { try await Task.sleep(nanoseconds: 20_000_000) }
+        for _ in 0..<150 { guard musicDb().map({ abs($0 - userDb) < 0.3 }) != true else { break }; try await Task.sleep(nanoseconds: 20_000_000) }
         #expect(musicDb().map { abs($0 - userDb) < 0.3 } == true,
                 "after the last round: \(String(describing: musicDb())) dB, the user's is \(userDb) dB")
 
@@ -128,7 +129,7 @@ import InterludeScenario
         func music() -> PulseSinkInput? {
             (try? pulse.sinkInputs())?.first { $0.properties["interlude.daemon"] == w.socket && $0.role == "music" }
         }
-        for _ in 0..<100 where music() == nil { try await Task.sleep(nanoseconds: 20_000_000) }
+        for _ in 0..<100 { guard music() == nil else { break }; try await Task.sleep(nanoseconds: 20_000_000) }
         let stream = try #require(music())
         try await pulse.setUserVolume(sinkInput: stream.index, db: -20)  // the user's -6 dB under a -14 dB duck
         try FileManager.default.createDirectory(atPath: w.path + "/state", withIntermediateDirectories: true)
@@ -136,7 +137,7 @@ import InterludeScenario
         try JSONSerialization.data(withJSONObject: old).write(to: URL(fileURLWithPath: w.path + "/state/applied-gains.json"))
         let daemon = try DaemonProcess(socket: w.socket, work: w.path, config: false)
         defer { daemon.stop() }
-        for _ in 0..<150 where music().map({ abs($0.volumeDb + 6) < 0.3 }) != true { try await Task.sleep(nanoseconds: 20_000_000) }
+        for _ in 0..<150 { guard music().map({ abs($0.volumeDb + 6) < 0.3 }) != true else { break }; try await Task.sleep(nanoseconds: 20_000_000) }
         #expect(music().map { abs($0.volumeDb + 6) < 0.3 } == true, "after the start: \(String(describing: music()?.volumeDb)) dB")
     }
 }

@@ -50,7 +50,7 @@ import Glibc
         p.send(Self.toolHello)
         #expect(p.reply()?.error == nil)
         p.send(#"{"id":2,"method":"sound.play","params":{"sound":"default"}}"# + "\n")
-        for _ in 0..<200 where !sounds.waiting { try await Task.sleep(nanoseconds: 10_000_000) }
+        for _ in 0..<200 { guard !sounds.waiting else { break }; try await Task.sleep(nanoseconds: 10_000_000) }
         #expect(sounds.waiting)
         let line = Array(("{\"id\":3,\"method\":\"" + String(repeating: "x", count: 60_000)).utf8) + [0x0a]
         // On a thread of its own: the daemon's queues must not wait for a pool thread we hold.

@@ -36,7 +36,8 @@ import InterludeWire
         // A connection's sessions are freed when it closes (A9): room again.
         a.close()
         var registered = false
-        for _ in 0..<100 where !registered {
+        for _ in 0..<100 {
+            guard !registered else { break }
             registered = (try? await b.register(category: .ambient)) != nil
             if !registered { try await Task.sleep(nanoseconds: 10_000_000) }
         }

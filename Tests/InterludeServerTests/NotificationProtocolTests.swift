@@ -38,7 +38,8 @@ import InterludeWire
         let alarm = try await app(d, "org.example.Alarm")
         let a = try await add(alarm, AddNotificationParams(identifier: "a1", title: "wake", sound: "default", criticalVolume: 0.8, level: .critical))
         #expect(a.decision.level == .critical)
-        for _ in 0..<100 where !d.sounds.plays.contains(where: { $0.properties["interlude.critical"] == "1" }) {
+        for _ in 0..<100 {
+            guard !d.sounds.plays.contains(where: { $0.properties["interlude.critical"] == "1" }) else { break }
             try await Task.sleep(nanoseconds: 10_000_000)
         }
         let critical = d.sounds.plays.first { $0.properties["interlude.critical"] == "1" }

@@ -92,7 +92,8 @@ import InterludeWire
         // One of this process's connections closes: it is served again.
         mine.removeLast().close()
         var served = false
-        for _ in 0..<50 where !served {
+        for _ in 0..<50 {
+            guard !served else { break }
             if (try? await InterludeClient.connect(socket: path, app: "org.example.Leaky4", replyTimeout: 5)) != nil { served = true }
             else { try await Task.sleep(nanoseconds: 20_000_000) }
         }

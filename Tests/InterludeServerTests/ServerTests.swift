@@ -278,7 +278,7 @@ final class RawPeer {
         nav.close()
         let back = await nextEvent(music, named: WireEventName.duckChanged) { $0.data["ducked"] == .bool(false) }
         #expect(back?.data["ducked"] == .bool(false))
-        for _ in 0..<100 where d.backend.lastGain(7) != 0 { try await Task.sleep(nanoseconds: 10_000_000) }
+        for _ in 0..<100 { guard d.backend.lastGain(7) != 0 else { break }; try await Task.sleep(nanoseconds: 10_000_000) }
         #expect(d.backend.lastGain(7) == 0)
     }
 
