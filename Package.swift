@@ -40,7 +40,7 @@ let package = Package(
         // Engine: owns state, feeds the policies, carries out effects through ports.
         .target(name: "InterludeEngine", dependencies: ["InterludePolicy", "InterludeConfig", "InterludeWire"]),
         // The engine's audio and sound ports on the PulseAudio and libsndfile adapters, and A7's gain ledger.
-        .target(name: "InterludeAudioPorts", dependencies: ["InterludeEngine", "InterludePulse", "InterludeSound", "InterludeWire"]),
+        .target(name: "InterludeAudioPorts", dependencies: ["InterludeEngine", "InterludePulse", "InterludeSound", "InterludeWire", "CInterludeSys"]),
         // Socket server: connections -> engine calls.
         .target(name: "InterludeServer", dependencies: ["InterludeEngine", "InterludeWire", "CInterludeSys"]),
         // D-Bus adapter (sd-bus): org.freedesktop.Notifications calls -> engine calls, like the socket server.

@@ -33,3 +33,8 @@ int interlude_spawn_add_closefrom(posix_spawn_file_actions_t *actions, int fd) {
 }
 
 int interlude_pipe_cloexec(int fds[2]) { return pipe2(fds, O_CLOEXEC); }
+
+#include <sys/prctl.h>
+int interlude_name_this_thread(const char *name) {
+    return prctl(PR_SET_NAME, (unsigned long)name, 0, 0, 0);
+}

@@ -1,3 +1,4 @@
+import CInterludeSys
 import Foundation
 import InterludeEngine
 
@@ -29,10 +30,13 @@ public final class BlockingWorkExecutor: SerialExecutor, @unchecked Sendable {
         jobs.push(unowned)
         if !started {
             started = true
-            // Named from inside: on Linux a name set before start is not the thread's (it keeps
-            // the name of the thread that started it).
+            // Named from inside, in the kernel: on Linux a name set before start is not
+            // the thread's (it keeps the name of the thread that started it), and Foundation's
+            // `Thread.current.name` setter reaches the kernel only once the starting thread has
+            // stored the new thread's handle, which it may not have yet (about one start in 30,
+            // under load, kept the pool thread's name "oot.default-qos").
             let thread = Thread { [self] in
-                Thread.current.name = name
+                _ = interlude_name_this_thread(name)
                 run()
             }
             thread.start()

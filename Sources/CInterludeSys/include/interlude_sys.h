@@ -24,4 +24,10 @@ int interlude_spawn_add_closefrom(posix_spawn_file_actions_t *actions, int fd);
 /// Returns 0, or -1 with errno set.
 int interlude_pipe_cloexec(int fds[2]);
 
+/// Names the calling thread in the kernel (prctl PR_SET_NAME: at most 15 bytes, longer is cut),
+/// as `ps`, `top` and /proc/thread-self/comm show it. Foundation's `Thread.current.name` setter
+/// reaches the kernel only once the starting thread has stored the new thread's handle, which a
+/// thread that names itself first thing may be too early for. Returns 0, or -1 with errno set.
+int interlude_name_this_thread(const char *name);
+
 #endif
