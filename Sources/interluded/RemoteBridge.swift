@@ -54,8 +54,10 @@ final class RemoteBridge: Sendable {
                                   username: config.string("remote.username") ?? device, password: password,
                                   caFile: config.string("remote.caFile"), keepaliveSeconds: Int32(config.number("remote.keepaliveSeconds")))
         options.fallbackBrokers = fallbacks
-        // What a crash can have the broker deliver again must stay inside the dedupe window, with room.
-        options.maxUnacknowledged = max(1, min(64, Int(config.number("remote.dedupeWindow")) / 4))
+        // What a crash can have the broker deliver again must stay inside the dedupe window, with
+        // room (a round more can be lost in flight). Rounds of 64 cost a third of the drain's
+        // throughput (4,500–5,100 msg/s against 6,500–7,700 before, same runs); rounds of 250 none.
+        options.maxUnacknowledged = max(1, min(256, Int(config.number("remote.dedupeWindow")) / 4))
         let client: MQTTClient
         do { client = try MQTTClient(options, log: log) } catch { throw bad(error.code == .badCredentials ? "caFile" : "broker", error.message) }
         let topics = RemoteTopics(prefix: config.string("remote.topicPrefix") ?? "interlude/devices", device: device)

@@ -348,7 +348,7 @@ enum TestBroker {
     /// 3000 at once, the client wrote 420 PUBACKs in the first second and none after, and each id
     /// the broker sent again evicted the oldest of the remembered window, which was the next to
     /// come again. Now the client reads a backlog in rounds of `MQTTOptions.maxUnacknowledged`
-    /// (64, at most a quarter of the window) and writes each round's PUBACKs before reading on
+    /// (250: a quarter of the window) and writes each round's PUBACKs before reading on
     /// (BrokerTests.aBacklogIsAcknowledgedToTheBrokerInRoundsWhileItDrains), so a kill has the
     /// broker deliver again at most about one round, all of it inside the window.
     @Test(.enabled(if: TestBroker.both()))
