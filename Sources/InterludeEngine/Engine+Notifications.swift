@@ -289,7 +289,7 @@ extension Engine {
             } catch {
                 log("sound \(name) failed: \(error)")
                 // Nobody heard it: it does not count as the app's audible alert (N11).
-                if let at = p.decidedAt { _ = try? self.notify(.soundNotPlayed(app: p.app, decidedAt: at)) }
+                self.soundNotHeard(p)
                 let e = (error as? WireError) ?? WireError(.soundFailed, "\(error)")
                 if let key { self.playedSounds.record(PlayedSound(requested: name, played: "none", warning: e), for: key) }
                 played["played"] = .string("none")

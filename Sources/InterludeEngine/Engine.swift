@@ -359,6 +359,14 @@ public actor Engine {
         publish(WireEventName.ringerChanged, .object(["mode": .string(silent ? "silent" : "ring")]), to: .subscribers)
     }
 
+    /// A decided playback that could not play: nobody heard it, so it is no audible alert of its
+    /// app and starts no cooldown of its thread (N11, the core's `soundNotPlayed`). For both play
+    /// paths: `sound.play` and a notification's sound.
+    func soundNotHeard(_ playback: NotificationSoundPlayback) {
+        guard playback.decidedAt != nil else { return }
+        _ = try? notify(.soundNotPlayed(playback))
+    }
+
     /// `sound.play`.
     public func playSound(client: Int, _ p: SoundPlayParams) async throws(WireError) -> SoundPlayResult {
         guard let sounds else { throw WireError(.audioUnavailable, "no sound player") }
@@ -366,7 +374,7 @@ public actor Engine {
         guard !p.sound.isEmpty else { throw WireError(.badRequest, "a play request needs a sound name and a volume 0…1") }
         var volume = p.volume ?? 1
         guard (0...1).contains(volume) else { throw WireError(.badRequest, "volume must be within 0…1") }
-        var decidedAt: NotificationTime?   // when N17's rules let an app's sound play
+        var decided: NotificationSoundPlayback?   // what N17's rules let an app play
         let app = clients[client]?.app ?? "?"
         if !actsForUser(app) {
             // N17: an app's standalone sound obeys the same focus, ringer and rate rules, at the
@@ -380,14 +388,13 @@ public actor Engine {
                                        duration: 0)
             }
             volume = playback.volume
-            decidedAt = playback.decidedAt
+            decided = playback
         }
         var props = ["application.id": app]
         if let identity { props["interlude.daemon"] = identity }
         let result: SoundPlayResult
         do { result = try await sounds.play(p.sound, volume: volume, properties: props) } catch {
-            // Nobody heard it: it does not count as the app's audible alert (N11).
-            if let decidedAt { _ = try? notify(.soundNotPlayed(app: app, decidedAt: decidedAt)) }
+            if let decided { soundNotHeard(decided) }
             throw error
         }
         if let w = result.warning { log("sound \(p.sound) for \(app): \(w) → played \(result.played) [S1]") }

@@ -34,11 +34,14 @@ public enum NotificationEvent: Codable, Sendable, Equatable {
     case setCallActive(Bool)
     /// A standalone sound from an app (N17). Replies `.played` with the decision, or `.failed`.
     case play(NotificationPlayRequest, app: String, peerExecutablePath: String?, peerProblem: String? = nil)
-    /// A sound the rules let play at `decidedAt` (a notification's, or an app's standalone one)
-    /// could not be played (the audio server away, no sound that works): the user heard nothing,
-    /// so it was no audible alert, and N11's per-app interval no longer counts from it. Changes
-    /// nothing when the app's last audible alert is another one. No reply.
-    case soundNotPlayed(app: String, decidedAt: NotificationTime)
+    /// A playback the rules decided (a notification's sound, or an app's standalone one; its
+    /// ``NotificationSoundPlayback/decidedAt``) could not be played (the audio server away, no
+    /// sound that works): the user heard nothing, so it was no audible alert. N11's per-app
+    /// interval no longer counts from it, nor does its thread's cooldown (the next alert of the
+    /// thread plays at full volume, as after a quiet minute). Changes nothing where the app's last
+    /// audible alert, or the thread's last alert, is another one; nothing for a playback without a
+    /// decision time. No reply.
+    case soundNotPlayed(NotificationSoundPlayback)
     /// The app connected: queued action responses are sent (N14). No reply.
     case appConnected(app: String)
     /// The app disconnected. No reply.
@@ -110,14 +113,18 @@ public struct NotificationSoundPlayback: Codable, Sendable, Equatable {
     public var unmuteOutput: Bool
     /// Duck other audio for the sound's length (S4); true for every sound that plays.
     public var duckOthers: Bool
-    /// When the rules decided it (what the engine says back with ``NotificationEvent/soundNotPlayed(app:decidedAt:)``
+    /// When the rules decided it (what the engine says back with ``NotificationEvent/soundNotPlayed(_:)``
     /// if it cannot play); nil for a playback made outside the policy.
     public var decidedAt: NotificationTime?
+    /// The thread its N11 cooldown counted it in (nil: the app's threadless alerts).
+    public var thread: String?
 
     /// Makes a playback.
     public init(app: String, notificationIdentifier: String?, name: String, volume: Double,
-                bypassRingerAndFocus: Bool, unmuteOutput: Bool, duckOthers: Bool, decidedAt: NotificationTime? = nil) {
+                bypassRingerAndFocus: Bool, unmuteOutput: Bool, duckOthers: Bool, decidedAt: NotificationTime? = nil,
+                thread: String? = nil) {
         self.decidedAt = decidedAt
+        self.thread = thread
         self.app = app
         self.notificationIdentifier = notificationIdentifier
         self.name = name

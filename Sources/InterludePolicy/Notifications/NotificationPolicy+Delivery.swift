@@ -92,6 +92,18 @@ extension NotificationReducer {
         return factor < 1 ? (sound, ["N11"], ["cooldown: " + since + ": volume \(factor)"], false) : (sound, [], [], false)
     }
 
+    /// N11 counts what the user heard: a decided sound that could not play is no audible alert
+    /// (the per-app interval no longer counts from it: at its time the earlier audible alert was
+    /// at least an interval before, so clearing is the same as going back to it) and starts no
+    /// cooldown of its thread (the thread's next alert plays at full volume; an alert before it,
+    /// heard or not, is forgotten too). Only when they are still this playback's.
+    mutating func n11SoundNotHeard(_ playback: NotificationSoundPlayback) {
+        guard let decidedAt = playback.decidedAt else { return }
+        if state.history.lastAudible[playback.app] == decidedAt { state.history.lastAudible[playback.app] = nil }
+        let thread = playback.thread ?? ""
+        if state.history.lastAlert[playback.app]?[thread] == decidedAt { state.history.lastAlert[playback.app]?[thread] = nil }
+    }
+
     /// Delivers (or holds for the summary, or refuses) one notification at `t` and returns the
     /// decision and the center entry it made, if any. Emits `deliver`, watcher events, badge and
     /// sound effects, and logs the decision (N16).
@@ -192,7 +204,7 @@ extension NotificationReducer {
             effects.append(.playSound(NotificationSoundPlayback(
                 app: app, notificationIdentifier: id, name: sound.name, volume: sound.volume,
                 bypassRingerAndFocus: sound.bypassRingerAndFocus, unmuteOutput: sound.unmuteOutput, duckOthers: true,
-                decidedAt: t)))
+                decidedAt: t, thread: content.threadIdentifier)))
         }
         return (decision, entry)
     }

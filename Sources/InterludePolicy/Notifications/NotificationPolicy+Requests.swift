@@ -31,10 +31,7 @@ extension NotificationReducer {
             effects.append(.reply(.done))
         case .setCallActive(let active): state.callActive = active
         case .play(let request, let app, let path, let problem): play(request, app: app, peerPath: path, peerProblem: problem, at: now)
-        case .soundNotPlayed(let app, let decidedAt):
-            // N11 counts audible alerts: one the user did not hear is none (at t, the earlier one
-            // was at least an interval before, so clearing is the same as going back to it).
-            if state.history.lastAudible[app] == decidedAt { state.history.lastAudible[app] = nil }
+        case .soundNotPlayed(let playback): n11SoundNotHeard(playback)
         case .appConnected(let app):
             state.apps[app, default: .init()].connected = true
             for response in state.apps[app]!.queuedResponses { effects.append(.sendToApp(app: app, response)) }
@@ -289,7 +286,7 @@ extension NotificationReducer {
         let playback = sound.map {
             NotificationSoundPlayback(app: app, notificationIdentifier: nil, name: $0.name, volume: $0.volume,
                                       bypassRingerAndFocus: $0.bypassRingerAndFocus, unmuteOutput: $0.unmuteOutput,
-                                      duckOthers: true, decidedAt: now)
+                                      duckOthers: true, decidedAt: now, thread: request.threadIdentifier)
         }
         effects.append(.reply(.played(decision, playback: playback)))
     }

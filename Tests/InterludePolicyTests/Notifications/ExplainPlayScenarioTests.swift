@@ -84,7 +84,7 @@ private let alarm = "org.example.Alarm"
         h.advance(0.3)
         h.send(.play(.init(sound: "ping"), app: chat, peerExecutablePath: nil))
         #expect(h.errorCode == .rateLimited)
-        h.send(.soundNotPlayed(app: chat, decidedAt: first!.decidedAt!))
+        h.send(.soundNotPlayed(first!))
         #expect(h.reply == nil)
         h.send(.play(.init(sound: "ping"), app: chat, peerExecutablePath: nil))
         #expect(h.replyDecision?.outcome != nil && h.errorCode == nil && h.sounds().count == 1)
@@ -94,13 +94,55 @@ private let alarm = "org.example.Alarm"
         let played = h.sounds()
         #expect(played.count == 1 && played.first?.decidedAt == h.now)
         h.advance(0.2)
-        h.send(.soundNotPlayed(app: chat, decidedAt: h.now - 60))   // another, older sound: no change
+        var older = played.first!
+        older.decidedAt = h.now - 60
+        h.send(.soundNotPlayed(older))   // another, older sound: no change
         h.post("n2", from: chat)
         #expect(h.sounds().isEmpty && h.replyDecision?.rules.contains("N11") == true)
-        h.send(.soundNotPlayed(app: chat, decidedAt: played.first!.decidedAt!))
+        h.send(.soundNotPlayed(played.first!))
         h.advance(0.1)
         h.post("n3", from: chat)
         #expect(h.sounds().count == 1, "\(String(describing: h.replyDecision))")
+    }
+
+    /// N11's cooldown counts from what the user heard: a thread's sound that could not play does
+    /// not silence the thread's next alert 5 s later (0 % within 10 s) nor lower one 30 s later
+    /// (30 % within 60 s); it plays at full volume. A report for another thread, or for a sound
+    /// that is no longer the thread's last alert, changes nothing.
+    @Test(arguments: [
+        // (seconds to the next alert, failed sound reported, thread of the report, expected volume)
+        (5.0, false, "t1", 0.0), (5.0, true, "t1", 1.0), (5.0, true, "t2", 0.0),
+        (30.0, false, "t1", 0.3), (30.0, true, "t1", 1.0),
+    ])
+    func N11_aSoundThatCouldNotPlayStartsNoCooldown(after: Double, reported: Bool, reportThread: String, volume: Double) {
+        var h = Self.harness()
+        h.post("a", from: chat, NotificationContent(title: "t", body: "b", sound: "default", threadIdentifier: "t1"))
+        let first = try! #require(h.sounds().first)
+        #expect(first.thread == "t1" && first.decidedAt == h.now)
+        if reported {
+            var report = first
+            report.thread = reportThread
+            h.send(.soundNotPlayed(report))
+        }
+        h.advance(after)
+        h.post("b", from: chat, NotificationContent(title: "t", body: "b", sound: "default", threadIdentifier: "t1"))
+        #expect((h.sounds().first?.volume ?? 0) == volume, "\(String(describing: h.replyDecision))")
+        #expect(h.replyDecision?.rules.contains("N11") == (volume < 1))
+    }
+
+    /// A report about a sound that is no longer the thread's last alert changes nothing.
+    @Test func N11_aLateReportAboutAnEarlierSoundKeepsTheCooldownOfTheNext() {
+        var h = Self.harness()
+        let thread = NotificationContent(title: "t", body: "b", sound: "default", threadIdentifier: "t1")
+        h.post("a", from: chat, thread)
+        let first = try! #require(h.sounds().first)
+        h.advance(70)
+        h.post("b", from: chat, thread)   // heard (full volume), the thread's last alert now
+        #expect(h.sounds().first?.volume == 1)
+        h.send(.soundNotPlayed(first))    // late, about "a"
+        h.advance(5)
+        h.post("c", from: chat, thread)
+        #expect(h.sounds().isEmpty && h.replyDecision?.rules.contains("N11") == true, "\(String(describing: h.replyDecision))")
     }
 
     @Test(arguments: [
