@@ -109,11 +109,7 @@ extension NotificationReducer {
             fireAt = first
         }
         let record = state.apps[app] ?? NotificationAppRecord()
-        guard record.isAuthorized else {
-            let why = record.requestedOptions == nil ? "the app has not requested authorization"
-                : "notifications are \(record.settings.authorization.rawValue) for this app"
-            return refuse(.notAuthorized, "N1", why)
-        }
+        if let why = record.notAuthorizedReason { return refuse(.notAuthorized, "N1", why) }
         if c.promotional {
             guard c.interruptionLevel < .timeSensitive else {
                 return refuse(.promotionalNotAllowed, "N6", "promotional notifications may not be timeSensitive or critical")
@@ -169,7 +165,7 @@ extension NotificationReducer {
     mutating func setBadgeRequest(app: String, count: Int) {
         guard (0...NotificationPolicy.maximumBadge).contains(count) else { return fail(.badRequest, "badge \(count) is not 0…\(NotificationPolicy.maximumBadge) (N12)") }
         let record = state.apps[app] ?? NotificationAppRecord()
-        guard record.isAuthorized else { return fail(.notAuthorized, "the app is not authorized (N1)") }
+        if let why = record.notAuthorizedReason { return fail(.notAuthorized, why) }
         if record.badgesOn { setBadge(app, count) }
         effects.append(.reply(.done))
     }

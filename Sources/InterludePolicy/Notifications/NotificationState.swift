@@ -107,6 +107,15 @@ public struct NotificationAppRecord: Codable, Sendable, Equatable {
         requestedOptions != nil && (settings.authorization == .authorized || settings.authorization == .provisional)
     }
 
+    /// Why the app is not authorized (N1), for a `notAuthorized` error; nil when it is. An app
+    /// that never asked is not authorized even if the user granted it (`interlude auth APP grant`)
+    /// — what it asked for (alert, sound, badge) decides what it gets.
+    var notAuthorizedReason: String? {
+        if isAuthorized { return nil }
+        if requestedOptions == nil { return "the app has not requested authorization (N1: it asks first, then the user's answer applies)" }
+        return "notifications are \(settings.authorization.rawValue) for this app (N1)"
+    }
+
     /// Whether the badge is kept for this app (N12).
     var badgesOn: Bool { settings.badge && granted(.badge) }
 }

@@ -384,6 +384,22 @@ private func granted(_ config: NotificationPolicyConfig = .init(authorization: .
         #expect(h.errorCode == .badRequest)
     }
 
+    /// N1 for badges: an app the user granted (`interlude auth APP grant`) but that never asked is
+    /// not authorized, and the error says so (it said only "not authorized" though the user had
+    /// granted it); a denied app's error says denied.
+    @Test func N1_setBadgeFromAnAppThatNeverAskedSaysWhy() {
+        var h = NotificationHarness(config: .init(authorization: .init(default: .prompt), timeZone: "UTC"))
+        h.send(.setSettings(app: chat, NotificationSettingsChange(authorization: .authorized)))
+        h.send(.setBadge(app: chat, count: 3))
+        guard case let .failed(code, message, _)? = h.reply else { Issue.record("accepted: \(String(describing: h.reply))"); return }
+        #expect(code == .notAuthorized && message.contains("has not requested authorization"), "\(message)")
+        h.authorize(news)
+        h.send(.setSettings(app: news, NotificationSettingsChange(authorization: .denied)))
+        h.send(.setBadge(app: news, count: 3))
+        guard case let .failed(_, denied, _)? = h.reply else { Issue.record("accepted: \(String(describing: h.reply))"); return }
+        #expect(denied.contains("notifications are denied for this app"), "\(denied)")
+    }
+
     /// The CLI refuses a badge past 2^31 − 1; the protocol does too (set by `setBadge` or a
     /// notification's content), and counting up stops at it.
     @Test func N12_aBadgeBeyondTheLargestIsBadRequestAndCountingStopsThere() {
