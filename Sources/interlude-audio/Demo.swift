@@ -258,7 +258,7 @@ enum Demo {
             let how = outcome == "silenced" ? "silenced (in the center, no sound, no banner)" : outcome
             return "notification \(n?["app"]?.stringValue ?? "?"): \"\(n?["title"]?.stringValue ?? "")\" \(how) [\(rules(d))]"
         case NotificationEventName.focusChanged:
-            return "focus: \(d["previous"]?.stringValue ?? "none") → \(d["focus"]?.stringValue ?? "none") [N7]"
+            return "focus: \(d["previous"]?.stringValue ?? "off") → \(d["focus"]?.stringValue ?? "off") [N7]"
         case NotificationEventName.missedDuringFocus:
             let missed = d["missed"].flatMap { if case let .array(a) = $0 { return a.count } else { return nil } } ?? 0
             return "missed during focus \(d["focus"]?.stringValue ?? ""): " + (missed == 0 ? "nothing" : "\(missed), in one summary") + " [N7]"
