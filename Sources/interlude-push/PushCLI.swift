@@ -91,13 +91,13 @@ enum PushCLI {
         if let file = a.value("password-file") ?? ProcessInfo.processInfo.environment["INTERLUDE_PUSH_PASSWORD_FILE"] {
             password = try MQTTOptions.readPasswordFile(file)
         }
-        let receipts = Mutex<[String: [UInt8]]>([:])
+        let receipts = Mutex<[String: [[UInt8]]]>([:])   // per id, in the order they came
         let client = try MQTTClient(MQTTOptions(broker: broker, clientID: "interlude-push-\(getpid())-\(newID().prefix(8))", cleanSession: true,
                                                 username: a.value("username"), password: password, caFile: a.value("ca-file")))
         let wait = a.has("wait-receipt")
         try client.start(onMessage: { m in
             guard let r = try? JSONDecoder().decode(RemoteReceipt.self, from: Data(m.payload)), let id = r.id else { return }
-            receipts.withLock { $0[id] = m.payload }
+            receipts.withLock { $0[id, default: []].append(m.payload) }
         })
         defer { client.stop() }
         try client.waitUntilConnected(timeout: timeout)
@@ -106,26 +106,42 @@ enum PushCLI {
             let granted = try client.waitForSubscription(mid, timeout: timeout)
             if granted.first == 128 { return CommandOutput.fail("the broker refused a subscription to \(topics.receipts)") }
         }
-        var midOf: [Int32: String] = [:]
-        for m in messages { midOf[try client.publish(topics.notifications, m.bytes, qos: 1)] = m.id }
-        let acked = client.waitForPublished(Set(midOf.keys), timeout: timeout + Double(messages.count) / 1000)
-        let ackedIDs = Set(acked.compactMap { midOf[$0] })
-        var ok = ackedIDs.count == messages.count
+        // A message id twice in one batch: the broker takes both, the device decides the first and
+        // answers the others `duplicate` (REMOTE.md). Said, not refused (a provider may mean it).
+        var seen: [String: Int] = [:]
+        for m in messages { seen[m.id, default: 0] += 1 }
+        for (id, n) in seen.sorted(by: { $0.key < $1.key }) where n > 1 {
+            FileHandle.standardError.write(Data("interlude push: id \(id) is in this batch \(n) times: the device delivers it once and answers the others duplicate\n".utf8))
+        }
+        // Acknowledgements per message (packet id → its place in the batch), not per id.
+        var indexOf: [Int32: Int] = [:]
+        for (i, m) in messages.enumerated() { indexOf[try client.publish(topics.notifications, m.bytes, qos: 1)] = i }
+        let acked = client.waitForPublished(Set(indexOf.keys), timeout: timeout + Double(messages.count) / 1000)
+        let ackedIndices = Set(acked.compactMap { indexOf[$0] })
+        var ok = ackedIndices.count == messages.count
         if wait {
             let deadline = Date(timeIntervalSinceNow: timeout)
-            while Date() < deadline, receipts.withLock({ r in !ackedIDs.allSatisfy { r[$0] != nil } }) { Thread.sleep(forTimeInterval: 0.005) }
+            // Each acknowledged message's receipt: an id twice in the batch waits for two.
+            var expected: [String: Int] = [:]
+            for i in ackedIndices { expected[messages[i].id, default: 0] += 1 }
+            while Date() < deadline, receipts.withLock({ r in !expected.allSatisfy { (r[$0.key]?.count ?? 0) >= $0.value } }) {
+                Thread.sleep(forTimeInterval: 0.005)
+            }
         }
         let got = receipts.withLock { $0 }
-        for m in messages {
-            if wait, let r = got[m.id] {
-                FileHandle.standardOutput.write(Data(r + [0x0A]))
+        var used: [String: Int] = [:]   // receipts of an id given out so far (the k-th to its k-th message)
+        for (i, m) in messages.enumerated() {
+            let k = used[m.id, default: 0]
+            used[m.id] = k + 1
+            if wait, let all = got[m.id], k < all.count {
+                FileHandle.standardOutput.write(Data(all[k] + [0x0A]))
             } else {
-                CommandOutput.printJSONLine(PushLine(id: m.id, acknowledged: ackedIDs.contains(m.id), receipt: wait ? false : nil))
+                CommandOutput.printJSONLine(PushLine(id: m.id, acknowledged: ackedIndices.contains(i), receipt: wait ? false : nil))
                 if wait { ok = false }
             }
         }
         if messages.count > 1 {
-            FileHandle.standardError.write(Data("interlude push: \(messages.count) published, \(ackedIDs.count) acknowledged by the broker\(wait ? ", \(got.count) receipts" : "")\n".utf8))
+            FileHandle.standardError.write(Data("interlude push: \(messages.count) published, \(ackedIndices.count) acknowledged by the broker\(wait ? ", \(got.values.reduce(0) { $0 + $1.count }) receipts" : "")\n".utf8))
         }
         return ok ? 0 : 1
     }

@@ -217,6 +217,20 @@ enum TestBroker {
         #expect(d.log.contains("remote message bad-\(getpid()) malformed"), "\(d.log)")
         let center = try await d.center(app).map(\.identifier)
         #expect(!center.contains("bad-\(getpid())") && !center.contains("big-\(getpid())"))
+
+
+        // One id twice in a batch: both published and acknowledged (exit 0; it exited 1 and
+        // counted one acknowledgement for the id), said on stderr, and with --wait-receipt each
+        // gets its own receipt: the first decided (silenced: the focus is still on), the second a
+        // duplicate.
+        let twice = "{\"id\":\"tw-\(getpid())\",\"app\":\"\(app)\",\"title\":\"once\"}\n"
+        let t = try Self.push(d.device, ["--stdin", "--wait-receipt"], stdin: twice + twice)
+        #expect(t.status == 0, "\(t.out) \(t.err)")
+        #expect(t.err.contains("id tw-\(getpid()) is in this batch 2 times"), "\(t.err)")
+        #expect(t.out.split(separator: "\n").compactMap(Self.receipt).map(\.status) == [.silenced, .duplicate], "\(t.out)")
+        let plain = try Self.push(d.device, ["--stdin"], stdin: twice + twice)
+        #expect(plain.status == 0, "\(plain.out) \(plain.err)")
+        #expect(plain.out.split(separator: "\n").filter { $0.contains("\"acknowledged\":true") }.count == 2, "\(plain.out)")
     }
 
     /// Done-when 5: with the documented ACL a device cannot read another device's notifications or
