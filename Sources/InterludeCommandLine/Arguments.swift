@@ -73,7 +73,7 @@ public struct Arguments: Sendable {
     }
 }
 
-/// The start of an `interlude` command line: `[--socket PATH] COMMAND ARGUMENTS…`.
+/// The start of an `interlude` command line: `[--socket PATH | --socket=PATH] COMMAND ARGUMENTS…`.
 public struct CommandInvocation: Sendable {
     /// The `--socket` given anywhere on the line (the daemon's socket), if any.
     public var socket: String?
@@ -87,14 +87,16 @@ public struct CommandInvocation: Sendable {
     /// Splits `argv` (without the program name).
     public init(_ argv: [String]) {
         var args = argv
-        if let i = args.firstIndex(of: "--socket") {
-            guard i + 1 < args.count, !args[i + 1].isEmpty else {
+        if let i = args.firstIndex(where: { $0 == "--socket" || $0.hasPrefix("--socket=") }) {
+            let joined = args[i].hasPrefix("--socket=") ? String(args[i].dropFirst("--socket=".count)) : nil
+            let path = joined ?? (i + 1 < args.count ? args[i + 1] : "")
+            guard !path.isEmpty else {
                 socketWithoutPath = true
                 rest = []
                 return
             }
-            socket = args[i + 1]
-            args.removeSubrange(i...(i + 1))
+            socket = path
+            args.removeSubrange(i...(joined == nil ? i + 1 : i))
         }
         command = args.first
         rest = Array(args.dropFirst())

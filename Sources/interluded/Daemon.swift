@@ -27,7 +27,8 @@ enum Daemon {
     usage: interluded [--socket PATH] [--config DIR] [--state DIR] [--pulse-server SERVER] [--private]
                       [--exit-with-parent] [--no-bus | --bus] [--replace] [--version]
 
-    Interlude's audio-policy and notification-sound daemon.
+    Interlude's audio-policy and notification-sound daemon. An option's value may also follow
+    an equals sign (--socket=PATH).
       --socket PATH          socket to listen on (default $INTERLUDE_SOCKET or $XDG_RUNTIME_DIR/interlude/socket)
       --config DIR           config folder read last (default $INTERLUDE_CONFIG_DIR); see Config/interlude.json5
       --state DIR            state folder (default $XDG_STATE_HOME/interlude)
@@ -65,8 +66,18 @@ enum Daemon {
         let env = ProcessInfo.processInfo.environment
         var options: [String: String] = [:]
         var i = 1
-        while i < arguments.count {
-            let a = arguments[i]
+        // `--name=value` is `--name value` (GNU style).
+        var argv = [String]()
+        for a in arguments {
+            if a.hasPrefix("--"), let eq = a.firstIndex(of: "="),
+               ["--socket", "--config", "--state", "--pulse-server"].contains(String(a[..<eq])) {
+                argv += [String(a[..<eq]), String(a[a.index(after: eq)...])]
+            } else {
+                argv.append(a)
+            }
+        }
+        while i < argv.count {
+            let a = argv[i]
             switch a {
             case "--help", "-h": print(usage); return 0
             case "--private": options["private"] = "1"; i += 1
@@ -77,8 +88,8 @@ enum Daemon {
             case "--version": print("interluded \(version)"); return 0
             case "--socket", "--config", "--state", "--pulse-server":
                 // An empty path is no path: `--state ""` put the state in the root folder.
-                guard i + 1 < arguments.count, !arguments[i + 1].isEmpty else { log("\(a) needs a value"); return 2 }
-                options[String(a.dropFirst(2))] = arguments[i + 1]
+                guard i + 1 < argv.count, !argv[i + 1].isEmpty else { log("\(a) needs a value"); return 2 }
+                options[String(a.dropFirst(2))] = argv[i + 1]
                 i += 2
             default:
                 log("unknown argument \(a)\n\(usage)")

@@ -277,6 +277,23 @@ extension SoundEndToEndTests {
         #expect(SocketProbe.live(w.path + "/third"), "after a SIGKILL of the holder: \((try? String(contentsOfFile: w.path + "/third.log", encoding: .utf8)) ?? "")")
     }
 
+    /// `--name=value` as `--name value`, in the daemon and the CLI (both said "unknown").
+    @Test func optionsTakeAValueAfterAnEqualsSign() throws {
+        guard let path = ScenarioRunner.siblingExecutable("interluded"),
+              let cli = ScenarioRunner.siblingExecutable("interlude") else { throw CocoaError(.fileNoSuchFile) }
+        let w = try WorkFolder("e2e-equals")
+        defer { w.remove() }
+        let daemon = try ChildProcess(path, ["--socket=" + w.socket, "--state=" + w.path + "/state", "--private", "--no-bus"],
+                                      stdin: .null, stdout: .null, stderr: .appendTo(w.path + "/log"))
+        defer { daemon.kill() }
+        let deadline = Date().addingTimeInterval(20)
+        while Date() < deadline, daemon.isRunning, !SocketProbe.live(w.socket) { Thread.sleep(forTimeInterval: 0.05) }
+        #expect(SocketProbe.live(w.socket), "\((try? String(contentsOfFile: w.path + "/log", encoding: .utf8)) ?? "")")
+        #expect(FileManager.default.fileExists(atPath: w.path + "/state/interlude.lock"))
+        let status = try ChildProcess.run(cli, ["--socket=" + w.socket, "status"], timeout: 20)
+        #expect(status.status == 0 && status.stdout.contains("interluded"), "\(status.stdout) \(status.stderr)")
+    }
+
     /// An empty path is a usage error (exit 2), not the root folder: `--state ""` put the lock and
     /// the database in `/`.
     @Test func anEmptyPathOptionIsAUsageError() throws {

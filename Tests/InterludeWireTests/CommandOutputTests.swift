@@ -39,9 +39,12 @@ import Testing
     @Test func theSocketOptionIsTakenOutOfTheLine() {
         let line = CommandInvocation(["status", "--socket", "/run/x", "--json"])
         #expect(line.socket == "/run/x" && line.command == "status" && line.rest == ["--json"] && !line.socketWithoutPath)
+        // GNU style: --socket=PATH (it was taken for the command's own unknown option).
+        let joined = CommandInvocation(["--socket=/run/y", "status", "--json"])
+        #expect(joined.socket == "/run/y" && joined.command == "status" && joined.rest == ["--json"] && !joined.socketWithoutPath)
     }
 
-    @Test(arguments: [["status", "--socket"], ["--socket", "", "status"]])
+    @Test(arguments: [["status", "--socket"], ["--socket", "", "status"], ["--socket=", "status"]])
     func aSocketOptionWithoutAPathIsAUsageError(argv: [String]) {
         #expect(CommandInvocation(argv).socketWithoutPath)
     }
