@@ -114,6 +114,12 @@ enum Daemon {
 
         // Refuse a live socket before touching the audio server: a second daemon must not act at all.
         let path = SocketServer.defaultPath(flag: options["socket"], environment: env)
+        // A path no socket can have (longer than an address holds) is refused first, not after
+        // the audio server was joined (a managing daemon said "another manager", exit 75).
+        do { _ = try UnixSocket.address(path) } catch {
+            log("cannot listen: \(error)")
+            return 1
+        }
         if SocketServer.isLive(path) {
             log("another daemon is listening on \(path)")
             return 1

@@ -277,6 +277,20 @@ extension SoundEndToEndTests {
         #expect(SocketProbe.live(w.path + "/third"), "after a SIGKILL of the holder: \((try? String(contentsOfFile: w.path + "/third.log", encoding: .utf8)) ?? "")")
     }
 
+    /// A socket path longer than an address holds is refused before anything else (exit 1, "too
+    /// long"), also by a managing daemon, which joined the audio server first and could exit 75
+    /// ("another manager") over a path it could never have listened on.
+    @Test func aSocketPathTooLongIsRefusedFirst() throws {
+        guard let path = ScenarioRunner.siblingExecutable("interluded") else { throw CocoaError(.fileNoSuchFile) }
+        let w = try WorkFolder("e2e-longsock")
+        defer { w.remove() }
+        let socket = w.path + "/" + String(repeating: "s", count: 120) + "/socket"
+        let r = try ChildProcess.run(path, ["--socket", socket, "--state", w.path + "/state", "--no-bus"], timeout: 20)
+        #expect(r.exit == .exited(1), "\(r.stderr)")
+        #expect(r.stderr.contains("socket path too long"), "\(r.stderr)")
+        #expect(!r.stderr.contains("audio server"), "the audio server was joined first: \(r.stderr)")
+    }
+
     /// `--name=value` as `--name value`, in the daemon and the CLI (both said "unknown").
     @Test func optionsTakeAValueAfterAnEqualsSign() throws {
         guard let path = ScenarioRunner.siblingExecutable("interluded"),
