@@ -58,6 +58,22 @@ public final class LogWriter: @unchecked Sendable {
         self.onQuiet = onQuiet
     }
 
+    /// `text` as one log line: control characters (C0, DEL, C1) and the Unicode line and
+    /// paragraph separators become `\u{XX}` escapes, so a title or app id an app chose cannot start
+    /// a line of its own that reads like the daemon's (`interluded: …`). Everything else as is.
+    public static func oneLine(_ text: String) -> String {
+        guard text.unicodeScalars.contains(where: needsEscape) else { return text }
+        var out = String.UnicodeScalarView()
+        for u in text.unicodeScalars {
+            if needsEscape(u) { out.append(contentsOf: "\\u{\(String(u.value, radix: 16, uppercase: true))}".unicodeScalars) } else { out.append(u) }
+        }
+        return String(out)
+    }
+
+    private static func needsEscape(_ u: Unicode.Scalar) -> Bool {
+        u.value < 0x20 || (0x7F...0x9F).contains(u.value) || u.value == 0x2028 || u.value == 0x2029
+    }
+
     /// Logs `line` (a newline is added). Returns without waiting for the write, unless
     /// `maxPendingBytes` are waiting.
     public func write(_ line: String) {

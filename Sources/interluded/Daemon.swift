@@ -54,7 +54,7 @@ enum Daemon {
     static let logWriter = LogWriter(quietSeconds: 5, onQuiet: { _ = interlude_malloc_trim() })
 
     static func log(_ line: String) {
-        logWriter.write("interluded: \(line)")
+        logWriter.write("interluded: " + LogWriter.oneLine(line))
     }
 
     static func run(arguments: [String]) async -> Int32 {
@@ -92,7 +92,8 @@ enum Daemon {
                 options[String(a.dropFirst(2))] = argv[i + 1]
                 i += 2
             default:
-                log("unknown argument \(a)\n\(usage)")
+                log("unknown argument \(a)")
+                for line in usage.split(separator: "\n", omittingEmptySubsequences: false) { log(String(line)) }
                 return 2
             }
         }

@@ -17,6 +17,19 @@ import Glibc
         }, { close(fd); unlink(path) })
     }
 
+    /// An app's text (an id, a title) cannot start a log line of its own: line breaks and other
+    /// control characters are escaped; ordinary text, tabs' neighbours and non-ASCII stay.
+    @Test(arguments: [
+        ("plain café ✓", "plain café ✓"),
+        ("a\ninterluded: forged", "a\\u{A}interluded: forged"),
+        ("cr\rtab\tnul\u{0}", "cr\\u{D}tab\\u{9}nul\\u{0}"),
+        ("del\u{7F}c1\u{85}ls\u{2028}ps\u{2029}", "del\\u{7F}c1\\u{85}ls\\u{2028}ps\\u{2029}"),
+    ])
+    func oneLineEscapesWhatWouldBreakTheLine(_ text: String, _ expected: String) {
+        #expect(LogWriter.oneLine(text) == expected)
+        #expect(!LogWriter.oneLine(text).contains("\n"))
+    }
+
     @Test func everyLineIsWrittenInTheOrderOfEachLoggingThread() async {
         let f = Self.file()
         defer { f.remove() }
