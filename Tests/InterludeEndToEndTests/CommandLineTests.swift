@@ -310,7 +310,7 @@ import InterludeTestSupport
         // (1,024 is set in the built-in Config/interlude.json5, and named there.)
         #expect(limits.out.contains("warning: server.maxSessionsPerClient 1024 (") && limits.out.contains("/Config/interlude.json5:")
                 && limits.out.contains(") is above server.maxSessions 100 (\(w.path)/interlude.json5:1)"), "\(limits.out)")
-        let log = (try? String(contentsOfFile: w.path + "/log", encoding: .utf8)) ?? ""
+        let log = LogFile.waitFor("reload refused, the running config stays", in: w.path + "/log")
         #expect(log.contains("reload refused, the running config stays"), "\(log)")
         #expect(daemon.isRunning)
     }

@@ -233,7 +233,7 @@ extension SoundEndToEndTests {
         #expect(list.notifications.map(\.identifier) == ["r1"])
         #expect(list.notifications.first?.late == true)
         // Decided when it came, with the focus "work" on: silenced (N7), and the log says it came late.
-        let said = (try? String(contentsOfFile: work + "/log", encoding: .utf8)) ?? ""
+        let said = LogFile.waitFor("notification org.example.Reminders/r1 silenced late", in: work + "/log")
         #expect(said.contains("notification org.example.Reminders/r1 silenced late"), "the log does not say it came late: \(said)")
         #expect(list.pending.isEmpty)
         let focus = try await cli2.call(NotificationMethod.focusStatus, StatusParams(), as: FocusStatusResult.self)
@@ -464,6 +464,23 @@ final class DaemonProcess {
     var exit: ChildProcess.Exit? { process.exited }
     func kill9() { process.kill() }
     func stop() { process.stop() }
+}
+
+/// A daemon's log file as the tests read it. The daemon writes its log off the thread that logs
+/// (LogWriter gathers lines for a few ms): a line about what was just answered may not be there
+/// yet when the answer is.
+enum LogFile {
+    /// The log's text once it contains `text`, or as it is after `timeout` seconds.
+    static func waitFor(_ text: String, in path: String, timeout: Double = 5) -> String {
+        let deadline = Date().addingTimeInterval(timeout)
+        var said = ""
+        repeat {
+            said = (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
+            if said.contains(text) { return said }
+            Thread.sleep(forTimeInterval: 0.02)
+        } while Date() < deadline
+        return said
+    }
 }
 
 /// Whether a daemon answers on a socket path.

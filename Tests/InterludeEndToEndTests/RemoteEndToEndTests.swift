@@ -214,7 +214,8 @@ enum TestBroker {
         let receipts = m.out.split(separator: "\n").compactMap(Self.receipt)
         #expect(receipts.map(\.status) == [.malformed, .malformed], "\(m.out)")
         #expect(receipts.map { $0.error?.code } == [.unknownField, .tooLarge], "\(m.out)")
-        #expect(d.log.contains("remote message bad-\(getpid()) malformed"), "\(d.log)")
+        let said = LogFile.waitFor("remote message bad-\(getpid()) malformed", in: d.work.path + "/log")
+        #expect(said.contains("remote message bad-\(getpid()) malformed"), "\(said)")
         let center = try await d.center(app).map(\.identifier)
         #expect(!center.contains("bad-\(getpid())") && !center.contains("big-\(getpid())"))
 
