@@ -98,7 +98,7 @@ let package = Package(
         .testTarget(name: "InterludeSoundTests", dependencies: ["InterludeSound", "CSndfile", "InterludeTestSupport"]),  // CSndfile: tests write MP3/Opus/float files with libsndfile
         .testTarget(name: "InterludeEndToEndTests", dependencies: [
             "InterludeClient", "InterludeScenario", "InterludePulse", "InterludeServer", "InterludeEngine", "InterludeTestSupport",
-            "InterludeRemote",
+            "InterludeRemote", "InterludeAudioPorts",
         ]),
     ]
 )

@@ -27,6 +27,29 @@ public actor PulseSoundPlayer: SoundPlayer {
     private let sampleNames = Mutex<[String]>([])
     /// Numbers sample names, so that a re-uploaded sound never reuses a name.
     var uploads = 0
+    /// Until when (``ProcessInfo/systemUptime``, seconds) the server is not asked again: it left an
+    /// upload or a play unanswered for `PulseConnection.operationTimeout` (frozen, SIGSTOP'd, or
+    /// swamped). Requests meanwhile fail at once with `audioUnavailable`, instead of each waiting
+    /// 10 s in turn (20 s with the default sound's upload after the requested one's), and the
+    /// samples they would have uploaded are not left in a cache the daemon never hears back from.
+    var unansweredUntil: Double?
+    /// How long the server is left alone after it did not answer (seconds); then one request tries.
+    public static let retryAfterUnanswered = 5.0
+
+    /// Notes a failed call to the server: a timeout starts the pause (``unansweredUntil``).
+    func noteFailure(_ error: any Error) {
+        if (error as? PulseError)?.code == "timeout" {
+            unansweredUntil = ProcessInfo.processInfo.systemUptime + Self.retryAfterUnanswered
+        }
+    }
+
+    /// Why the server is not asked now, or nil.
+    var unansweredReason: String? {
+        guard let until = unansweredUntil else { return nil }
+        let left = until - ProcessInfo.processInfo.systemUptime
+        guard left > 0 else { return nil }
+        return "the audio server did not answer within \(PulseConnection.operationTimeout) s; it is asked again in \(String(format: "%.1f", left)) s"
+    }
 
     /// What tells that a file changed: device, inode, size, modification time and status-change
     /// time (which a write changes and `touch -r` cannot set back).
@@ -89,15 +112,21 @@ public actor PulseSoundPlayer: SoundPlayer {
         var props = properties
         props["media.role"] = "event"
         props["event.id"] = nameOrPath
+        if let why = unansweredReason { throw WireError(.audioUnavailable, "cannot play on the audio server: \(why)") }
         do {
             _ = try connection.playSample(name: entry.sample, volume: volume, properties: props)
+            unansweredUntil = nil
         } catch {
+            noteFailure(error)
+            if let why = unansweredReason { throw WireError(.audioUnavailable, "cannot play on the audio server: \(why)") }
             // The server may have restarted and dropped the cache: upload again once.
             cache = [:]
             do {
                 let again = try load(warning == nil ? nameOrPath : defaultName)
                 _ = try connection.playSample(name: again.sample, volume: volume, properties: props)
+                unansweredUntil = nil
             } catch {
+                noteFailure(error)
                 let why = (error as? LoadFailure).map { "\($0.wire)" } ?? "\(error)"
                 throw WireError(.audioUnavailable, "cannot play on the audio server: \(why)")
             }
@@ -166,10 +195,14 @@ public actor PulseSoundPlayer: SoundPlayer {
         do { sound = try SoundDecoder.decode(path: path, maxDuration: maxDuration, maxBytes: maxBytes) } catch {
             throw LoadFailure(WireError(.badRequest, "\(error)"))  // "path: why [code]"
         }
+        if let why = unansweredReason {
+            throw LoadFailure(WireError(.audioUnavailable, "cannot upload \(path) to the sample cache: \(why)"), serverAway: true)
+        }
         uploads += 1
         let sample = "interlude-\(uploads)-" + (path as NSString).lastPathComponent
         do { try connection.uploadSample(name: sample, pcm: sound.pcm, sampleRate: sound.sampleRate, channels: sound.channels) } catch {
-            let away = Self.serverAway(error)
+            noteFailure(error)
+            let away = Self.serverAway(error) || unansweredReason != nil
             throw LoadFailure(WireError(.audioUnavailable, (away ? "the audio server is not connected: " : "")
                                         + "cannot upload \(path) to the sample cache: \(error)"), serverAway: away)
         }

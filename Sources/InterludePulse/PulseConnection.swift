@@ -75,7 +75,7 @@ public final class PulseConnection: @unchecked Sendable {
     static let firstReconnectDelay = 0.1
     static let maxReconnectDelay = 5.0
     /// How long a blocking call waits for the server before throwing `timeout`.
-    static let operationTimeout = 10.0
+    public static let operationTimeout = 10.0
 
     /// Makes a connection (not yet connected: call ``connect(timeout:)``).
     ///

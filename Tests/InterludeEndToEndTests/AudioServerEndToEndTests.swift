@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import InterludeAudioPorts
 import InterludeClient
 import InterludePulse
 import InterludeScenario
@@ -217,6 +218,47 @@ import InterludeWire
         #expect(took < 8, "status took \(took) s while sounds waited for the frozen server")
         print("[measured] status with the audio server frozen and 3 sounds waiting: \(String(format: "%.2f", took)) s")
         if status.isRunning { status.kill() }
+    }
+
+    /// A frozen audio server is left alone after it did not answer (PulseSoundPlayer's pause,
+    /// `retryAfterUnanswered`): the first sound waits `operationTimeout` (10 s) and fails with
+    /// `audioUnavailable`; the next fails at once with the same code and says when the server is
+    /// asked again (each waited 10–20 s in turn before, a stranger's find); once the server is back
+    /// and the pause over, sounds play again.
+    @Test(.enabled(if: AudioServer.required()))
+    func soundsFailFastWhileAFrozenAudioServerIsLeftAlone() async throws {
+        let audio = try PrivateAudioServer("e2e-frozen-pause")
+        defer { audio.stop() }
+        try await audio.start()
+        let w = try WorkFolder("e2e-frozen-pause")
+        defer { w.remove() }
+        var env = w.environment
+        env["PULSE_SERVER"] = audio.server
+        guard let cli = ScenarioRunner.siblingExecutable("interlude") else { throw CocoaError(.fileNoSuchFile) }
+        let daemon = try DaemonProcess(socket: w.socket, work: w.path, config: false, environment: env)
+        defer { daemon.stop() }
+        try await Task.sleep(for: .milliseconds(500))
+        func play() throws -> (ChildProcess.Result, Double) {
+            let t0 = PulseClock.monotonicSeconds()
+            let r = try ChildProcess.run(cli, ["--socket", w.socket, "play", "default"], timeout: 60, environment: env)
+            return (r, PulseClock.monotonicSeconds() - t0)
+        }
+        #expect(try play().0.exit == .exited(0), "plays before the freeze")
+        try audio.signal(SIGSTOP)
+        var frozen = true
+        defer { if frozen { try? audio.signal(SIGCONT) } }
+        let (first, firstTook) = try play()
+        #expect(first.exit != .exited(0) && first.stderr.contains("audioUnavailable"), "\(first.stdout) \(first.stderr)")
+        let (second, secondTook) = try play()
+        #expect(second.exit != .exited(0) && second.stderr.contains("audioUnavailable") && second.stderr.contains("did not answer"),
+                "\(second.stdout) \(second.stderr)")
+        #expect(secondTook < 2, "the second sound waited \(secondTook) s for the frozen server")
+        try audio.signal(SIGCONT)
+        frozen = false
+        try await Task.sleep(for: .seconds(PulseSoundPlayer.retryAfterUnanswered + 0.5))
+        let (third, _) = try play()
+        #expect(third.exit == .exited(0), "after the server is back: \(third.stdout) \(third.stderr)")
+        print("[measured] frozen audio server: first sound failed after \(String(format: "%.1f", firstTook)) s, the next after \(String(format: "%.2f", secondTook)) s")
     }
 
     /// The watch: a manager that sees a client announce the claim earlier than its own (here a
