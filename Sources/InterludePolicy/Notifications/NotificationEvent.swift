@@ -51,7 +51,7 @@ public enum NotificationEvent: Codable, Sendable, Equatable {
     /// The app registers (or unregisters) for remote notifications (issue 11; N1). Replies `.done`.
     case registerRemote(app: String, enabled: Bool)
     /// A remote notification from a provider through the broker (issue 11), with the provider's
-    /// message id. A message id among the last `dedupeWindow` seen replies `.duplicate` and
+    /// message id. A message id of the same app among the last `dedupeWindow` seen replies `.duplicate` and
     /// changes nothing (exactly once: the broker may deliver a message again). Otherwise the id is
     /// remembered and the request is decided as `.add` (with no peer executable: an N3 entitlement
     /// bound to an executable path does not cover it), after two checks of its own: the app registered for remote

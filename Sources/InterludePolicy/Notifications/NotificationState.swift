@@ -24,7 +24,7 @@ public struct NotificationState: Codable, Sendable, Equatable {
     public var history: NotificationAlertHistory
     /// The most recent decisions, oldest first, at most `decisionLogLimit` (N16).
     public var decisionLog: [NotificationDecisionRecord]
-    /// The message ids of the most recent remote notifications, oldest first (issue 11: a message
+    /// The most recent remote notifications, oldest first, each as its app and message id (issue 11: a message
     /// the broker delivers again is recognized and not delivered twice). Saved with the rest, in
     /// the same transaction as the decision it led to.
     public var remoteMessages: [String]

@@ -83,9 +83,30 @@ private let chat = "org.example.Chat"
     @Test func N15_theDedupeWindowKeepsTheLastIDs() {
         var h = Self.harness()
         for i in 0..<5 { _ = Self.push(&h, "m\(i)", window: 3) }
-        #expect(h.state.remoteMessages == ["m2", "m3", "m4"])
+        #expect(h.state.remoteMessages == ["m2", "m3", "m4"].map { NotificationPolicy.remoteMessageKey(app: chat, messageID: $0) })
         _ = Self.push(&h, "m4", window: 3)
         if case .duplicate? = h.reply {} else { Issue.record("m4 should be a duplicate") }
+    }
+
+    /// A message id is one app's provider's: another app's message with the same id is its own
+    /// (it was answered `duplicate` and never delivered). An id remembered bare (before ids were
+    /// kept per app) still answers `duplicate` while it is in the window.
+    @Test func N15_theSameMessageIDFromAnotherAppIsItsOwnMessage() {
+        var h = Self.harness()
+        let other = "org.example.Other"
+        h.send(.registerRemote(app: other, enabled: true))
+        h.send(.setSettings(app: other, .init(remote: true)))
+        h.authorize(other)
+        _ = Self.push(&h, "1")
+        #expect(h.replyDecision?.outcome == .delivered)
+        h.send(.addRemote(NotificationRequest(identifier: "o1", content: NotificationContent(title: "t", body: "b"), trigger: nil),
+                          app: other, messageID: "1", dedupeWindow: 1000))
+        #expect(h.replyDecision?.outcome == .delivered, "\(String(describing: h.reply))")
+        _ = Self.push(&h, "1")
+        if case .duplicate? = h.reply {} else { Issue.record("the same app's id again should be a duplicate") }
+        h.state.remoteMessages.append("legacy-7")
+        _ = Self.push(&h, "legacy-7")
+        if case .duplicate? = h.reply {} else { Issue.record("a bare id remembered before should be a duplicate") }
     }
 
     @Test func N7_aRemoteNotificationUnderFocusIsSilenced() {
