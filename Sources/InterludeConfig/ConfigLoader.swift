@@ -203,7 +203,9 @@ public enum ConfigLoader {
             throw ConfigError(file: named.path, line: 0, key: nil, message: "is not a folder (given with \(named.source))", code: "configNotFound")
         }
         let folder = named.path.hasSuffix("/") ? named.path : named.path + "/"
-        for file in inForce where file.hasPrefix(folder) && !FileManager.default.fileExists(atPath: file) {
+        // Gone: not there at all (lstat). A link to nothing is there, and the load says what it is.
+        var st = stat()
+        for file in inForce where file.hasPrefix(folder) && lstat(file, &st) != 0 {
             throw ConfigError(file: file, line: 0, key: nil,
                               message: "in force and gone now (its folder was given with \(named.source)); put it back, or restart the daemon to run without it",
                               code: "configNotFound")

@@ -178,6 +178,11 @@ import InterludePolicy
             try ConfigLoader.checkNamedFolder(override: dir, environment: [:], inForce: [self.builtin + "/interlude.json5", dir + "/interlude.json5"])
         }
         #expect(g?.file == dir + "/interlude.json5" && g?.code == "configNotFound" && g?.message.contains("in force and gone now") == true)
+        // Replaced by a link to nothing: not "gone" (the load refuses it as a broken link).
+        #expect(symlink(dir + "/nowhere.json5", dir + "/interlude.json5") == 0)
+        #expect(throws: Never.self) { try ConfigLoader.checkNamedFolder(override: dir, environment: [:], inForce: [dir + "/interlude.json5"]) }
+        let link = #expect(throws: ConfigError.self) { try ConfigLoader.load(folders: [dir]) }
+        #expect(link?.code == "configUnreadable" && link?.message.contains("symbolic link to nothing") == true, "\(String(describing: link))")
     }
 
     @Test func builtinDefaultsFileMatchesTheSchema() throws {
