@@ -42,6 +42,20 @@ public struct RemoteTopics: Sendable, Equatable {
         let ok = id.unicodeScalars.allSatisfy { ("a"..."z").contains($0) || ("A"..."Z").contains($0) || ("0"..."9").contains($0) || "._-".unicodeScalars.contains($0) }
         return ok ? nil : "a device id has only letters, digits, '.', '_' and '-'"
     }
+
+    /// Why `prefix` cannot begin the topics (a `remote.topicPrefix`), or nil: MQTT's wildcards
+    /// `+` and `#` and NUL may not be in a topic one publishes to, and an empty level (a leading,
+    /// trailing or doubled `/`) makes a topic nobody means. (The daemon started with such a prefix
+    /// and only logged that its subscription failed, receiving nothing.)
+    public static func prefixProblem(_ prefix: String) -> String? {
+        if prefix.isEmpty { return "a topic prefix is not empty" }
+        if prefix.contains(where: { $0 == "+" || $0 == "#" || $0 == "\u{0}" }) { return "a topic prefix has no MQTT wildcard (+, #) and no NUL" }
+        if prefix.split(separator: "/", omittingEmptySubsequences: false).contains(where: \.isEmpty) {
+            return "a topic prefix has no empty level (no leading, trailing or doubled '/')"
+        }
+        if prefix.utf8.count > 1024 { return "a topic prefix is at most 1024 bytes" }
+        return nil
+    }
 }
 
 /// A remote notification message, version 1 (REMOTE.md): one JSON object,

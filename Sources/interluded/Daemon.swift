@@ -193,6 +193,11 @@ enum Daemon {
                 try ConfigLoader.checkNamedFolder(override: configOverride, environment: env, inForce: filesInForce.withLock { $0 })
                 fresh = try ConfigLoader.load(folders: folders)
                 newSounds = try SoundSettings(config: fresh, home: home, environment: env)
+                // Read at start only, but a section the next start would refuse is refused now
+                // (taken, it left no daemon after that start: exit 78).
+                do { _ = try RemoteBridge.settings(config: fresh) } catch {
+                    throw ConfigProblem(message: "\(error) (the next start would refuse it)")
+                }
             } catch {
                 log("reload refused, the running config stays: \(error)")
                 return .failure(WireError(.badRequest, "reload refused, the running config stays: \(error)"))

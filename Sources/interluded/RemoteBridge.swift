@@ -27,12 +27,40 @@ final class RemoteBridge: Sendable {
     static let maxBatch = 256
 
     /// Reads the `remote` config; nil when it names no broker.
-    /// - Throws: a message for `bad config` (exit 78): a broker without a device id, a bad URL or
-    ///   device id, a password file that cannot be read.
+    /// - Throws: a message for `bad config` (exit 78), see ``settings(config:)``.
     static func make(config: InterludeConfig, engine: Engine, log: @escaping @Sendable (String) -> Void) async throws -> RemoteBridge? {
-        guard let broker = config.string("remote.broker") else { return nil }
-        let source = config.keySources["remote"] ?? "the config"
-        func bad(_ key: String, _ why: String) -> ConfigProblem { ConfigProblem(message: "\(source): key 'remote.\(key)': \(why) [configBadValue]") }
+        guard let (options, topics) = try settings(config: config) else { return nil }
+        let client: MQTTClient
+        do { client = try MQTTClient(options, log: log) } catch {
+            let (file, line) = config.place(of: "remote.caFile")
+            throw ConfigProblem(message: "\(file):\(line): key 'remote.caFile': \(error.message) [configBadValue]")
+        }
+        await engine.setRemote(.init(topics: topics, maxMessageBytes: Int(config.number("remote.maxMessageBytes")),
+                                     dedupeWindow: Int(config.number("remote.dedupeWindow"))))
+        return RemoteBridge(client: client, engine: engine, topics: topics, log: log)
+    }
+
+    /// The client options and topics the `remote` section gives, checked without connecting: at
+    /// start, and on a reload (the section is read at start only, but a reload that takes a
+    /// section the next start would refuse left no daemon after that start). Nil when it names no
+    /// broker.
+    /// - Throws: ``ConfigProblem`` naming file, line and key: a broker without a device id, a bad
+    ///   URL, device id or topic prefix (MQTT wildcards `+` `#`, an empty level), a password or CA
+    ///   file that cannot be read.
+    static func settings(config: InterludeConfig) throws -> (MQTTOptions, RemoteTopics)? {
+        guard let broker = config.string("remote.broker") else {
+            // Without a broker nothing of it is used; a CA file named anyway must still exist.
+            if let ca = config.string("remote.caFile"), !FileManager.default.isReadableFile(atPath: ca) {
+                let (file, line) = config.place(of: "remote.caFile")
+                throw ConfigProblem(message: "\(file):\(line): key 'remote.caFile': cannot read the CA file \(ca) [configBadValue]")
+            }
+            return nil
+        }
+        /// `at`: the key whose place is named (a missing key's is where the broker was set).
+        func bad(_ key: String, _ why: String, at: String? = nil) -> ConfigProblem {
+            let (file, line) = config.place(of: "remote.\(at ?? key)")
+            return ConfigProblem(message: "\(file):\(line): key 'remote.\(key)': \(why) [configBadValue]")
+        }
         let url: MQTTBrokerURL
         do { url = try MQTTBrokerURL(broker) } catch { throw bad("broker", error.message) }
         var fallbacks: [MQTTBrokerURL] = []
@@ -44,7 +72,7 @@ final class RemoteBridge: Sendable {
             }
             fallbacks.append(other)
         }
-        guard let device = config.string("remote.deviceId") else { throw bad("deviceId", "a broker needs this device's id") }
+        guard let device = config.string("remote.deviceId") else { throw bad("deviceId", "a broker needs this device's id", at: "broker") }
         if let why = RemoteTopics.deviceProblem(device) { throw bad("deviceId", why) }
         var password: String?
         if let file = config.string("remote.passwordFile") {
@@ -54,16 +82,14 @@ final class RemoteBridge: Sendable {
                                   username: config.string("remote.username") ?? device, password: password,
                                   caFile: config.string("remote.caFile"), keepaliveSeconds: Int32(config.number("remote.keepaliveSeconds")))
         options.fallbackBrokers = fallbacks
+        if let ca = options.caFile, !FileManager.default.isReadableFile(atPath: ca) { throw bad("caFile", "cannot read the CA file \(ca)") }
+        let prefix = config.string("remote.topicPrefix") ?? "interlude/devices"
+        if let why = RemoteTopics.prefixProblem(prefix) { throw bad("topicPrefix", why) }
         // What a crash can have the broker deliver again must stay inside the dedupe window, with
         // room (a round more can be lost in flight). Rounds of 64 cost a third of the drain's
         // throughput (4,500–5,100 msg/s against 6,500–7,700 before, same runs); rounds of 250 none.
         options.maxUnacknowledged = max(1, min(256, Int(config.number("remote.dedupeWindow")) / 4))
-        let client: MQTTClient
-        do { client = try MQTTClient(options, log: log) } catch { throw bad(error.code == .badCredentials ? "caFile" : "broker", error.message) }
-        let topics = RemoteTopics(prefix: config.string("remote.topicPrefix") ?? "interlude/devices", device: device)
-        await engine.setRemote(.init(topics: topics, maxMessageBytes: Int(config.number("remote.maxMessageBytes")),
-                                     dedupeWindow: Int(config.number("remote.dedupeWindow"))))
-        return RemoteBridge(client: client, engine: engine, topics: topics, log: log)
+        return (options, RemoteTopics(prefix: prefix, device: device))
     }
 
     init(client: MQTTClient, engine: Engine, topics: RemoteTopics, log: @escaping @Sendable (String) -> Void) {

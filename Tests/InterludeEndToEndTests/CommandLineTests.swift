@@ -357,6 +357,33 @@ import InterludeTestSupport
         #expect(log2.contains(folder + ": no such folder (given with --config) [configNotFound]"), "\(log2)")
     }
 
+    /// The `remote` section is read at start only, but a reload that takes one the next start
+    /// would refuse (exit 78) is refused now, with file, line and key (a stranger's find: reload
+    /// said "not in force until the daemon restarts", and the restart left no daemon). A topic
+    /// prefix with an MQTT wildcard is one (the daemon started and received nothing).
+    @Test func configBadValue_aRemoteSectionTheNextStartWouldRefuseIsRefusedOnReload() async throws {
+        let w = try WorkFolder("cli-reload-remote")
+        defer { w.remove() }
+        try w.config(#"{ timeZone: "UTC" }"#)
+        let daemon = try DaemonProcess(socket: w.socket, work: w.path, environment: w.environment)
+        defer { daemon.stop() }
+        for (section, key) in [(#"{ broker: "http://x", deviceId: "d1" }"#, "remote.broker"),
+                               (#"{ broker: "mqtt://127.0.0.1:1" }"#, "remote.deviceId"),
+                               (#"{ broker: "mqtt://127.0.0.1:1", deviceId: "d1", topicPrefix: "a/#/b" }"#, "remote.topicPrefix"),
+                               (#"{ broker: "mqtt://127.0.0.1:1", deviceId: "d1", passwordFile: "/nonexistent/pw" }"#, "remote.passwordFile")] {
+            try w.config("{ timeZone: \"UTC\",\n  remote: \(section) }")
+            let r = try interlude(["--socket", w.socket, "reload"])
+            #expect(r.status == 1 && r.err.contains("\(w.path)/interlude.json5:2: key '\(key)'") && r.err.contains("the next start would refuse it"),
+                    "\(section): \(r.status) \(r.out) \(r.err)")
+        }
+        #expect(daemon.isRunning)
+        // At start, the same refusal: exit 78, file and line.
+        let second = try DaemonProcess(socket: w.path + "/socket2", work: w.path, environment: w.environment, log: "log2", state: "state2")
+        #expect(second.process.wait(timeout: 10) == .exited(78))
+        let said = LogFile.waitFor("key 'remote.passwordFile'", in: w.path + "/log2")
+        #expect(said.contains("\(w.path)/interlude.json5:2: key 'remote.passwordFile'"), "\(said)")
+    }
+
     /// A file a reload added to the `--config` folder and then deleted: the next reload is refused
     /// as for a file read at start (the guard checked only the files read at start, so that reload
     /// went silently back to the defaults). The files in force are those of the last reload taken.

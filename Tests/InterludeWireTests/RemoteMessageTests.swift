@@ -65,4 +65,12 @@ import Testing
         #expect(RemoteTopics.deviceProblem("kiosk-7.floor_2") == nil)
         #expect(RemoteTopics.deviceProblem("a/b") != nil && RemoteTopics.deviceProblem("+") != nil && RemoteTopics.deviceProblem("") != nil)
     }
+
+    /// A topic prefix with a wildcard or an empty level is refused (the daemon started with one and
+    /// only logged that its subscription failed).
+    @Test(arguments: [("interlude/devices", true), ("fleet.eu/kiosks", true), ("a/#/b", false), ("+", false), ("", false),
+                      ("/lead", false), ("trail/", false), ("a//b", false), ("nul\u{0}", false)])
+    func topicPrefixesWithoutWildcardsOrEmptyLevels(_ prefix: String, _ ok: Bool) {
+        #expect((RemoteTopics.prefixProblem(prefix) == nil) == ok)
+    }
 }
