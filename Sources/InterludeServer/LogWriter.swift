@@ -58,20 +58,25 @@ public final class LogWriter: @unchecked Sendable {
         self.onQuiet = onQuiet
     }
 
-    /// `text` as one log line: control characters (C0, DEL, C1) and the Unicode line and
-    /// paragraph separators become `\u{XX}` escapes, so a title or app id an app chose cannot start
-    /// a line of its own that reads like the daemon's (`interluded: …`). Everything else as is.
+    /// `text` as one log line: control characters (C0, DEL, C1), the Unicode line and paragraph
+    /// separators and the bidirectional controls (U+200E/F, U+202A…E, U+2066…9) become `\u{XX}`
+    /// escapes, and a backslash becomes `\\`, so a title or app id an app chose can neither start
+    /// a line of its own that reads like the daemon's (`interluded: …`), nor show another app's id
+    /// reversed, nor pass for an escape. Everything else as is.
     public static func oneLine(_ text: String) -> String {
-        guard text.unicodeScalars.contains(where: needsEscape) else { return text }
+        guard text.unicodeScalars.contains(where: { needsEscape($0) || $0 == "\\" }) else { return text }
         var out = String.UnicodeScalarView()
         for u in text.unicodeScalars {
-            if needsEscape(u) { out.append(contentsOf: "\\u{\(String(u.value, radix: 16, uppercase: true))}".unicodeScalars) } else { out.append(u) }
+            if u == "\\" { out.append(contentsOf: "\\\\".unicodeScalars) }
+            else if needsEscape(u) { out.append(contentsOf: "\\u{\(String(u.value, radix: 16, uppercase: true))}".unicodeScalars) }
+            else { out.append(u) }
         }
         return String(out)
     }
 
     private static func needsEscape(_ u: Unicode.Scalar) -> Bool {
         u.value < 0x20 || (0x7F...0x9F).contains(u.value) || u.value == 0x2028 || u.value == 0x2029
+            || u.value == 0x200E || u.value == 0x200F || (0x202A...0x202E).contains(u.value) || (0x2066...0x2069).contains(u.value)
     }
 
     /// Logs `line` (a newline is added). Returns without waiting for the write, unless

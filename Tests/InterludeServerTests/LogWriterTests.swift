@@ -24,6 +24,10 @@ import Glibc
         ("a\ninterluded: forged", "a\\u{A}interluded: forged"),
         ("cr\rtab\tnul\u{0}", "cr\\u{D}tab\\u{9}nul\\u{0}"),
         ("del\u{7F}c1\u{85}ls\u{2028}ps\u{2029}", "del\\u{7F}c1\\u{85}ls\\u{2028}ps\\u{2029}"),
+        // A typed escape is not a line break: the backslash is doubled.
+        ("p\\u{A}q", "p\\\\u{A}q"),
+        // Right-to-left override: "org.example.\u{202E}knaB" would show as "org.example.Bank".
+        ("org.example.\u{202E}knaB", "org.example.\\u{202E}knaB"),
     ])
     func oneLineEscapesWhatWouldBreakTheLine(_ text: String, _ expected: String) {
         #expect(LogWriter.oneLine(text) == expected)
