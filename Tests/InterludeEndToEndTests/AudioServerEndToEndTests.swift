@@ -113,6 +113,35 @@ import InterludeWire
         func text() -> String { child.output() }
     }
 
+    /// A private audio server of the test's own and a work folder whose environment points at it
+    /// (`PULSE_SERVER`): what most tests here start with. ``stop()`` removes the folder, then
+    /// stops the server.
+    struct OwnAudioServer {
+        let audio: PrivateAudioServer
+        let work: WorkFolder
+        let environment: [String: String]
+
+        /// Starts the server (`name` names its folder and the work folder).
+        static func start(_ name: String) async throws -> OwnAudioServer {
+            let audio = try PrivateAudioServer(name)
+            do {
+                try await audio.start()
+                let work = try WorkFolder(name)
+                var environment = work.environment
+                environment["PULSE_SERVER"] = audio.server
+                return OwnAudioServer(audio: audio, work: work, environment: environment)
+            } catch {
+                audio.stop()
+                throw error
+            }
+        }
+
+        func stop() {
+            work.remove()
+            audio.stop()
+        }
+    }
+
     static func end(_ p: ChildProcess) { p.kill() }
 
     static func log(_ work: String, _ name: String) -> String {
@@ -121,13 +150,9 @@ import InterludeWire
 
     @Test(.enabled(if: AudioServer.required()))
     func oneManagerPerAudioServer_aSecondDaemonRefusesWithStatus75() async throws {
-        let audio = try PrivateAudioServer("e2e-managers")
-        defer { audio.stop() }
-        try await audio.start()
-        let w = try WorkFolder("e2e-managers")
-        defer { w.remove() }
-        var env = w.environment
-        env["PULSE_SERVER"] = audio.server
+        let own = try await OwnAudioServer.start("e2e-managers")
+        defer { own.stop() }
+        let (audio, w, env) = (own.audio, own.work, own.environment)
         let first = try DaemonProcess(socket: w.path + "/first", work: w.path, config: false, environment: env,
                                       managing: true, log: "first.log", state: "state1")
         defer { first.stop() }
@@ -159,13 +184,9 @@ import InterludeWire
     /// (the other sees the earlier announcement, at start or when it arrives, and exits 75).
     @Test(.enabled(if: AudioServer.required()))
     func twoDaemonsStartedAtOnceLeaveOneManager() async throws {
-        let audio = try PrivateAudioServer("e2e-managers-race")
-        defer { audio.stop() }
-        try await audio.start()
-        let w = try WorkFolder("e2e-managers-race")
-        defer { w.remove() }
-        var env = w.environment
-        env["PULSE_SERVER"] = audio.server
+        let own = try await OwnAudioServer.start("e2e-managers-race")
+        defer { own.stop() }
+        let (audio, w, env) = (own.audio, own.work, own.environment)
         let a = try DaemonProcess(socket: w.path + "/a", work: w.path, config: false, environment: env,
                                   managing: true, log: "a.log", state: "stateA", waitForSocket: false)
         defer { a.stop() }
@@ -188,13 +209,9 @@ import InterludeWire
     /// behind them, 19 s for one, and the CLI gave up after 30 s with three).
     @Test(.enabled(if: AudioServer.required()))
     func statusIsAnsweredWhileSoundsWaitForAFrozenAudioServer() async throws {
-        let audio = try PrivateAudioServer("e2e-frozen")
-        defer { audio.stop() }
-        try await audio.start()
-        let w = try WorkFolder("e2e-frozen")
-        defer { w.remove() }
-        var env = w.environment
-        env["PULSE_SERVER"] = audio.server
+        let own = try await OwnAudioServer.start("e2e-frozen")
+        defer { own.stop() }
+        let (audio, w, env) = (own.audio, own.work, own.environment)
         let daemon = try DaemonProcess(socket: w.socket, work: w.path, config: false, environment: env)
         defer { daemon.stop() }
         try await Task.sleep(for: .milliseconds(500))
@@ -227,13 +244,9 @@ import InterludeWire
     /// and the pause over, sounds play again.
     @Test(.enabled(if: AudioServer.required()))
     func soundsFailFastWhileAFrozenAudioServerIsLeftAlone() async throws {
-        let audio = try PrivateAudioServer("e2e-frozen-pause")
-        defer { audio.stop() }
-        try await audio.start()
-        let w = try WorkFolder("e2e-frozen-pause")
-        defer { w.remove() }
-        var env = w.environment
-        env["PULSE_SERVER"] = audio.server
+        let own = try await OwnAudioServer.start("e2e-frozen-pause")
+        defer { own.stop() }
+        let (audio, w, env) = (own.audio, own.work, own.environment)
         guard let cli = ScenarioRunner.siblingExecutable("interlude") else { throw CocoaError(.fileNoSuchFile) }
         let daemon = try DaemonProcess(socket: w.socket, work: w.path, config: false, environment: env)
         defer { daemon.stop() }
@@ -266,13 +279,9 @@ import InterludeWire
     /// at the same moment and decided later looks like) hands off and exits 75.
     @Test(.enabled(if: AudioServer.required()))
     func aManagerHandsOffToAnEarlierAnnouncement() async throws {
-        let audio = try PrivateAudioServer("e2e-managers-watch")
-        defer { audio.stop() }
-        try await audio.start()
-        let w = try WorkFolder("e2e-managers-watch")
-        defer { w.remove() }
-        var env = w.environment
-        env["PULSE_SERVER"] = audio.server
+        let own = try await OwnAudioServer.start("e2e-managers-watch")
+        defer { own.stop() }
+        let (audio, w, env) = (own.audio, own.work, own.environment)
         let daemon = try DaemonProcess(socket: w.socket, work: w.path, config: false, environment: env, managing: true)
         defer { daemon.stop() }
         try await Task.sleep(for: .milliseconds(500))
@@ -294,13 +303,9 @@ import InterludeWire
     /// the server is down (it cannot check at start, so it waits for the server like the first).
     @Test(.enabled(if: AudioServer.required()))
     func oneManagerAfterAnAudioServerRestart() async throws {
-        let audio = try PrivateAudioServer("e2e-managers-restart")
-        defer { audio.stop() }
-        try await audio.start()
-        let w = try WorkFolder("e2e-managers-restart")
-        defer { w.remove() }
-        var env = w.environment
-        env["PULSE_SERVER"] = audio.server
+        let own = try await OwnAudioServer.start("e2e-managers-restart")
+        defer { own.stop() }
+        let (audio, w, env) = (own.audio, own.work, own.environment)
         let first = try DaemonProcess(socket: w.path + "/first", work: w.path, config: false, environment: env,
                                       managing: true, log: "first.log", state: "state1")
         defer { first.stop() }
@@ -329,13 +334,9 @@ import InterludeWire
     /// when its time is up, and a new prompt ducks the music again. Levels from the recording.
     @Test(.enabled(if: AudioServer.required()))
     func theReferenceAppReopensItsStreamAfterAnAudioServerRestart() async throws {
-        let audio = try PrivateAudioServer("e2e-session-restart")
-        defer { audio.stop() }
-        try await audio.start()
-        let w = try WorkFolder("e2e-session-restart")
-        defer { w.remove() }
-        var env = w.environment
-        env["PULSE_SERVER"] = audio.server
+        let own = try await OwnAudioServer.start("e2e-session-restart")
+        defer { own.stop() }
+        let (audio, w, env) = (own.audio, own.work, own.environment)
         let daemon = try DaemonProcess(socket: w.socket, work: w.path, config: false, environment: env)
         defer { daemon.stop() }
         func run(_ args: [String]) throws -> (ChildProcess, Output) { try Self.cli(w.socket, env, args) }
@@ -411,13 +412,9 @@ import InterludeWire
     /// paused (corked, silent at the output), and resumes when the call ends (`shouldResume`).
     @Test(.enabled(if: AudioServer.required()))
     func anInterruptedReferenceAppReopensItsStreamPaused() async throws {
-        let audio = try PrivateAudioServer("e2e-paused-restart")
-        defer { audio.stop() }
-        try await audio.start()
-        let w = try WorkFolder("e2e-paused-restart")
-        defer { w.remove() }
-        var env = w.environment
-        env["PULSE_SERVER"] = audio.server
+        let own = try await OwnAudioServer.start("e2e-paused-restart")
+        defer { own.stop() }
+        let (audio, w, env) = (own.audio, own.work, own.environment)
         let daemon = try DaemonProcess(socket: w.socket, work: w.path, config: false, environment: env)
         defer { daemon.stop() }
         let (music, musicOut) = try Self.cli(w.socket, env, ["session", "--app", "org.example.Music", "--category", "playback", "--tone", "440"])
