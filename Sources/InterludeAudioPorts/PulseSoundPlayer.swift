@@ -43,6 +43,11 @@ public actor PulseSoundPlayer: SoundPlayer {
         }
     }
 
+    /// Throws `audioUnavailable` while the server is left alone (``unansweredUntil``).
+    func refuseWhileUnanswered() throws(WireError) {
+        if let why = unansweredReason { throw WireError(.audioUnavailable, "cannot play on the audio server: \(why)") }
+    }
+
     /// Why the server is not asked now, or nil.
     var unansweredReason: String? {
         guard let until = unansweredUntil else { return nil }
@@ -112,13 +117,13 @@ public actor PulseSoundPlayer: SoundPlayer {
         var props = properties
         props["media.role"] = "event"
         props["event.id"] = nameOrPath
-        if let why = unansweredReason { throw WireError(.audioUnavailable, "cannot play on the audio server: \(why)") }
+        try refuseWhileUnanswered()
         do {
             _ = try connection.playSample(name: entry.sample, volume: volume, properties: props)
             unansweredUntil = nil
         } catch {
             noteFailure(error)
-            if let why = unansweredReason { throw WireError(.audioUnavailable, "cannot play on the audio server: \(why)") }
+            try refuseWhileUnanswered()
             // The server may have restarted and dropped the cache: upload again once.
             cache = [:]
             do {
