@@ -32,8 +32,9 @@ final class RemoteBridge: Sendable {
         guard let (options, topics) = try settings(config: config) else { return nil }
         let client: MQTTClient
         do { client = try MQTTClient(options, log: log) } catch {
-            let (file, line) = config.place(of: "remote.caFile")
-            throw ConfigProblem(message: "\(file):\(line): key 'remote.caFile': \(error.message) [configBadValue]")
+            let key = error.code == .badCredentials ? "caFile" : "broker"   // a CA file, or libmosquitto itself
+            let (file, line) = config.place(of: "remote.\(key)")
+            throw ConfigProblem(message: "\(file):\(line): key 'remote.\(key)': \(error.message) [configBadValue]")
         }
         await engine.setRemote(.init(topics: topics, maxMessageBytes: Int(config.number("remote.maxMessageBytes")),
                                      dedupeWindow: Int(config.number("remote.dedupeWindow"))))
