@@ -51,9 +51,9 @@ final class RemoteBridge: Sendable {
     static func settings(config: InterludeConfig) throws -> (MQTTOptions, RemoteTopics)? {
         guard let broker = config.string("remote.broker") else {
             // Without a broker nothing of it is used; a CA file named anyway must still exist.
-            if let ca = config.string("remote.caFile"), !FileManager.default.isReadableFile(atPath: ca) {
+            if let ca = config.string("remote.caFile"), let why = caFileProblem(ca) {
                 let (file, line) = config.place(of: "remote.caFile")
-                throw ConfigProblem(message: "\(file):\(line): key 'remote.caFile': cannot read the CA file \(ca) [configBadValue]")
+                throw ConfigProblem(message: "\(file):\(line): key 'remote.caFile': \(why) [configBadValue]")
             }
             return nil
         }
@@ -83,7 +83,7 @@ final class RemoteBridge: Sendable {
                                   username: config.string("remote.username") ?? device, password: password,
                                   caFile: config.string("remote.caFile"), keepaliveSeconds: Int32(config.number("remote.keepaliveSeconds")))
         options.fallbackBrokers = fallbacks
-        if let ca = options.caFile, !FileManager.default.isReadableFile(atPath: ca) { throw bad("caFile", "cannot read the CA file \(ca)") }
+        if let ca = options.caFile, let why = caFileProblem(ca) { throw bad("caFile", why) }
         let prefix = config.string("remote.topicPrefix") ?? "interlude/devices"
         if let why = RemoteTopics.prefixProblem(prefix) { throw bad("topicPrefix", why) }
         // What a crash can have the broker deliver again must stay inside the dedupe window, with
@@ -91,6 +91,18 @@ final class RemoteBridge: Sendable {
         // throughput (4,500–5,100 msg/s against 6,500–7,700 before, same runs); rounds of 250 none.
         options.maxUnacknowledged = max(1, min(256, Int(config.number("remote.dedupeWindow")) / 4))
         return (options, RemoteTopics(prefix: prefix, device: device))
+    }
+
+    /// Why `path` cannot be a CA file, or nil: it must be a readable, non-empty regular file (a
+    /// folder or an empty file passed the readability check and only failed each TLS handshake,
+    /// logged once, while the daemon ran without remote notifications). Its PEM content is
+    /// OpenSSL's to judge, at the handshake.
+    static func caFileProblem(_ path: String) -> String? {
+        var st = stat()
+        guard stat(path, &st) == 0, FileManager.default.isReadableFile(atPath: path) else { return "cannot read the CA file \(path)" }
+        guard st.st_mode & S_IFMT == S_IFREG else { return "the CA file \(path) is not a file" }
+        guard st.st_size > 0 else { return "the CA file \(path) is empty" }
+        return nil
     }
 
     init(client: MQTTClient, engine: Engine, topics: RemoteTopics, log: @escaping @Sendable (String) -> Void) {

@@ -384,6 +384,22 @@ import InterludeTestSupport
         #expect(said.contains("\(w.path)/interlude.json5:2: key 'remote.passwordFile'"), "\(said)")
     }
 
+    /// A CA file that is a folder or empty is refused at start (exit 78, file and line), as a
+    /// missing one is (a stranger's find: it was taken, and each TLS handshake failed).
+    @Test(arguments: ["folder", "empty"])
+    func configBadValue_aCAFileThatIsAFolderOrEmptyIsRefused(_ kind: String) async throws {
+        let w = try WorkFolder("cli-cafile-\(kind)")
+        defer { w.remove() }
+        let ca = w.path + "/ca"
+        if kind == "folder" { try FileManager.default.createDirectory(atPath: ca, withIntermediateDirectories: true) }
+        else { _ = FileManager.default.createFile(atPath: ca, contents: Data()) }
+        try w.config("{ timeZone: \"UTC\",\n  remote: { broker: \"mqtts://127.0.0.1:1\", deviceId: \"d1\", caFile: \"\(ca)\" } }")
+        let daemon = try DaemonProcess(socket: w.socket, work: w.path, environment: w.environment)
+        #expect(daemon.process.wait(timeout: 10) == .exited(78))
+        let said = LogFile.waitFor("key 'remote.caFile'", in: w.path + "/log")
+        #expect(said.contains("\(w.path)/interlude.json5:2: key 'remote.caFile'") && said.contains(kind == "folder" ? "is not a file" : "is empty"), "\(said)")
+    }
+
     /// A file a reload added to the `--config` folder and then deleted: the next reload is refused
     /// as for a file read at start (the guard checked only the files read at start, so that reload
     /// went silently back to the defaults). The files in force are those of the last reload taken.
