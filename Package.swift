@@ -55,7 +55,7 @@ let package = Package(
         .target(name: "InterludeTestSupport", dependencies: ["InterludePolicy", "InterludeEngine", "InterludeClient", "InterludeWire", "CInterludeSys"]),
 
         .executableTarget(name: "interluded", dependencies: [
-            "InterludeServer", "InterludeEngine", "InterludePulse", "InterludeSound", "InterludeStore", "InterludeConfig", "InterludeWire",
+            "InterludeServer", "InterludeEngine", "InterludePolicy", "InterludePulse", "InterludeSound", "InterludeStore", "InterludeConfig", "InterludeWire",
             "InterludeAudioPorts", "InterludeBus", "CInterludeSys",
             "InterludeRemote",
         ]),

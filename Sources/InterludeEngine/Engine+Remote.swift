@@ -39,17 +39,53 @@ extension Engine {
         await remoteMessages([payload])[0]
     }
 
+    /// ``decideRemoteMessages(_:)``'s receipts only.
+    public func remoteMessages(_ payloads: [[UInt8]]) async -> [RemoteReceipt] {
+        await decideRemoteMessages(payloads).map(\.receipt)
+    }
+
+    /// A remote message decided: its receipt, and unless the receipt is `failed` (nothing saved)
+    /// the receipt as owed (``OwedReceipt``, saved with the decision): publish `owed.payload`, and
+    /// once the broker has acknowledged it, hand it to ``remoteReceiptsAcknowledged(_:)``.
+    public struct DecidedRemoteMessage: Sendable {
+        public var receipt: RemoteReceipt
+        public var owed: OwedReceipt?
+    }
+
+    /// The broker acknowledged these receipts (REMOTE.md "Receipts"): they are no longer owed. Saved
+    /// with the next commit (nobody waits for it; one lost to a crash is published once more
+    /// after the restart, which a provider takes as the duplicate it is).
+    public func remoteReceiptsAcknowledged(_ receipts: [OwedReceipt]) {
+        guard !receipts.isEmpty else { return }
+        let before = notifState
+        _ = NotificationPolicy.reduce(&notifState, .remoteReceiptsAcknowledged(receipts), now: NotificationTime(clock.wallTime),
+                                      config: notifConfig)
+        guard let commit = try? submitState(since: before) else { return }
+        settle(NotificationStep(commit: commit, effects: [], reply: nil), waiter: nil)
+    }
+
+    /// The receipts owed to providers, oldest first: after a start, those the last run decided and
+    /// saved but the broker had not acknowledged (the daemon publishes them again).
+    public func owedReceipts() -> [OwedReceipt] { notifState.owedReceipts }
+
+    /// The owed form of a receipt: its text as published.
+    static func owed(_ r: RemoteReceipt) -> OwedReceipt {
+        OwedReceipt(app: r.app ?? "", messageID: r.id ?? "", time: r.time, payload: String(decoding: r.encoded(), as: UTF8.self))
+    }
+
     /// Decides messages from the broker, in order, and returns their receipts (one per payload,
-    /// in the same order) once they are saved. Every message is decided by the policy in order,
+    /// in the same order) once they are saved, with the receipts owed (REMOTE.md "Receipts": saved
+    /// in the same transaction as the decisions, so that a receipt is not lost with the process
+    /// between the commit and the broker's acknowledgement of it). Every message is decided by the policy in order,
     /// then the state is submitted to the store once for the batch, so a backlog drained after a
     /// reconnect pays one state diff and one commit per batch, not per message. When a receipt's status is
     /// not `failed`, its decision (and the message id) is saved: the caller acknowledges the
     /// message only after this returns. A `failed` receipt means it was not saved (storage, N15):
     /// the caller must not acknowledge it (it retries), so the message comes again.
     ///
-    /// A malformed or oversized message is logged and gets a `malformed` receipt; it changes no
-    /// state and is never delivered.
-    public func remoteMessages(_ payloads: [[UInt8]]) async -> [RemoteReceipt] {
+    /// A malformed or oversized message is logged and gets a `malformed` receipt; it is never
+    /// delivered, and of the state only its receipt, owed, changes.
+    public func decideRemoteMessages(_ payloads: [[UInt8]]) async -> [DecidedRemoteMessage] {
         let settings = remote ?? RemoteSettings(topics: RemoteTopics(prefix: "", device: ""), maxMessageBytes: RemoteMessage.defaultMaxBytes,
                                                 dedupeWindow: 1000)
         let device = settings.topics.device
@@ -81,14 +117,25 @@ extension Engine {
             effects += fx
             decided.append((i, message, request, fx.lazy.compactMap { if case let .reply(r) = $0 { r } else { nil } }.last))
         }
+        // Every receipt is known now; they are owed from the transaction of their decisions on.
+        for d in decided {
+            receipts[d.index] = Self.receipt(of: d.reply, message: d.message, request: d.request, device: device, time: now)
+        }
+        let owed = receipts.map { $0.map(Self.owed) }
+        let allOwed = owed.compactMap { $0 }
+        if !allOwed.isEmpty {
+            effects += NotificationPolicy.reduce(&notifState, .remoteReceiptsOwed(allOwed), now: NotificationTime(now), config: notifConfig)
+        }
         // One submit for the batch: one diff of the state and one commit (the store's group
         // commit), not one per message. As `submitNotification`, for a batch.
-        func notSaved(_ error: WireError) -> [RemoteReceipt] {
+        func notSaved(_ error: WireError) -> [DecidedRemoteMessage] {
+            var failed = receipts
             for d in decided {
-                receipts[d.index] = RemoteReceipt(id: d.message.id, device: device, app: d.message.app, identifier: d.request.identifier,
-                                                  status: .failed, rules: [], decision: nil, error: error, time: now)
+                failed[d.index] = RemoteReceipt(id: d.message.id, device: device, app: d.message.app, identifier: d.request.identifier,
+                                                status: .failed, rules: [], decision: nil, error: error, time: now)
             }
-            return receipts.map { $0! }
+            // Malformed ones were not saved either: they are published, not owed.
+            return failed.map { DecidedRemoteMessage(receipt: $0!, owed: nil) }
         }
         let commit: NotificationCommit
         do { commit = try submitState(since: before) } catch { return notSaved(error) }
@@ -105,11 +152,10 @@ extension Engine {
             return notSaved(WireError(.storageFailed, "the notification state cannot be saved: \(error)"))
         }
         for d in decided {
-            let receipt = Self.receipt(of: d.reply, message: d.message, request: d.request, device: device, time: now)
+            let receipt = receipts[d.index]!
             log("remote message \(d.message.id) for \(d.message.app)/\(receipt.identifier ?? "?"): \(receipt.status.rawValue) [\(receipt.rules.joined(separator: ","))]")
-            receipts[d.index] = receipt
         }
-        return receipts.map { $0! }
+        return zip(receipts, owed).map { DecidedRemoteMessage(receipt: $0!, owed: $1) }
     }
 
     /// The receipt of a saved decision (the policy's reply to `.addRemote`).

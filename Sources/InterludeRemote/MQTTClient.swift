@@ -199,10 +199,14 @@ public final class MQTTClient: @unchecked Sendable {
         var handedOutSinceFlush = 0
         /// Replies (``MQTTClient/publishQueued(_:_:)``) not yet given to libmosquitto, oldest
         /// first from `queuedRepliesHead` (a backlog's receipts can be thousands).
-        var queuedReplies: [(topic: String, payload: [UInt8])] = []
+        var queuedReplies: [(topic: String, payload: [UInt8], onAcknowledged: (@Sendable () -> Void)?)] = []
         var queuedRepliesHead = 0
         /// Packet ids of queued replies given to libmosquitto and not yet acknowledged by the broker.
         var repliesInFlight: Set<Int32> = []
+        /// What to call when the broker acknowledges a reply, by packet id. Kept across a
+        /// reconnect (libmosquitto sends the reply again with the same id); a reply never
+        /// acknowledged keeps its entry for the life of the client.
+        var replyAcknowledgements: [Int32: @Sendable () -> Void] = [:]
         /// Which of ``MQTTOptions/brokers`` the client connects (or tries to connect) to.
         var brokerIndex = 0
     }
@@ -436,7 +440,7 @@ public final class MQTTClient: @unchecked Sendable {
     ///   read any more).
     func releaseQueuedReplies(all: Bool = false) {
         while true {
-            let next = state.withLock { s -> (topic: String, payload: [UInt8])? in
+            let next = state.withLock { s -> (topic: String, payload: [UInt8], onAcknowledged: (@Sendable () -> Void)?)? in
                 guard all || s.repliesInFlight.count < Self.maxQueuedReplies, s.queuedRepliesHead < s.queuedReplies.count else { return nil }
                 defer {
                     s.queuedRepliesHead += 1
@@ -457,7 +461,10 @@ public final class MQTTClient: @unchecked Sendable {
             }
             // NO_CONN: libmosquitto keeps it and sends it after the reconnect.
             if rc == MOSQ_ERR_SUCCESS.rawValue || rc == MOSQ_ERR_NO_CONN.rawValue {
-                state.withLock { _ = $0.repliesInFlight.insert(mid) }
+                state.withLock { s in
+                    s.repliesInFlight.insert(mid)
+                    if let done = next.onAcknowledged { s.replyAcknowledgements[mid] = done }
+                }
             } else {
                 log("cannot publish to \(next.topic): \(String(cString: mosquitto_strerror(rc)))")
             }
@@ -562,10 +569,11 @@ public final class MQTTClient: @unchecked Sendable {
     /// Publishes a QoS 1 reply (a receipt) later, in order: the network thread gives it to
     /// libmosquitto when fewer than ``maxQueuedReplies`` are in flight. For a stream of replies
     /// while a backlog is read (see ``maxQueuedReplies``); the broker's acknowledgement of it is
-    /// not reported. On ``stop()`` the queued ones go out with the DISCONNECT; a reply in flight
-    /// or queued is lost with the process.
-    public func publishQueued(_ topic: String, _ payload: [UInt8]) {
-        state.withLock { $0.queuedReplies.append((topic, payload)) }
+    /// reported through `onAcknowledged`, called on the network thread (keep it short: it holds
+    /// up the connection). On ``stop()`` the queued ones go out with the DISCONNECT; a reply in
+    /// flight or queued is lost with the process (the daemon keeps receipts owed in its state for that).
+    public func publishQueued(_ topic: String, _ payload: [UInt8], onAcknowledged: (@Sendable () -> Void)? = nil) {
+        state.withLock { $0.queuedReplies.append((topic, payload, onAcknowledged)) }
         wake()
     }
 
@@ -625,11 +633,14 @@ public final class MQTTClient: @unchecked Sendable {
         signal()
     }
     func published(_ mid: Int32) {
-        let reply = state.withLock { s -> Bool in
-            if s.repliesInFlight.remove(mid) != nil { return true }
+        let (reply, done) = state.withLock { s -> (Bool, (@Sendable () -> Void)?) in
+            let done = s.replyAcknowledgements.removeValue(forKey: mid)
+            if s.repliesInFlight.remove(mid) != nil { return (true, done) }
+            if done != nil { return (false, done) }  // a reply sent again after a reconnect
             s.published.insert(mid)
-            return false
+            return (false, nil)
         }
+        done?()
         if reply { wake() } else { signal() }   // the next queued reply may go
     }
     func subscribed(_ mid: Int32, _ granted: [Int32]) {

@@ -18,7 +18,7 @@ import InterludeWire
 /// returned is on disk, and a process killed at any moment (even `kill -9` in the middle of a save)
 /// leaves the state of one complete `save`, never a mix, because every save is one transaction.
 ///
-/// Schema, version 2 (`PRAGMA user_version`; `PRAGMA application_id` = `0x496E746C`, "Intl").
+/// Schema, version 3 (`PRAGMA user_version`; `PRAGMA application_id` = `0x496E746C`, "Intl").
 /// Every `json` column holds one value encoded with `JSONEncoder` (sorted keys):
 ///
 /// | table | columns | holds |
@@ -27,6 +27,7 @@ import InterludeWire
 /// | `pending` | `slot INTEGER PRIMARY KEY`, `seq`, `app_id`, `identifier`, `json` | `PendingNotification`s, in `seq` order |
 /// | `delivered` | `slot INTEGER PRIMARY KEY`, `seq`, `app_id`, `identifier`, `json` | `DeliveredNotification`s (the center), in `seq` order |
 /// | `decision_log` | `slot INTEGER PRIMARY KEY`, `seq`, `app_id`, `identifier`, `json` | `NotificationDecisionRecord`s (N16), in `seq` order |
+/// | `owed_receipt` | `slot INTEGER PRIMARY KEY`, `seq`, `app_id`, `identifier` (the message id), `json` | `OwedReceipt`s (remote receipts not yet acknowledged by the broker; version 3), in `seq` order |
 /// | `meta` | `key TEXT PRIMARY KEY`, `json` | one row each: `clock` (absent while nil), `focus`, `ringerSilent`, `callActive`, `history`, `summaryQueue`, `coalesced`, `remoteMessages` (the recent remote message ids, issue 11; absent in files written before it = none) |
 ///
 /// `seq` orders a list; numbers may have gaps, so an appended or removed item does not renumber the
@@ -74,6 +75,10 @@ public final class NotificationStore {
             ALTER TABLE \(table)_v2 RENAME TO \(table);
             """
         }.joined(separator: "\n"),
+        // 3: the receipts the device owes remote providers (`NotificationState.owedReceipts`).
+        """
+        CREATE TABLE owed_receipt(slot INTEGER PRIMARY KEY, seq INTEGER NOT NULL, app_id TEXT NOT NULL, identifier TEXT NOT NULL, json TEXT NOT NULL);
+        """,
     ]
 
     /// The database file's path.
@@ -190,6 +195,7 @@ public final class NotificationStore {
         state.pending = try rows.pending.map { try decode(PendingNotification.self, $0.json, "pending seq \($0.seq)") }
         state.delivered = try rows.delivered.map { try decode(DeliveredNotification.self, $0.json, "delivered seq \($0.seq)") }
         state.decisionLog = try rows.decisionLog.map { try decode(NotificationDecisionRecord.self, $0.json, "decision_log seq \($0.seq)") }
+        state.owedReceipts = try rows.owedReceipts.map { try decode(OwedReceipt.self, $0.json, "owed_receipt seq \($0.seq)") }
         func meta<T: Decodable>(_ key: MetaKey, _ type: T.Type) throws -> T? {
             try rows.meta[key.rawValue].map { try decode(T.self, $0, "meta \(key.rawValue)") }
         }
@@ -202,7 +208,7 @@ public final class NotificationStore {
         if let v = try meta(.coalesced, [HeldNotification].self) { state.coalesced = v }
         if let v = try meta(.remoteMessages, [String].self) { state.remoteMessages = v }
         let seqs = RowLayout(pending: rows.pending.map(\.seq), delivered: rows.delivered.map(\.seq),
-                            decisionLog: rows.decisionLog.map(\.seq),
+                            decisionLog: rows.decisionLog.map(\.seq), owedReceipts: rows.owedReceipts.map(\.seq),
                             meta: Set(rows.meta.keys.compactMap(MetaKey.init(rawValue:))))
         differ = NotificationRowDiffer(state: state, seqs: seqs)
         return (state, seqs)
@@ -291,6 +297,7 @@ public final class NotificationStore {
         case let .pending(v): try encode(v, "a pending notification")
         case let .delivered(v): try encode(v, "a delivered notification")
         case let .decision(v): try encode(v, "a decision record")
+        case let .receipt(v): try encode(v, "an owed receipt")
         }
     }
 
@@ -303,6 +310,7 @@ public final class NotificationStore {
         var pending: [ListRow] = []
         var delivered: [ListRow] = []
         var decisionLog: [ListRow] = []
+        var owedReceipts: [ListRow] = []
     }
 
     /// Keys of the `meta` table, one per part of the state not kept in a table of its own.
@@ -357,6 +365,7 @@ public final class NotificationStore {
             (rows.pending, slots.tables[.pending]) = try statements.pending.readAll()
             (rows.delivered, slots.tables[.delivered]) = try statements.delivered.readAll()
             (rows.decisionLog, slots.tables[.decisionLog]) = try statements.decisionLog.readAll()
+            (rows.owedReceipts, slots.tables[.owedReceipts]) = try statements.owedReceipts.readAll()
             try db.execute("COMMIT")
             self.slots = slots
             dataVersion = try statements.dataVersion()
@@ -381,6 +390,7 @@ public final class NotificationStore {
         let pending: ListTable
         let delivered: ListTable
         let decisionLog: ListTable
+        let owedReceipts: ListTable
         let dataVersionQuery: SQLiteStatement
 
         init(_ db: SQLiteDatabase) throws {
@@ -389,6 +399,7 @@ public final class NotificationStore {
             pending = try ListTable(db, table: "pending")
             delivered = try ListTable(db, table: "delivered")
             decisionLog = try ListTable(db, table: "decision_log")
+            owedReceipts = try ListTable(db, table: "owed_receipt")
             dataVersionQuery = try db.prepare("PRAGMA data_version")
         }
 
@@ -408,6 +419,7 @@ public final class NotificationStore {
             case .pending: pending
             case .delivered: delivered
             case .decisionLog: decisionLog
+            case .owedReceipts: owedReceipts
             }
         }
 

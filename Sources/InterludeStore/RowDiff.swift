@@ -29,14 +29,16 @@ public struct NotificationRowChanges: Sendable {
     }
 }
 
-/// One of the three ordered tables.
-enum ListTableName: Sendable, Hashable { case pending, delivered, decisionLog }
+/// One of the four ordered tables.
+enum ListTableName: Sendable, Hashable { case pending, delivered, decisionLog, owedReceipts }
 
 /// A list item, typed (encoded when written).
 enum ListValue: Sendable {
     case pending(PendingNotification)
     case delivered(DeliveredNotification)
     case decision(NotificationDecisionRecord)
+    /// A remote receipt not yet acknowledged by the broker (issue 11).
+    case receipt(OwedReceipt)
 }
 
 /// A `meta` value, typed (encoded when written).
@@ -61,12 +63,13 @@ enum RowChange: Sendable {
     case delete(ListTableName, seq: Int64)
 }
 
-/// Where the state's parts are on disk: the `seq` of each item of the three ordered lists, index
+/// Where the state's parts are on disk: the `seq` of each item of the four ordered lists, index
 /// for index, and which `meta` rows exist (a value never saved is absent, and loads as its default).
 struct RowLayout: Sendable, Equatable {
     var pending: [Int64] = []
     var delivered: [Int64] = []
     var decisionLog: [Int64] = []
+    var owedReceipts: [Int64] = []
     var meta: Set<NotificationStore.MetaKey> = []
 }
 
@@ -144,6 +147,11 @@ struct NotificationRowDiffer: Sendable {
         after.decisionLog = Self.diff(.decisionLog, old: old.decisionLog, seqs: seqs.decisionLog, new: new.decisionLog,
                                       key: { ListKey(app: $0.app, identifier: $0.identifier, time: $0.time.secondsSince1970) },
                                       value: ListValue.decision, into: &rows)
+        if !old.owedReceipts.isEmpty || !new.owedReceipts.isEmpty {
+            after.owedReceipts = Self.diff(.owedReceipts, old: old.owedReceipts, seqs: seqs.owedReceipts, new: new.owedReceipts,
+                                           key: { ListKey(app: $0.app, identifier: $0.messageID, time: $0.time) },
+                                           value: ListValue.receipt, into: &rows)
+        }
         shadow = new
         seqs = after
         return NotificationRowChanges(rows: rows)
@@ -173,6 +181,7 @@ struct NotificationRowDiffer: Sendable {
     @_specialize(where T == PendingNotification)
     @_specialize(where T == DeliveredNotification)
     @_specialize(where T == NotificationDecisionRecord)
+    @_specialize(where T == OwedReceipt)
     static func diff<T: Equatable>(_ table: ListTableName, old: [T], seqs: [Int64], new: [T], key: (T) -> ListKey,
                                    value: (T) -> ListValue, into rows: inout [RowChange]) -> [Int64] {
         let n0 = old.count, n1 = new.count

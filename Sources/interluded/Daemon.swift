@@ -215,7 +215,7 @@ enum Daemon {
         let remote: RemoteBridge?
         do {
             remote = try await RemoteBridge.make(config: config, engine: engine, log: log)
-            try remote?.start()
+            try await remote?.start()
         } catch {
             log("bad config: \(error)")
             return 78  // EX_CONFIG

@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import InterludeConfig
 import InterludeEngine
+import InterludePolicy
 import InterludeRemote
 import InterludeWire
 import Synchronization
@@ -15,7 +16,9 @@ import Synchronization
 /// out is unacknowledged (``MQTTDelivery``). A SIGKILL before the save: no PUBACK, the broker
 /// delivers the message again (persistent session). A SIGKILL after the save and before the
 /// PUBACK: delivered again and recognized by its id (`duplicate`), so it is never delivered
-/// twice. Written outside main.swift (the callback trap).
+/// twice. Receipts are owed in the engine's state from the decision's commit until the broker
+/// acknowledges them, and the ones a start finds owed are published again (REMOTE.md "Receipts").
+/// Written outside main.swift (the callback trap).
 final class RemoteBridge: Sendable {
     let client: MQTTClient
     let engine: Engine
@@ -23,6 +26,8 @@ final class RemoteBridge: Sendable {
     let log: @Sendable (String) -> Void
     /// Messages handed over and not yet taken by the worker, and whether it runs.
     let inbox = Mutex<(items: [(MQTTMessage, MQTTDelivery)], working: Bool)>(([], false))
+    /// Receipts the broker acknowledged, not yet given to the engine; `working`: a task gives them.
+    let acknowledgedReceipts = Mutex<(items: [OwedReceipt], working: Bool)>(([], false))
     /// At most this many messages go to the engine at once.
     static let maxBatch = 256
 
@@ -109,8 +114,13 @@ final class RemoteBridge: Sendable {
         self.client = client; self.engine = engine; self.topics = topics; self.log = log
     }
 
-    /// Connects (retrying while the broker is away) and subscribes on every connection.
-    func start() throws {
+    /// Connects (retrying while the broker is away) and subscribes on every connection. The
+    /// receipts the last run owed (saved with their decisions, not acknowledged by the broker
+    /// before it ended) go out first, in order, once connected.
+    func start() async throws {
+        let owed = await engine.owedReceipts()
+        for r in owed { publish(r) }
+        if !owed.isEmpty { log("publishing again \(owed.count) receipt(s) the broker had not acknowledged before the last stop") }
         let topics = self.topics
         try client.start(onDeferredMessage: { [self] m, delivery in self.handle(m, delivery) }, onConnect: { [client, log] in
             do { try client.subscribe(topics.notifications, qos: 1) } catch { log("cannot subscribe to \(topics.notifications): \(error)") }
@@ -153,14 +163,16 @@ final class RemoteBridge: Sendable {
         var todo = batch
         var wait = 0.1
         while true {
-            let receipts = await engine.remoteMessages(todo.map { $0.0.payload })
+            let outcomes = await engine.decideRemoteMessages(todo.map { $0.0.payload })
+            let receipts = outcomes.map(\.receipt)
             var again: [(MQTTMessage, MQTTDelivery)] = []
-            for (item, receipt) in zip(todo, receipts) {
+            for (item, decided) in zip(todo, outcomes) {
+                let receipt = decided.receipt
                 if receipt.status == .failed {
                     again.append(item)
                     continue
                 }
-                client.publishQueued(topics.receipts, receipt.encoded())
+                if let owed = decided.owed { publish(owed) } else { client.publishQueued(topics.receipts, receipt.encoded()) }
                 item.1.acknowledge()
             }
             if again.isEmpty { return }
@@ -170,6 +182,37 @@ final class RemoteBridge: Sendable {
             try? await Task.sleep(nanoseconds: UInt64(wait * 1e9))
             wait = min(wait * 2, 5)
             todo = again
+        }
+    }
+}
+
+extension RemoteBridge {
+    /// Publishes an owed receipt; once the broker acknowledges it, it is no longer owed.
+    func publish(_ owed: OwedReceipt) {
+        client.publishQueued(topics.receipts, Array(owed.payload.utf8)) { [self] in acknowledged(owed) }
+    }
+
+    /// On the network thread: keeps the receipt for the engine (a task gives what has gathered
+    /// to it, in one event, so a drain's thousands of acknowledgements are a few engine jobs).
+    func acknowledged(_ owed: OwedReceipt) {
+        let start = acknowledgedReceipts.withLock { box -> Bool in
+            box.items.append(owed)
+            if box.working { return false }
+            box.working = true
+            return true
+        }
+        if start { Task { await self.handAcknowledgedReceipts() } }
+    }
+
+    func handAcknowledgedReceipts() async {
+        while true {
+            let batch = acknowledgedReceipts.withLock { box -> [OwedReceipt] in
+                defer { box.items = [] }
+                if box.items.isEmpty { box.working = false }
+                return box.items
+            }
+            if batch.isEmpty { return }
+            await engine.remoteReceiptsAcknowledged(batch)
         }
     }
 }

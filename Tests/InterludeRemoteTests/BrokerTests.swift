@@ -47,6 +47,37 @@ import Testing
         #expect(inbox.got.withLock { $0.filter { $0.hasPrefix(tag) } } == (0..<100).map { "\(tag) \($0)" })
     }
 
+    /// Queued replies report the broker's acknowledgement (REMOTE.md "Receipts are owed until the
+    /// broker has them"): each callback runs once, after its reply reached the broker, and the
+    /// provider has every reply by then.
+    @Test(.enabled(if: available()))
+    func aQueuedReplySaysWhenTheBrokerHasIt() throws {
+        let tag = "ack-\(getpid())"
+        let receipts = "interlude/devices/device-11/receipts"
+        let provider = try MQTTClient(Self.options("provider", id: "bt-acks-\(getpid())", clean: true))
+        let got = Inbox()
+        try provider.start(onMessage: { m in got.got.withLock { $0.append(String(decoding: m.payload, as: UTF8.self)) } })
+        defer { provider.stop() }
+        try provider.waitUntilConnected(timeout: 5)
+        _ = try provider.waitForSubscription(provider.subscribe(receipts), timeout: 5)
+
+        let device = try MQTTClient(Self.options("device-11", id: "device-11-\(getpid())", clean: true))
+        try device.start()
+        defer { device.stop() }
+        try device.waitUntilConnected(timeout: 5)
+        let acknowledged = Inbox()
+        let n = 50  // more than `maxQueuedReplies` in flight at once
+        for i in 0..<n {
+            device.publishQueued(receipts, Array("\(tag) \(i)".utf8)) { acknowledged.got.withLock { $0.append("\(i)") } }
+        }
+        let deadline = Date().addingTimeInterval(10)
+        while Date() < deadline, acknowledged.got.withLock({ $0.count }) < n { usleep(10000) }
+        #expect(Set(acknowledged.got.withLock { $0 }) == Set((0..<n).map { "\($0)" }))
+        #expect(acknowledged.got.withLock { $0.count } == n, "each callback once")
+        usleep(200_000)
+        #expect(got.got.withLock { $0.filter { $0.hasPrefix(tag) } } == (0..<n).map { "\(tag) \($0)" })
+    }
+
     /// A device that answers each message at once (as the daemon publishes a receipt right after
     /// the PUBACK): the provider's round trip stays in milliseconds. With Nagle's algorithm on the
     /// device's socket, the answer waited for the broker's delayed ACK: about 40 ms every time.

@@ -73,4 +73,42 @@ import Testing
         #expect(again.map(\.status) == [.delivered, .delivered])
         #expect(store.shared.withLock { $0.durable }.delivered.filter { $0.app == Self.app }.map(\.request.identifier) == ["f1", "f2"])
     }
+
+    /// REMOTE.md "Receipts are owed until the broker has them": the receipts of a batch are in the
+    /// same commit as its decisions (the durable state owes them, the malformed one's too), each
+    /// one as published; acknowledged ones leave the state with a later commit; a failed commit
+    /// owes nothing.
+    @Test func N15_aBatchsReceiptsAreOwedInItsCommitUntilAcknowledged() async throws {
+        let store = GatedNotificationStore()
+        let (engine, server, dir) = try await engine(store)
+        defer { server.stop(); try? FileManager.default.removeItem(atPath: dir) }
+        store.hold()
+        let batch = [try Self.message("o1"), Array("{\"v\":1}".utf8), try Self.message("o2")]
+        let task = Task { await engine.decideRemoteMessages(batch) }
+        let begin = Date()
+        while store.heldCount < 1, Date().timeIntervalSince(begin) < 10 { try await Task.sleep(nanoseconds: 2_000_000) }
+        store.release(failing: false)
+        let decided = await task.value
+        let owed = decided.compactMap(\.owed)
+        #expect(owed.count == 3)
+        for d in decided {
+            #expect(d.owed?.payload == String(decoding: d.receipt.encoded(), as: UTF8.self), "owed as published")
+        }
+        #expect(store.shared.withLock { $0.durable }.owedReceipts == owed, "in the decisions' commit")
+
+        await engine.remoteReceiptsAcknowledged([owed[0], owed[2]])
+        let deadline = Date().addingTimeInterval(10)
+        while Date() < deadline, store.shared.withLock({ $0.durable }).owedReceipts.count != 1 { try await Task.sleep(nanoseconds: 5_000_000) }
+        #expect(store.shared.withLock { $0.durable }.owedReceipts == [owed[1]])
+        #expect(await engine.owedReceipts() == [owed[1]])
+
+        store.hold()
+        let failing = Task { await engine.decideRemoteMessages([try Self.message("o3")]) }
+        let begin2 = Date()
+        while store.heldCount < 1, Date().timeIntervalSince(begin2) < 10 { try await Task.sleep(nanoseconds: 2_000_000) }
+        store.release(failing: true)
+        let failed = try await failing.value
+        #expect(failed.map(\.receipt.status) == [.failed] && failed.allSatisfy { $0.owed == nil })
+        #expect(await engine.owedReceipts() == [owed[1]], "a failed commit owes nothing")
+    }
 }

@@ -73,7 +73,7 @@ import Testing
         var state = NotificationState()
         state.clock = NotificationTime(1)
         let object = try JSONSerialization.jsonObject(with: JSONEncoder().encode(state)) as? [String: Any]
-        let stored = Set(["apps", "pending", "delivered", "decisionLog"] + NotificationStore.MetaKey.allCases.map(\.rawValue))
+        let stored = Set(["apps", "pending", "delivered", "decisionLog", "owedReceipts"] + NotificationStore.MetaKey.allCases.map(\.rawValue))
         #expect(Set(object?.keys.map { $0 } ?? []) == stored)
     }
 
@@ -91,7 +91,7 @@ import Testing
             return store.lastSave
         }
         let first = try save()
-        let rows = d.state.apps.count + d.state.pending.count + d.state.delivered.count + d.state.decisionLog.count
+        let rows = d.state.apps.count + d.state.pending.count + d.state.delivered.count + d.state.decisionLog.count + d.state.owedReceipts.count
             + NotificationStore.MetaKey.allCases.count
         #expect(first == StoreSaveStats(inserted: rows))
 

@@ -4,7 +4,7 @@ import InterludePolicy
 import Testing
 
 // N15 across versions: a state folder written by an earlier Interlude opens with its state unchanged
-// (schema version 1 is migrated to 2 when it opens). The fixture
+// (schema version 1 is migrated to 3 when it opens). The fixture
 // `Fixtures/state-d670c78.sqlite3` was written by interluded built from commit d670c78 (the main
 // before group commit): Chat and News authorized (News provisional, previews never), Chat's m1
 // (badge 3) and m2 (thread bob), News's passive h1, Chat's pending "later" (in a day), focus "work"
@@ -21,10 +21,12 @@ import Testing
         let original = try Data(contentsOf: URL(fileURLWithPath: tmp.databasePath))
 
         let store = try NotificationStore(directory: tmp.storeDirectory)
-        // Opening migrated it to version 2 (list rows in slots of their own, issue 9), in one
-        // transaction; every row kept its number as its slot.
-        #expect(try store.connection.integer("PRAGMA user_version") == 2)
-        #expect(NotificationStore.schemaVersion == 2)
+        // Opening migrated it to version 3 (2: list rows in slots of their own, issue 9; 3: the
+        // receipts owed to remote providers, none here), in one transaction; every row kept its
+        // number as its slot.
+        #expect(try store.connection.integer("PRAGMA user_version") == 3)
+        #expect(NotificationStore.schemaVersion == 3)
+        #expect(try store.connection.integer("SELECT count(*) FROM owed_receipt") == 0)
         #expect(try store.connection.integer("SELECT count(*) FROM delivered WHERE slot = seq") == 3)
         var state = try store.load()
         #expect(state.apps["org.example.Chat"]?.settings.authorization == .authorized)
@@ -54,6 +56,43 @@ import Testing
         // The badge's app row and the removed notification; and, once, the `remoteMessages` meta
         // row that files written before remote notifications (issue 11) do not have.
         #expect(again.lastSave == StoreSaveStats(inserted: 1, updated: 1, deleted: 1))
+        #expect(try NotificationStore(directory: tmp.storeDirectory).load() == state)
+    }
+}
+
+// The same for schema version 2, the release before receipts were owed in the state (REMOTE.md
+// "Receipts"). The fixture `Fixtures/state-875639a.sqlite3` was written by interluded built from
+// commit 875639a: Chat authorized, remote on and registered, m1 (badge 2, thread alice) and m2
+// delivered, "later" pending (in a day), focus "work" on by hand; then SIGTERM.
+@Suite struct SchemaVersion2CompatibilityTests {
+    static let fixture = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .appendingPathComponent("Fixtures/state-875639a.sqlite3").path
+
+    @Test func N15_aStateFileOfVersion2OpensUnchangedAndOwesReceiptsFromThenOn() throws {
+        let tmp = TemporaryFolder()
+        defer { tmp.remove() }
+        try FileManager.default.createDirectory(atPath: tmp.storeDirectory, withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: Self.fixture, toPath: tmp.databasePath)
+        let before = try SQLiteDatabase(path: tmp.databasePath, busyTimeoutMilliseconds: 100)
+        #expect(try before.integer("PRAGMA user_version") == 2)
+        before.close()
+
+        let store = try NotificationStore(directory: tmp.storeDirectory)
+        #expect(try store.connection.integer("PRAGMA user_version") == 3)
+        var state = try store.load()
+        let chat = "org.example.Chat"
+        #expect(state.apps[chat]?.settings.authorization == .authorized)
+        #expect(state.apps[chat]?.settings.remote == true && state.apps[chat]?.remoteRegistered == true)
+        #expect(state.delivered.map(\.request.identifier) == ["m1", "m2"])
+        #expect(state.delivered[0].request.content.threadIdentifier == "alice")
+        #expect(state.pending.map(\.request.identifier) == ["later"])
+        #expect(state.focus.active?.name == "work")
+        #expect(state.owedReceipts.isEmpty)
+
+        state.owedReceipts = [OwedReceipt(app: chat, messageID: "r-1", time: 1, payload: "{}")]
+        try store.save(state)
+        #expect(store.lastSave == StoreSaveStats(inserted: 1))
+        store.close()
         #expect(try NotificationStore(directory: tmp.storeDirectory).load() == state)
     }
 }

@@ -58,6 +58,14 @@ public enum NotificationEvent: Codable, Sendable, Equatable {
     /// notifications (N1) and the user allows them for the app (N2, setting `remote`); either
     /// missing is a rejection (`notAuthorized`) recorded for explain (N16). Replies as `.add`.
     case addRemote(NotificationRequest, app: String, messageID: String, dedupeWindow: Int)
+    /// Receipts of remote messages just decided, about to be published (REMOTE.md "Receipts"):
+    /// kept in ``NotificationState/owedReceipts`` until the broker acknowledges them, so that they
+    /// are saved with their decisions and published again after a restart. Over
+    /// ``NotificationPolicy/maxOwedReceipts`` the oldest go. No reply.
+    case remoteReceiptsOwed([OwedReceipt])
+    /// The broker acknowledged these receipts: each one's first equal entry leaves
+    /// ``NotificationState/owedReceipts`` (one already gone changes nothing). No reply.
+    case remoteReceiptsAcknowledged([OwedReceipt])
 }
 
 /// What the engine must do after a `reduce` call, in order.

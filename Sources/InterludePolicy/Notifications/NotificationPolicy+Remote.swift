@@ -4,6 +4,11 @@ extension NotificationPolicy {
     /// How a remote message is remembered in ``NotificationState/remoteMessages``: the app and the
     /// provider's message id (a unit separator between them), so each app's provider has ids of its own.
     public static func remoteMessageKey(app: String, messageID: String) -> String { app + "\u{1F}" + messageID }
+
+    /// At most this many receipts are kept owed (``NotificationState/owedReceipts``): a broker that
+    /// never acknowledges them must not grow the state without end. Ten backlogs of the default
+    /// `remote.dedupeWindow` (1,000); over it the oldest go, and are then only in memory.
+    public static let maxOwedReceipts = 10_000
 }
 
 extension NotificationReducer {
@@ -37,5 +42,30 @@ extension NotificationReducer {
             return
         }
         add(request, app: app, peerPath: nil, at: now)
+    }
+}
+
+extension NotificationReducer {
+    /// See ``NotificationEvent/remoteReceiptsOwed(_:)``.
+    mutating func oweReceipts(_ receipts: [OwedReceipt]) {
+        state.owedReceipts += receipts
+        let excess = state.owedReceipts.count - NotificationPolicy.maxOwedReceipts
+        if excess > 0 { state.owedReceipts.removeFirst(excess) }
+    }
+
+    /// See ``NotificationEvent/remoteReceiptsAcknowledged(_:)``. Receipts are acknowledged about
+    /// in the order they were owed, so each is looked for from where the last one was found.
+    mutating func receiptsAcknowledged(_ receipts: [OwedReceipt]) {
+        guard !receipts.isEmpty, !state.owedReceipts.isEmpty else { return }
+        var gone = Set<Int>()
+        var from = 0
+        for r in receipts {
+            let owed = state.owedReceipts
+            let hit = (from..<owed.count).first { !gone.contains($0) && owed[$0] == r }
+                ?? (0..<from).first { !gone.contains($0) && owed[$0] == r }
+            if let hit { gone.insert(hit); from = hit + 1 }
+        }
+        if gone.isEmpty { return }
+        state.owedReceipts = state.owedReceipts.enumerated().filter { !gone.contains($0.offset) }.map(\.element)
     }
 }

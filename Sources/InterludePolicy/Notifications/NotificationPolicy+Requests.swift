@@ -45,6 +45,10 @@ extension NotificationReducer {
             effects.append(.reply(.done))
         case .addRemote(let request, let app, let messageID, let window):
             addRemote(request, app: app, messageID: messageID, dedupeWindow: window, at: now)
+        case .remoteReceiptsOwed(let receipts):
+            oweReceipts(receipts)
+        case .remoteReceiptsAcknowledged(let receipts):
+            receiptsAcknowledged(receipts)
         }
     }
 

@@ -28,6 +28,12 @@ public struct NotificationState: Codable, Sendable, Equatable {
     /// the broker delivers again is recognized and not delivered twice). Saved with the rest, in
     /// the same transaction as the decision it led to.
     public var remoteMessages: [String]
+    /// Receipts of remote messages the device owes their providers, oldest first: each is added in
+    /// the transaction of its message's decision, before it is published, and removed once the
+    /// broker has acknowledged it (REMOTE.md "Receipts"). What a restart finds here is published
+    /// again: a receipt waiting in memory is not lost with the process. At most
+    /// ``NotificationPolicy/maxOwedReceipts``.
+    public var owedReceipts: [OwedReceipt]
 
     /// An empty state: no apps, nothing pending or delivered, no focus, ringer on, no call.
     public init() {
@@ -43,6 +49,44 @@ public struct NotificationState: Codable, Sendable, Equatable {
         history = NotificationAlertHistory()
         decisionLog = []
         remoteMessages = []
+        owedReceipts = []
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case clock, apps, pending, delivered, summaryQueue, coalesced, focus, ringerSilent, callActive, history, decisionLog
+        case remoteMessages, owedReceipts
+    }
+
+    /// Decodes a state; `owedReceipts`, absent from states encoded before it, decodes as none.
+    /// - Throws: `DecodingError` when a field is missing or malformed.
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        clock = try c.decodeIfPresent(NotificationTime.self, forKey: .clock)
+        apps = try c.decode([String: NotificationAppRecord].self, forKey: .apps)
+        pending = try c.decode([PendingNotification].self, forKey: .pending)
+        delivered = try c.decode([DeliveredNotification].self, forKey: .delivered)
+        summaryQueue = try c.decode([HeldNotification].self, forKey: .summaryQueue)
+        coalesced = try c.decode([HeldNotification].self, forKey: .coalesced)
+        focus = try c.decode(NotificationFocusState.self, forKey: .focus)
+        ringerSilent = try c.decode(Bool.self, forKey: .ringerSilent)
+        callActive = try c.decode(Bool.self, forKey: .callActive)
+        history = try c.decode(NotificationAlertHistory.self, forKey: .history)
+        decisionLog = try c.decode([NotificationDecisionRecord].self, forKey: .decisionLog)
+        remoteMessages = try c.decode([String].self, forKey: .remoteMessages)
+        owedReceipts = try c.decodeIfPresent([OwedReceipt].self, forKey: .owedReceipts) ?? []
+    }
+}
+
+/// A remote message's receipt not yet acknowledged by the broker (REMOTE.md "Receipts"): the
+/// message's app and id, the receipt's time (seconds since 1970) and the receipt as published
+/// (JSON text, REMOTE.md's receipt format; the policy does not read it).
+public struct OwedReceipt: Codable, Sendable, Equatable {
+    public var app: String
+    public var messageID: String
+    public var time: Double
+    public var payload: String
+    public init(app: String, messageID: String, time: Double, payload: String) {
+        self.app = app; self.messageID = messageID; self.time = time; self.payload = payload
     }
 }
 
@@ -60,7 +104,8 @@ extension NotificationState {
         guard apps.count == other.apps.count, decisionLog == other.decisionLog, delivered == other.delivered,
               pending == other.pending, summaryQueue == other.summaryQueue, coalesced == other.coalesced,
               focus == other.focus, ringerSilent == other.ringerSilent, callActive == other.callActive,
-              history == other.history else { return false }
+              history == other.history, remoteMessages == other.remoteMessages,
+              owedReceipts == other.owedReceipts else { return false }
         for (app, record) in apps {
             guard var theirs = other.apps[app] else { return false }
             theirs.connected = record.connected

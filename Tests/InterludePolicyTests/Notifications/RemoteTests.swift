@@ -148,3 +148,73 @@ private let chat = "org.example.Chat"
         #expect(local?.outcome == l.replyDecision?.outcome)
     }
 }
+
+// REMOTE.md "Receipts" (N15 for receipts): a receipt is owed from its decision's transaction until
+// the broker acknowledges it, so a restart publishes again what a killed daemon had only in memory.
+@Suite struct NotificationOwedReceiptTests {
+    static func receipt(_ id: String, app: String = chat, time: Double = 100) -> OwedReceipt {
+        OwedReceipt(app: app, messageID: id, time: time, payload: #"{"id":"\#(id)","status":"delivered"}"#)
+    }
+
+    @Test(arguments: [
+        // owed (message ids), acknowledged, → still owed
+        (["1", "2", "3"], [String](), ["1", "2", "3"]),
+        (["1", "2", "3"], ["1"], ["2", "3"]),
+        (["1", "2", "3"], ["2", "1"], ["3"]),                // out of order
+        (["1", "2", "3"], ["3", "2", "1"], []),
+        (["1", "2", "3"], ["9"], ["1", "2", "3"]),           // never owed: nothing changes
+        (["1", "1", "2"], ["1"], ["1", "2"]),                // the same receipt owed twice: one goes per acknowledgement
+        (["1", "1", "2"], ["1", "1", "1"], ["2"]),           // acknowledged more often than owed
+    ] as [([String], [String], [String])])
+    func N15_aReceiptIsOwedUntilTheBrokerAcknowledgesIt(owed: [String], acknowledged: [String], left: [String]) {
+        var h = NotificationHarness(config: .init(authorization: .init(default: .grant), timeZone: "UTC"))
+        #expect(h.send(.remoteReceiptsOwed(owed.map { Self.receipt($0) })).isEmpty)
+        #expect(h.state.owedReceipts.map(\.messageID) == owed)
+        #expect(h.send(.remoteReceiptsAcknowledged(acknowledged.map { Self.receipt($0) })).isEmpty)
+        #expect(h.state.owedReceipts.map(\.messageID) == left)
+    }
+
+    /// Two receipts are the same only if all of them is: another app's, another time, another text
+    /// stays owed.
+    @Test func N15_onlyTheSameReceiptIsAcknowledged() {
+        var h = NotificationHarness(config: .init(authorization: .init(default: .grant), timeZone: "UTC"))
+        h.send(.remoteReceiptsOwed([Self.receipt("1")]))
+        var text = Self.receipt("1")
+        text.payload = #"{"id":"1","status":"duplicate"}"#
+        h.send(.remoteReceiptsAcknowledged([Self.receipt("1", app: "org.example.Other"), Self.receipt("1", time: 101), text]))
+        #expect(h.state.owedReceipts == [Self.receipt("1")])
+    }
+
+    /// A broker that never acknowledges must not grow the state without end: the oldest go.
+    @Test func N15_owedReceiptsAreBounded() {
+        var h = NotificationHarness(config: .init(authorization: .init(default: .grant), timeZone: "UTC"))
+        let n = NotificationPolicy.maxOwedReceipts
+        h.send(.remoteReceiptsOwed((0..<n).map { Self.receipt("\($0)") }))
+        h.send(.remoteReceiptsOwed([Self.receipt("new-1"), Self.receipt("new-2")]))
+        #expect(h.state.owedReceipts.count == n)
+        #expect(h.state.owedReceipts.first?.messageID == "2")
+        #expect(h.state.owedReceipts.suffix(2).map(\.messageID) == ["new-1", "new-2"])
+    }
+
+    /// Owed receipts are saved (N15): a state that differs only in them is not "presence only".
+    @Test func N15_aChangeOfOwedReceiptsIsNotPresenceOnly() {
+        var h = NotificationHarness(config: .init(authorization: .init(default: .grant), timeZone: "UTC"))
+        let before = h.state
+        h.send(.remoteReceiptsOwed([Self.receipt("1")]))
+        #expect(!h.state.differsOnlyInPresence(from: before))
+    }
+
+    /// A state encoded before owed receipts existed decodes with none.
+    @Test func N15_aStateEncodedBeforeOwedReceiptsDecodesWithNone() throws {
+        var h = NotificationHarness(config: .init(authorization: .init(default: .grant), timeZone: "UTC"))
+        h.send(.remoteReceiptsOwed([Self.receipt("1")]))
+        var object = try #require(try JSONSerialization.jsonObject(with: JSONEncoder().encode(h.state)) as? [String: Any])
+        #expect(object["owedReceipts"] != nil)
+        object["owedReceipts"] = nil
+        let old = try JSONDecoder().decode(NotificationState.self, from: JSONSerialization.data(withJSONObject: object))
+        var expected = h.state
+        expected.owedReceipts = []
+        #expect(old == expected)
+        #expect(try JSONDecoder().decode(NotificationState.self, from: JSONEncoder().encode(h.state)) == h.state)
+    }
+}
