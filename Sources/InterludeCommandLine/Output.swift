@@ -32,8 +32,10 @@ public enum CommandOutput {
     /// terminal: control characters (a newline that would forge a line of its own, an escape
     /// sequence that would recolour or move the cursor, C1 controls) and the bidirectional
     /// overrides that reorder what follows are shown escaped (`\n`, `\u{1B}`), never sent to the
-    /// terminal. Everything else (accents, emoji, joiners) is kept. JSON output needs none of
-    /// this: JSON escapes them itself.
+    /// terminal; so are the line and paragraph separators and the direction marks, as in the
+    /// daemon's log (`LogWriter.oneLine`). A backslash is doubled, so that an identifier holding
+    /// the two characters `\n` does not print like one holding a line break. Everything else
+    /// (accents, emoji, joiners) is kept. JSON output needs none of this: JSON escapes them itself.
     public static func text(_ s: String) -> String {
         var out = ""
         out.unicodeScalars.reserveCapacity(s.unicodeScalars.count)
@@ -42,7 +44,8 @@ public enum CommandOutput {
             case 0x0A: out += "\\n"
             case 0x0D: out += "\\r"
             case 0x09: out += "\\t"
-            case 0x00...0x1F, 0x7F...0x9F, 0x202A...0x202E, 0x2066...0x2069:
+            case 0x5C: out += "\\\\"
+            case 0x00...0x1F, 0x7F...0x9F, 0x200E, 0x200F, 0x2028, 0x2029, 0x202A...0x202E, 0x2066...0x2069:
                 out += "\\u{" + String(u.value, radix: 16, uppercase: true) + "}"
             default: out.unicodeScalars.append(u)
             }

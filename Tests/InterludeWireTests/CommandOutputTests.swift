@@ -14,6 +14,10 @@ import Testing
         ("c1 \u{9B}2J", "c1 \\u{9B}2J"),
         ("del\u{7F}", "del\\u{7F}"),
         ("\u{202E}txt.exe", "\\u{202E}txt.exe"),  // a bidirectional override
+        ("\u{200F}rtl \u{2028}sep", "\\u{200F}rtl \\u{2028}sep"),  // a direction mark, a line separator (as the log)
+        // A backslash is doubled: the two characters "\n" print unlike a line break (a stranger's find).
+        ("a\\nb", "a\\\\nb"),
+        ("C:\\dir", "C:\\\\dir"),
         ("fake\n2026-12-03 09:00:00 +0000  org.bank.App  fake  [critical]  Your account is locked",
          "fake\\n2026-12-03 09:00:00 +0000  org.bank.App  fake  [critical]  Your account is locked"),
     ])
