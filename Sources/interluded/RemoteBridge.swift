@@ -55,10 +55,15 @@ final class RemoteBridge: Sendable {
     ///   file that cannot be read.
     static func settings(config: InterludeConfig) throws -> (MQTTOptions, RemoteTopics)? {
         guard let broker = config.string("remote.broker") else {
-            // Without a broker nothing of it is used; a CA file named anyway must still exist.
+            // Without a broker nothing of it is used; a CA file or a topic prefix named anyway
+            // must still be right (the user finds out now, not when the broker is added).
             if let ca = config.string("remote.caFile"), let why = caFileProblem(ca) {
                 let (file, line) = config.place(of: "remote.caFile")
                 throw ConfigProblem(message: "\(file):\(line): key 'remote.caFile': \(why) [configBadValue]")
+            }
+            if let prefix = config.string("remote.topicPrefix"), let why = RemoteTopics.prefixProblem(prefix) {
+                let (file, line) = config.place(of: "remote.topicPrefix")
+                throw ConfigProblem(message: "\(file):\(line): key 'remote.topicPrefix': \(why) [configBadValue]")
             }
             return nil
         }

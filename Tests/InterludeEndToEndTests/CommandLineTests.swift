@@ -360,7 +360,8 @@ import InterludeTestSupport
     /// The `remote` section is read at start only, but a reload that takes one the next start
     /// would refuse (exit 78) is refused now, with file, line and key (a stranger's find: reload
     /// said "not in force until the daemon restarts", and the restart left no daemon). A topic
-    /// prefix with an MQTT wildcard is one (the daemon started and received nothing).
+    /// prefix with an MQTT wildcard is one (the daemon started and received nothing), with or
+    /// without a broker.
     @Test func configBadValue_aRemoteSectionTheNextStartWouldRefuseIsRefusedOnReload() async throws {
         let w = try WorkFolder("cli-reload-remote")
         defer { w.remove() }
@@ -370,6 +371,8 @@ import InterludeTestSupport
         for (section, key) in [(#"{ broker: "http://x", deviceId: "d1" }"#, "remote.broker"),
                                (#"{ broker: "mqtt://127.0.0.1:1" }"#, "remote.deviceId"),
                                (#"{ broker: "mqtt://127.0.0.1:1", deviceId: "d1", topicPrefix: "a/#/b" }"#, "remote.topicPrefix"),
+                               // No broker yet: the prefix is checked all the same (it was taken, and failed only once a broker was added).
+                               (#"{ topicPrefix: "fleet/+" }"#, "remote.topicPrefix"),
                                (#"{ broker: "mqtt://127.0.0.1:1", deviceId: "d1", passwordFile: "/nonexistent/pw" }"#, "remote.passwordFile")] {
             try w.config("{ timeZone: \"UTC\",\n  remote: \(section) }")
             let r = try interlude(["--socket", w.socket, "reload"])
