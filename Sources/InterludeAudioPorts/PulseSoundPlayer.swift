@@ -32,7 +32,11 @@ public actor PulseSoundPlayer: SoundPlayer {
     /// swamped). Requests meanwhile fail at once with `audioUnavailable`, instead of each waiting
     /// 10 s in turn (20 s with the default sound's upload after the requested one's), and the
     /// samples they would have uploaded are not left in a cache the daemon never hears back from.
-    var unansweredUntil: Double?
+    var unansweredUntil: Double? {
+        didSet { unansweredMirror.withLock { $0 = unansweredUntil } }
+    }
+    /// ``unansweredUntil``, readable without waiting for the player (as ``sampleNames``).
+    private let unansweredMirror = Mutex<Double?>(nil)
     /// How long the server is left alone after it did not answer (seconds); then one request tries.
     public static let retryAfterUnanswered = 5.0
 
@@ -49,8 +53,13 @@ public actor PulseSoundPlayer: SoundPlayer {
     }
 
     /// Why the server is not asked now, or nil.
-    var unansweredReason: String? {
-        guard let until = unansweredUntil else { return nil }
+    var unansweredReason: String? { Self.reason(until: unansweredUntil) }
+
+    /// ``unansweredReason``, answered at once (for `status`: it must not wait behind a play).
+    public nonisolated func unavailableReason() async -> String? { Self.reason(until: unansweredMirror.withLock { $0 }) }
+
+    static func reason(until: Double?) -> String? {
+        guard let until else { return nil }
         let left = until - ProcessInfo.processInfo.systemUptime
         guard left > 0 else { return nil }
         return "the audio server did not answer within \(PulseConnection.operationTimeout) s; it is asked again in \(String(format: "%.1f", left)) s"

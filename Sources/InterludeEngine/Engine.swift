@@ -442,6 +442,7 @@ public actor Engine {
                                   ringer: audioState.ringerSilent ? "silent" : "ring", sessions: sessions,
                                   unmatchedStreams: unmatched, samples: await sounds?.cachedSamples() ?? [])
         if all.count > listed.count { result.sessionsOmitted = all.count - listed.count }
+        if audioConnected { result.soundsUnavailable = await sounds?.unavailableReason() }
         result.configFiles = config.files
         result.bus = bus.status
         result.players = playerStatuses()

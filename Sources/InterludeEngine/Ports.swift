@@ -171,6 +171,14 @@ public protocol SoundPlayer: Sendable {
     func cachedSamples() async -> [String]
     /// Forgets uploads after the server restarted, so they are uploaded again on demand.
     func serverRestarted() async
+    /// Why sounds fail now without asking the server (it did not answer and is left alone), or
+    /// nil; answered at once, without waiting for a play or upload under way (for `status`).
+    func unavailableReason() async -> String?
+}
+
+extension SoundPlayer {
+    /// A player that never stops asking its server: nil.
+    public func unavailableReason() async -> String? { nil }
 }
 
 /// Port: time. `now` is monotonic seconds (for the audio rules); `wallTime` seconds since the

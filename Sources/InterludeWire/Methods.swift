@@ -156,6 +156,10 @@ public struct StatusResult: Codable, Sendable, Equatable {
     public var audioConnected: Bool
     /// The audio server's name for itself while connected (e.g. "pulseaudio").
     public var audioServer: String?
+    /// Why sounds are not played now although the server is connected (it left a call unanswered
+    /// and is left alone for a few seconds, PulseSoundPlayer); nil when sounds go to the server
+    /// (and in replies of daemons before it was added).
+    public var soundsUnavailable: String?
     public var ringer: String
     /// The audio sessions, by id; at most ``StatusResult/maxSessionsListed``, those doing
     /// something (active, interrupted, delayed, playing, ducked, with streams) chosen before idle ones.

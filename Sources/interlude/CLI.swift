@@ -138,6 +138,7 @@ enum CLI {
             return 0
         }
         print("interluded \(s.version) — audio server \(s.audioConnected ? "connected" + (s.audioServer.map { " (\($0))" } ?? "") : "NOT connected"), ringer \(s.ringer)")
+        if let why = s.soundsUnavailable { print("  sounds fail now: \(CommandOutput.text(why))") }
         if let b = s.bus {
             switch b.mode {
             case "server": print("bus: server, owns org.freedesktop.Notifications as \(b.nameOwner ?? "?")")
