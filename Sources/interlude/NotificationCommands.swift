@@ -183,10 +183,11 @@ enum NotificationCommands {
         default:
             throw Arguments.UsageError(description: "focus on NAME [--for S | --until TIME] | off | status")
         }
-        var line = "focus: \(status.focus ?? "off")"
+        // A mode's name is the user's config text: printed escaped as an app's text is.
+        var line = "focus: \(CommandOutput.text(status.focus ?? "off"))"
         if let f = status.focus { line += status.manual ? " (manual" + (status.until.map { ", until \(Date(timeIntervalSince1970: $0))" } ?? "") + ")" : " (schedule)"; _ = f }
         print(line)
-        print("modes: \(status.modes.joined(separator: ", "))")
+        print("modes: \(status.modes.map(CommandOutput.text).joined(separator: ", "))")
         return 0
     }
 
@@ -303,7 +304,7 @@ enum NotificationCommands {
             let r = try await c.call(NotificationMethod.remove, RemoveNotificationsParams(app: app, all: true), as: RemoveNotificationsResult.self)
             let after = try await c.call(NotificationMethod.delivered, ListNotificationsParams(app: app), as: NotificationListResult.self)
             // N12: a cleared center sets the badge to 0 (unless the app's badges are off).
-            print("cleared \(app): \(r.removed.count) removed, badge \(after.badges[app] ?? 0)")
+            print("cleared \(CommandOutput.text(app)): \(r.removed.count) removed, badge \(after.badges[app] ?? 0)")
             return 0
         case nil: break
         default: throw usage
@@ -311,7 +312,7 @@ enum NotificationCommands {
         let list = try await c.wholeCenter(app: app, all: app == nil)
         if a.has("json") { CommandOutput.printJSONLine(list); return 0 }
         if list.notifications.isEmpty && list.pending.isEmpty { print("the notification center is empty") }
-        for (who, n) in list.badges.sorted(by: { $0.key < $1.key }) where n != 0 { print("badge  \(who)  \(n)") }
+        for (who, n) in list.badges.sorted(by: { $0.key < $1.key }) where n != 0 { print("badge  \(CommandOutput.text(who))  \(n)") }
         for n in list.notifications {
             let when = Date(timeIntervalSince1970: n.deliveredAt.secondsSince1970)
             print(CommandOutput.text("\(when)  \(n.app)  \(n.identifier)  [\(CommandOutput.name(n.level))]\(n.late ? " (late)" : "")  \(n.title)\(n.body.isEmpty ? "" : " — \(n.body)")"))
@@ -334,7 +335,7 @@ enum NotificationCommands {
         }
         let list = try await c.call(NotificationMethod.delivered, ListNotificationsParams(app: argv[0], limit: 1), as: NotificationListResult.self)
         let badge = list.badges[argv[0]] ?? 0
-        print("\(argv[0]): badge \(badge), \(list.deliveredCount) in the center")
+        print("\(CommandOutput.text(argv[0])): badge \(badge), \(list.deliveredCount) in the center")
         if argv.count == 2, badge != Int(argv[1]) {
             // Accepted, but the app's badges are off (its badge setting or the badge option, N12).
             FileHandle.standardError.write(Data("interlude: \(argv[0])'s badges are off: the badge stays \(badge)\n".utf8))

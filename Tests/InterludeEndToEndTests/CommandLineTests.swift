@@ -458,6 +458,34 @@ import InterludeTestSupport
         #expect(badge.out.contains("20 in the center"), "\(badge.out)")
     }
 
+    /// An app id, a focus mode's name: text the CLI prints escaped everywhere (a stranger's find:
+    /// `interlude badge`, the center's badge header and `focus status` printed them raw, so a
+    /// right-to-left override reordered the line and a line break forged one).
+    @Test func appIDsAndModeNamesArePrintedEscapedEverywhere() async throws {
+        let w = try WorkFolder("cli-escaped")
+        defer { w.remove() }
+        try w.config(#"{ authorization: { default: "grant" }, focusModes: { "night\u202Ekrow\nfocus: off": {} } }"#)
+        let daemon = try DaemonProcess(socket: w.socket, work: w.path, environment: w.environment)
+        defer { daemon.stop() }
+        let app = "org.example.\u{202E}tahC"
+        let c = try await InterludeClient.connect(socket: w.socket, app: app)
+        defer { c.close() }
+        _ = try await c.call(NotificationMethod.requestAuthorization, RequestAuthorizationParams(options: [.alert, .badge]),
+                             as: AuthorizationResult.self)
+        _ = try await c.call(NotificationMethod.add, AddNotificationParams(identifier: "m1", title: "t"), as: AddNotificationResult.self)
+        let badge = try interlude(["--socket", w.socket, "badge", app, "4"])
+        let center = try interlude(["--socket", w.socket, "center"])
+        let focus = try interlude(["--socket", w.socket, "focus", "on", "night\u{202E}krow\nfocus: off"])
+        for r in [badge, center, focus] {
+            #expect(r.status == 0, "\(r.err)")
+            #expect(!r.out.unicodeScalars.contains { $0.value == 0x202E }, "raw: \(r.out)")
+        }
+        #expect(badge.out.contains("org.example.\\u{202E}tahC: badge 4"), "\(badge.out)")
+        #expect(center.out.contains("badge  org.example.\\u{202E}tahC  4"), "\(center.out)")
+        #expect(focus.out.contains("focus: night\\u{202E}krow\\nfocus: off (manual)"), "\(focus.out)")
+        #expect(!focus.out.split(separator: "\n").contains("focus: off"), "a forged line: \(focus.out)")
+    }
+
     /// A reference app whose daemon dies says so and exits 1 (it used to wait for ever, then
     /// report a clean deactivation that reached no daemon).
     @Test(.enabled(if: AudioServer.required()))
