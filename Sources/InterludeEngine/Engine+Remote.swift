@@ -52,7 +52,7 @@ extension Engine {
         public var owed: OwedReceipt?
     }
 
-    /// The broker acknowledged these receipts (REMOTE.md "Receipts"): they are no longer owed. Saved
+    /// The broker acknowledged these receipts (REMOTE.md "Receipts are owed until the broker has them"): they are no longer owed. Saved
     /// with the next commit (nobody waits for it; one lost to a crash is published once more
     /// after the restart, which a provider takes as the duplicate it is).
     public func remoteReceiptsAcknowledged(_ receipts: [OwedReceipt]) {
@@ -74,7 +74,7 @@ extension Engine {
     }
 
     /// Decides messages from the broker, in order, and returns their receipts (one per payload,
-    /// in the same order) once they are saved, with the receipts owed (REMOTE.md "Receipts": saved
+    /// in the same order) once they are saved, with the receipts owed (REMOTE.md "Receipts are owed until the broker has them": saved
     /// in the same transaction as the decisions, so that a receipt is not lost with the process
     /// between the commit and the broker's acknowledgement of it). Every message is decided by the policy in order,
     /// then the state is submitted to the store once for the batch, so a backlog drained after a

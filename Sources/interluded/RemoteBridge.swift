@@ -17,7 +17,7 @@ import Synchronization
 /// delivers the message again (persistent session). A SIGKILL after the save and before the
 /// PUBACK: delivered again and recognized by its id (`duplicate`), so it is never delivered
 /// twice. Receipts are owed in the engine's state from the decision's commit until the broker
-/// acknowledges them, and the ones a start finds owed are published again (REMOTE.md "Receipts").
+/// acknowledges them, and the ones a start finds owed are published again (REMOTE.md "Receipts are owed until the broker has them").
 /// Written outside main.swift (the callback trap).
 final class RemoteBridge: Sendable {
     let client: MQTTClient

@@ -367,7 +367,7 @@ enum TestBroker {
     /// (BrokerTests.aBacklogIsAcknowledgedToTheBrokerInRoundsWhileItDrains), so a kill has the
     /// broker deliver again at most about one round, all of it inside the window.
     ///
-    /// Receipts too (REMOTE.md "Receipts"): the provider, subscribed to the device's receipts
+    /// Receipts too (REMOTE.md "Receipts are owed until the broker has them"): the provider, subscribed to the device's receipts
     /// throughout, gets one for every message. Before receipts were owed in the saved state, a
     /// kill lost those waiting in memory for the broker (a stranger: 1,004 of 3,000 after one kill).
     @Test(.enabled(if: TestBroker.both()))

@@ -48,7 +48,7 @@ import Testing
     }
 }
 
-/// REMOTE.md "Receipts": the receipts owed to providers live in the table `owed_receipt` (schema
+/// REMOTE.md "Receipts are owed until the broker has them": the receipts owed to providers live in the table `owed_receipt` (schema
 /// version 3), a row each, saved in the transaction of the decision they report.
 @Suite struct OwedReceiptStoreTests {
     static func receipt(_ id: String) -> OwedReceipt {

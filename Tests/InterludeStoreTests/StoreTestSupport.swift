@@ -94,7 +94,7 @@ func richPolicyState() -> PolicyDriver {
     for i in 0..<8 {
         d.post("score", from: Apps.chat, .init(title: "Score", body: "\(i):0", alertOnce: true), after: 0.01)
     }
-    // Remote receipts not yet acknowledged by the broker (REMOTE.md "Receipts").
+    // Remote receipts not yet acknowledged by the broker (REMOTE.md "Receipts are owed until the broker has them").
     d.send(.remoteReceiptsOwed([
         OwedReceipt(app: Apps.chat, messageID: "r-1", time: 1_750_000_100.5, payload: #"{"id":"r-1","status":"delivered"}"#),
         OwedReceipt(app: Apps.chat, messageID: "r-2", time: 1_750_000_100.5, payload: #"{"id":"r-2","status":"duplicate","note":"\u00e9 \"q\""}"#),

@@ -58,7 +58,7 @@ public enum NotificationEvent: Codable, Sendable, Equatable {
     /// notifications (N1) and the user allows them for the app (N2, setting `remote`); either
     /// missing is a rejection (`notAuthorized`) recorded for explain (N16). Replies as `.add`.
     case addRemote(NotificationRequest, app: String, messageID: String, dedupeWindow: Int)
-    /// Receipts of remote messages just decided, about to be published (REMOTE.md "Receipts"):
+    /// Receipts of remote messages just decided, about to be published (REMOTE.md "Receipts are owed until the broker has them"):
     /// kept in ``NotificationState/owedReceipts`` until the broker acknowledges them, so that they
     /// are saved with their decisions and published again after a restart. Over
     /// ``NotificationPolicy/maxOwedReceipts`` the oldest go. No reply.

@@ -30,7 +30,7 @@ public struct NotificationState: Codable, Sendable, Equatable {
     public var remoteMessages: [String]
     /// Receipts of remote messages the device owes their providers, oldest first: each is added in
     /// the transaction of its message's decision, before it is published, and removed once the
-    /// broker has acknowledged it (REMOTE.md "Receipts"). What a restart finds here is published
+    /// broker has acknowledged it (REMOTE.md "Receipts are owed until the broker has them"). What a restart finds here is published
     /// again: a receipt waiting in memory is not lost with the process. At most
     /// ``NotificationPolicy/maxOwedReceipts``.
     public var owedReceipts: [OwedReceipt]
@@ -77,7 +77,7 @@ public struct NotificationState: Codable, Sendable, Equatable {
     }
 }
 
-/// A remote message's receipt not yet acknowledged by the broker (REMOTE.md "Receipts"): the
+/// A remote message's receipt not yet acknowledged by the broker (REMOTE.md "Receipts are owed until the broker has them"): the
 /// message's app and id, the receipt's time (seconds since 1970) and the receipt as published
 /// (JSON text, REMOTE.md's receipt format; the policy does not read it).
 public struct OwedReceipt: Codable, Sendable, Equatable {

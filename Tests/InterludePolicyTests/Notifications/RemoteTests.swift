@@ -149,7 +149,7 @@ private let chat = "org.example.Chat"
     }
 }
 
-// REMOTE.md "Receipts" (N15 for receipts): a receipt is owed from its decision's transaction until
+// REMOTE.md "Receipts are owed until the broker has them" (N15 for receipts): a receipt is owed from its decision's transaction until
 // the broker acknowledges it, so a restart publishes again what a killed daemon had only in memory.
 @Suite struct NotificationOwedReceiptTests {
     static func receipt(_ id: String, app: String = chat, time: Double = 100) -> OwedReceipt {
