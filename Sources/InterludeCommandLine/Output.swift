@@ -16,7 +16,8 @@ public enum CommandOutput {
     public static func fail(_ error: any Error) -> Int32 {
         switch error {
         case let e as Arguments.UsageError: return fail(e.description, code: 2)
-        case let e as WireError: return fail("\(e.code.rawValue): \(e.message)")
+        // A daemon's message may quote an app's text (an identifier, an action): escaped as ``text(_:)``.
+        case let e as WireError: return fail("\(e.code.rawValue): \(text(e.message))")
         default: return fail("\(error)")
         }
     }

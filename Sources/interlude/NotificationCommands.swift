@@ -143,7 +143,7 @@ enum NotificationCommands {
         print("\(CommandOutput.text(r.app))/\(CommandOutput.text(r.identifier)): \(CommandOutput.describe(r.decision))")
         // S1: what the sound the decision named actually played, when it was not that sound.
         if let s = r.sound, s.played != s.requested || s.warning != nil {
-            print("sound: \(s.requested) was requested, \(s.played) played" + (s.warning.map { " (\($0.code.rawValue): \($0.message)) [S1]" } ?? " [S1]"))
+            print(CommandOutput.text("sound: \(s.requested) was requested, \(s.played) played" + (s.warning.map { " (\($0.code.rawValue): \($0.message)) [S1]" } ?? " [S1]")))
         }
         // N16: the decisions before the latest (replaced entries, holds, refusals), oldest first.
         let earlier = (r.history ?? []).dropLast()
@@ -208,9 +208,9 @@ enum NotificationCommands {
         guard let e = event else { return nil }
         let focus = e.data["focus"]?.stringValue ?? "focus"
         let missed = (try? e.data["missed"]?.decode([NotificationMissedEntry].self)) ?? []
-        guard !missed.isEmpty else { return "missed during \(focus): nothing" }
+        guard !missed.isEmpty else { return CommandOutput.text("missed during \(focus): nothing") }
         let byApp = Dictionary(grouping: missed, by: \.app).map { "\($0.key): \($0.value.count)" }.sorted()
-        var lines = ["missed during \(focus): \(missed.count) notification\(missed.count == 1 ? "" : "s") (\(byApp.joined(separator: ", ")))"]
+        var lines = [CommandOutput.text("missed during \(focus): \(missed.count) notification\(missed.count == 1 ? "" : "s") (\(byApp.joined(separator: ", ")))")]
         for m in missed {
             lines.append(CommandOutput.text("  \(Date(timeIntervalSince1970: m.time.secondsSince1970))  \(m.app)  \(m.identifier)  \(m.title)"))
         }
@@ -253,8 +253,8 @@ enum NotificationCommands {
                              RegisterCategoriesParams(categories: [NotificationCategory(identifier: a.positionals[0], actions: actions,
                                                                                         hiddenPreviewsBodyPlaceholder: a.value("placeholder"))]),
                              as: JSONValue.self)
-        print("\(app): category \(a.positionals[0]) with \(actions.count) action\(actions.count == 1 ? "" : "s")"
-              + (actions.isEmpty ? "" : " (\(actions.map(\.identifier).joined(separator: ", ")))"))
+        print(CommandOutput.text("\(app): category \(a.positionals[0]) with \(actions.count) action\(actions.count == 1 ? "" : "s")"
+              + (actions.isEmpty ? "" : " (\(actions.map(\.identifier).joined(separator: ", ")))")))
         return 0
     }
 
@@ -283,20 +283,20 @@ enum NotificationCommands {
                 let all = try await c.call(NotificationMethod.delivered, ListNotificationsParams(all: true), as: NotificationListResult.self)
                 let apps = Set(all.notifications.filter { $0.identifier == id }.map(\.app))
                 guard apps.count == 1 else {
-                    return CommandOutput.fail(apps.isEmpty ? "no notification \(id) in the center" : "several apps have a notification \(id): name one with --app")
+                    return CommandOutput.fail(CommandOutput.text(apps.isEmpty ? "no notification \(id) in the center" : "several apps have a notification \(id): name one with --app"))
                 }
                 owner = apps.first
             }
             _ = try await c.call(NotificationMethod.respond, RespondParams(app: owner!, notification: id, action: action, text: a.value("text")),
                                  as: JSONValue.self)
-            print("responded \(action) to \(owner!)/\(id)")
+            print(CommandOutput.text("responded \(action) to \(owner!)/\(id)"))
             return 0
         case "remove":
             guard a.positionals.count == 2, let app else { throw Arguments.UsageError(description: "center --app ID remove NOTIFICATION") }
             let id = a.positionals[1]
             let r = try await c.call(NotificationMethod.remove, RemoveNotificationsParams(app: app, pending: [id], delivered: [id]),
                                      as: RemoveNotificationsResult.self)
-            guard r.removed.contains(id) else { return CommandOutput.fail("\(app) has no notification \(id) (see `interlude center --app \(app)`)") }
+            guard r.removed.contains(id) else { return CommandOutput.fail(CommandOutput.text("\(app) has no notification \(id) (see `interlude center --app \(app)`)")) }
             print("removed \(CommandOutput.text(id))")
             return 0
         case "clear":
@@ -338,7 +338,7 @@ enum NotificationCommands {
         print("\(CommandOutput.text(argv[0])): badge \(badge), \(list.deliveredCount) in the center")
         if argv.count == 2, badge != Int(argv[1]) {
             // Accepted, but the app's badges are off (its badge setting or the badge option, N12).
-            FileHandle.standardError.write(Data("interlude: \(argv[0])'s badges are off: the badge stays \(badge)\n".utf8))
+            FileHandle.standardError.write(Data("interlude: \(CommandOutput.text(argv[0]))'s badges are off: the badge stays \(badge)\n".utf8))
         }
         return 0
     }
@@ -422,19 +422,19 @@ enum NotificationCommands {
             let auth = try await c.call(NotificationMethod.requestAuthorization, RequestAuthorizationParams(options: [.alert, .sound, .badge]),
                                         as: AuthorizationResult.self)
             if auth.status == .notDetermined || auth.status == .denied {
-                FileHandle.standardError.write(Data("interlude: \(app) is \(auth.status == .denied ? "denied" : "not yet authorized") (N1); allow it with `interlude auth \(app) grant`\n".utf8))
+                FileHandle.standardError.write(Data((CommandOutput.text("interlude: \(app) is \(auth.status == .denied ? "denied" : "not yet authorized") (N1); allow it with `interlude auth \(app) grant`") + "\n").utf8))
             }
         }
         let r = try await c.call(RemoteMethod.registerRemote, RegisterRemoteParams(enabled: !a.has("off")), as: RegisterRemoteResult.self)
         if a.has("json") { CommandOutput.printJSONLine(r); return 0 }
-        if !r.registered { print("\(app): not registered for remote notifications"); return 0 }
-        print("\(app): registered for remote notifications" + (r.topic.map { " on \($0) (device \(r.device ?? "?"))" } ?? " (the daemon names no broker yet: remote.broker)"))
+        if !r.registered { print("\(CommandOutput.text(app)): not registered for remote notifications"); return 0 }
+        print(CommandOutput.text("\(app): registered for remote notifications" + (r.topic.map { " on \($0) (device \(r.device ?? "?"))" } ?? " (the daemon names no broker yet: remote.broker)")))
         return 0
     }
 
     static func printSettings(_ app: String, _ s: NotificationAppSettings) {
         let enc = JSONEncoder()
         enc.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
-        print("\(app): " + String(decoding: (try? enc.encode(s)) ?? Data(), as: UTF8.self))
+        print("\(CommandOutput.text(app)): " + String(decoding: (try? enc.encode(s)) ?? Data(), as: UTF8.self))
     }
 }

@@ -484,6 +484,22 @@ import InterludeTestSupport
         #expect(center.out.contains("badge  org.example.\\u{202E}tahC  4"), "\(center.out)")
         #expect(focus.out.contains("focus: night\\u{202E}krow\\nfocus: off (manual)"), "\(focus.out)")
         #expect(!focus.out.split(separator: "\n").contains("focus: off"), "a forged line: \(focus.out)")
+
+        // And every other command that names an app, and what `focus off` says was missed, and
+        // the daemon's errors that quote an identifier (the same stranger's second look).
+        _ = try await c.call(NotificationMethod.add, AddNotificationParams(identifier: "m2", title: "during focus"), as: AddNotificationResult.self)
+        let others = [try interlude(["--socket", w.socket, "settings", app]),
+                      try interlude(["--socket", w.socket, "auth", app, "grant"]),
+                      try interlude(["--socket", w.socket, "register-remote", "--app", app]),
+                      try interlude(["--socket", w.socket, "focus", "off"])]
+        for r in others {
+            #expect(r.status == 0, "\(r.err)")
+            #expect(!r.out.unicodeScalars.contains { $0.value == 0x202E } && !r.err.unicodeScalars.contains { $0.value == 0x202E }, "raw: \(r.out) \(r.err)")
+        }
+        #expect(others[3].out.contains("missed during night\\u{202E}krow\\nfocus: off: 1 notification (org.example.\\u{202E}tahC: 1)"), "\(others[3].out)")
+        let missing = try interlude(["--socket", w.socket, "center", "respond", "nope\u{202E}\nforged", "act"])
+        #expect(missing.status == 1 && missing.err.split(separator: "\n").count == 1 && !missing.err.unicodeScalars.contains { $0.value == 0x202E },
+                "\(missing.err)")
     }
 
     /// A reference app whose daemon dies says so and exits 1 (it used to wait for ever, then
