@@ -55,14 +55,23 @@ public actor PulseSoundPlayer: SoundPlayer {
     /// Why the server is not asked now, or nil.
     var unansweredReason: String? { Self.reason(until: unansweredUntil) }
 
-    /// ``unansweredReason``, answered at once (for `status`: it must not wait behind a play).
-    public nonisolated func unavailableReason() async -> String? { Self.reason(until: unansweredMirror.withLock { $0 }) }
+    /// For `status`, answered at once (it must not wait behind a play): ``unansweredReason`` while
+    /// the server is left alone; after that, until a call succeeds, that its last call went
+    /// unanswered and when (a stranger's find: 5 s after, `status` said nothing of a server still frozen).
+    public nonisolated func unavailableReason() async -> String? {
+        guard let until = unansweredMirror.withLock({ $0 }) else { return nil }
+        if let why = Self.reason(until: until) { return why }
+        let ago = ProcessInfo.processInfo.systemUptime - (until - Self.retryAfterUnanswered)
+        return "the audio server left its last call unanswered (\(PulseConnection.operationTimeout) s) \(String(format: "%.0f", ago)) s ago; the next sound asks it again"
+    }
 
     static func reason(until: Double?) -> String? {
         guard let until else { return nil }
         let left = until - ProcessInfo.processInfo.systemUptime
         guard left > 0 else { return nil }
-        return "the audio server did not answer within \(PulseConnection.operationTimeout) s; it is asked again in \(String(format: "%.1f", left)) s"
+        // Rounded up: "in 0.0 s" read as if it had been asked already.
+        let shown = (left * 10).rounded(.up) / 10
+        return "the audio server did not answer within \(PulseConnection.operationTimeout) s; it is asked again in \(String(format: "%.1f", shown)) s"
     }
 
     /// What tells that a file changed: device, inode, size, modification time and status-change

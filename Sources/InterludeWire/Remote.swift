@@ -48,12 +48,12 @@ public struct RemoteTopics: Sendable, Equatable {
     /// trailing or doubled `/`) makes a topic nobody means. (The daemon started with such a prefix
     /// and only logged that its subscription failed, receiving nothing.)
     public static func prefixProblem(_ prefix: String) -> String? {
-        if prefix.isEmpty { return "a topic prefix is not empty" }
-        if prefix.contains(where: { $0 == "+" || $0 == "#" || $0 == "\u{0}" }) { return "a topic prefix has no MQTT wildcard (+, #) and no NUL" }
+        if prefix.isEmpty { return "a topic prefix must not be empty" }
+        if prefix.contains(where: { $0 == "+" || $0 == "#" || $0 == "\u{0}" }) { return "a topic prefix must not hold an MQTT wildcard (+, #) or NUL" }
         if prefix.split(separator: "/", omittingEmptySubsequences: false).contains(where: \.isEmpty) {
-            return "a topic prefix has no empty level (no leading, trailing or doubled '/')"
+            return "a topic prefix must not have an empty level (a leading, trailing or doubled '/')"
         }
-        if prefix.utf8.count > 1024 { return "a topic prefix is at most 1024 bytes" }
+        if prefix.utf8.count > 1024 { return "a topic prefix must be at most 1024 bytes" }
         return nil
     }
 }

@@ -44,7 +44,9 @@ enum PushCLI {
         guard let device = a.value("device") else { throw Arguments.UsageError(description: "push needs --device ID") }
         if let why = RemoteTopics.deviceProblem(device) { throw Arguments.UsageError(description: "--device: \(why)") }
         let timeout = try a.double("timeout", in: 0.1...86400) ?? 10
-        let topics = RemoteTopics(prefix: a.value("topic-prefix") ?? "interlude/devices", device: device)
+        let prefix = a.value("topic-prefix") ?? "interlude/devices"
+        if let why = RemoteTopics.prefixProblem(prefix) { throw Arguments.UsageError(description: "--topic-prefix \(prefix): \(why)") }
+        let topics = RemoteTopics(prefix: prefix, device: device)
 
         // The messages, checked before anything is sent.
         var messages: [(id: String, bytes: [UInt8])] = []

@@ -48,8 +48,9 @@ enum CLI {
       register-remote --app ID [--off]        as app ID, register (or not) for remote notifications; prints the device topic
 
     Remote notifications (REMOTE.md), as a provider; run by interlude-push:
-      push --broker URL --device ID --app APP --title T [--body B] [--level L] [--sound S] [--thread T] [--id MSGID]
-           [--username U] [--password-file F] [--ca-file F] [--wait-receipt] [--timeout S]
+      push --broker URL --device ID (--app APP --title T [--body B] [--subtitle S] [--level L] [--sound S] [--thread T]
+           [--sender S] [--identifier ID] [--id MSGID] | --stdin [--raw]) [--username U] [--password-file F]
+           [--ca-file F] [--topic-prefix P] [--wait-receipt] [--timeout S]
                                               publish one notification (or JSON lines from stdin with --stdin) and print receipts
       scenario run FILE [--record FILE.wav] [--plot FILE.svg] [--connect] [--verbose]
                                               run a scenario (README "Scenario files") on a private daemon and check it
@@ -138,7 +139,7 @@ enum CLI {
             return 0
         }
         print("interluded \(s.version) — audio server \(s.audioConnected ? "connected" + (s.audioServer.map { " (\($0))" } ?? "") : "NOT connected"), ringer \(s.ringer)")
-        if let why = s.soundsUnavailable { print("  sounds fail now: \(CommandOutput.text(why))") }
+        if let why = s.soundsUnavailable { print("  sounds: \(CommandOutput.text(why))") }
         if let b = s.bus {
             switch b.mode {
             case "server": print("bus: server, owns org.freedesktop.Notifications as \(b.nameOwner ?? "?")")

@@ -143,7 +143,10 @@ enum TestBroker {
     @Test func pushUsageErrorsExitTwo() throws {
         for (args, words) in [(["push"], "push needs --broker URL"),
                               (["push", "--broker", "mqtt://user:pw@127.0.0.1", "--device", "d", "--app", "a.b", "--title", "t"], "no user or password"),
-                              (["push", "--broker", "mqtt://127.0.0.1:1", "--device", "a/b", "--app", "a.b", "--title", "t"], "--device")] {
+                              (["push", "--broker", "mqtt://127.0.0.1:1", "--device", "a/b", "--app", "a.b", "--title", "t"], "--device"),
+                              // A wildcard in the prefix: a usage error, not libmosquitto's "Invalid function arguments" (exit 1).
+                              (["push", "--broker", "mqtt://127.0.0.1:1", "--device", "d", "--app", "a.b", "--title", "t", "--topic-prefix", "a/+"],
+                               "--topic-prefix a/+: a topic prefix must not hold an MQTT wildcard")] {
             let r = try Self.interlude(args)
             #expect(r.status == 2, "\(args): \(r.err)")
             #expect(r.err.contains(words), "\(args): \(r.err)")
