@@ -25,9 +25,9 @@ final class RemoteBridge: Sendable {
     let topics: RemoteTopics
     let log: @Sendable (String) -> Void
     /// Messages handed over and not yet taken by the worker, and whether it runs.
-    let inbox = Mutex<(items: [(MQTTMessage, MQTTDelivery)], working: Bool)>(([], false))
+    let inbox = BatchInbox<(MQTTMessage, MQTTDelivery)>()
     /// Receipts the broker acknowledged, not yet given to the engine; `working`: a task gives them.
-    let acknowledgedReceipts = Mutex<(items: [OwedReceipt], working: Bool)>(([], false))
+    let acknowledgedReceipts = BatchInbox<OwedReceipt>()
     /// At most this many messages go to the engine at once.
     static let maxBatch = 256
 
@@ -54,23 +54,17 @@ final class RemoteBridge: Sendable {
     ///   URL, device id or topic prefix (MQTT wildcards `+` `#`, an empty level), a password or CA
     ///   file that cannot be read.
     static func settings(config: InterludeConfig) throws -> (MQTTOptions, RemoteTopics)? {
-        guard let broker = config.string("remote.broker") else {
-            // Without a broker nothing of it is used; a CA file or a topic prefix named anyway
-            // must still be right (the user finds out now, not when the broker is added).
-            if let ca = config.string("remote.caFile"), let why = caFileProblem(ca) {
-                let (file, line) = config.place(of: "remote.caFile")
-                throw ConfigProblem(message: "\(file):\(line): key 'remote.caFile': \(why) [configBadValue]")
-            }
-            if let prefix = config.string("remote.topicPrefix"), let why = RemoteTopics.prefixProblem(prefix) {
-                let (file, line) = config.place(of: "remote.topicPrefix")
-                throw ConfigProblem(message: "\(file):\(line): key 'remote.topicPrefix': \(why) [configBadValue]")
-            }
-            return nil
-        }
         /// `at`: the key whose place is named (a missing key's is where the broker was set).
         func bad(_ key: String, _ why: String, at: String? = nil) -> ConfigProblem {
             let (file, line) = config.place(of: "remote.\(at ?? key)")
             return ConfigProblem(message: "\(file):\(line): key 'remote.\(key)': \(why) [configBadValue]")
+        }
+        guard let broker = config.string("remote.broker") else {
+            // Without a broker nothing of it is used; a CA file or a topic prefix named anyway
+            // must still be right (the user finds out now, not when the broker is added).
+            if let ca = config.string("remote.caFile"), let why = caFileProblem(ca) { throw bad("caFile", why) }
+            if let prefix = config.string("remote.topicPrefix"), let why = RemoteTopics.prefixProblem(prefix) { throw bad("topicPrefix", why) }
+            return nil
         }
         let url: MQTTBrokerURL
         do { url = try MQTTBrokerURL(broker) } catch { throw bad("broker", error.message) }
@@ -139,27 +133,12 @@ final class RemoteBridge: Sendable {
 
     /// On the network thread: hands the message to the worker (started if it does not run).
     func handle(_ m: MQTTMessage, _ delivery: MQTTDelivery) {
-        let start = inbox.withLock { box -> Bool in
-            box.items.append((m, delivery))
-            if box.working { return false }
-            box.working = true
-            return true
-        }
-        if start { Task { await self.work() } }
+        if inbox.add((m, delivery)) { Task { await self.work() } }
     }
 
     /// The worker: batch after batch, in order, until the inbox is empty.
     func work() async {
-        while true {
-            let batch = inbox.withLock { box -> [(MQTTMessage, MQTTDelivery)] in
-                let b = Array(box.items.prefix(Self.maxBatch))
-                box.items.removeFirst(b.count)
-                if b.isEmpty { box.working = false }
-                return b
-            }
-            if batch.isEmpty { return }
-            await decide(batch)
-        }
+        while let batch = inbox.take(atMost: Self.maxBatch) { await decide(batch) }
     }
 
     /// Decides and saves a batch, publishes each receipt and acknowledges each message; what was
@@ -200,24 +179,37 @@ extension RemoteBridge {
     /// On the network thread: keeps the receipt for the engine (a task gives what has gathered
     /// to it, in one event, so a drain's thousands of acknowledgements are a few engine jobs).
     func acknowledged(_ owed: OwedReceipt) {
-        let start = acknowledgedReceipts.withLock { box -> Bool in
-            box.items.append(owed)
-            if box.working { return false }
-            box.working = true
-            return true
-        }
-        if start { Task { await self.handAcknowledgedReceipts() } }
+        if acknowledgedReceipts.add(owed) { Task { await self.handAcknowledgedReceipts() } }
     }
 
     func handAcknowledgedReceipts() async {
-        while true {
-            let batch = acknowledgedReceipts.withLock { box -> [OwedReceipt] in
-                defer { box.items = [] }
-                if box.items.isEmpty { box.working = false }
-                return box.items
-            }
-            if batch.isEmpty { return }
-            await engine.remoteReceiptsAcknowledged(batch)
+        while let batch = acknowledgedReceipts.take(atMost: .max) { await engine.remoteReceiptsAcknowledged(batch) }
+    }
+}
+
+/// Items handed over from the network thread to one worker task, taken in batches of what has
+/// gathered meanwhile, in order. ``add(_:)`` says when the caller must start the worker (none
+/// runs); ``take(atMost:)`` gives nil, and marks the worker stopped, when nothing is left.
+final class BatchInbox<Item: Sendable>: Sendable {
+    private let box = Mutex<(items: [Item], working: Bool)>(([], false))
+
+    /// Adds an item; true when no worker runs and the caller must start one.
+    func add(_ item: Item) -> Bool {
+        box.withLock { b in
+            b.items.append(item)
+            if b.working { return false }
+            b.working = true
+            return true
+        }
+    }
+
+    /// The next batch (the oldest `atMost` items), or nil when empty: the worker stops then.
+    func take(atMost limit: Int) -> [Item]? {
+        box.withLock { b in
+            if b.items.isEmpty { b.working = false; return nil }
+            let batch = Array(b.items.prefix(limit))
+            b.items.removeFirst(batch.count)
+            return batch
         }
     }
 }
