@@ -46,9 +46,7 @@ public enum CommandOutput {
             case 0x0D: out += "\\r"
             case 0x09: out += "\\t"
             case 0x5C: out += "\\\\"
-            case 0x00...0x1F, 0x7F...0x9F, 0x200E, 0x200F, 0x2028, 0x2029, 0x202A...0x202E, 0x2066...0x2069:
-                out += "\\u{" + String(u.value, radix: 16, uppercase: true) + "}"
-            default: out.unicodeScalars.append(u)
+            default: if UnsafeText.mustEscape(u) { out += UnsafeText.escaped(u) } else { out.unicodeScalars.append(u) }
             }
         }
         return out

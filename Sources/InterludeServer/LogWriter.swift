@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import InterludeWire
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -64,19 +65,14 @@ public final class LogWriter: @unchecked Sendable {
     /// a line of its own that reads like the daemon's (`interluded: …`), nor show another app's id
     /// reversed, nor pass for an escape. Everything else as is.
     public static func oneLine(_ text: String) -> String {
-        guard text.unicodeScalars.contains(where: { needsEscape($0) || $0 == "\\" }) else { return text }
+        guard text.unicodeScalars.contains(where: { UnsafeText.mustEscape($0) || $0 == "\\" }) else { return text }
         var out = String.UnicodeScalarView()
         for u in text.unicodeScalars {
             if u == "\\" { out.append(contentsOf: "\\\\".unicodeScalars) }
-            else if needsEscape(u) { out.append(contentsOf: "\\u{\(String(u.value, radix: 16, uppercase: true))}".unicodeScalars) }
+            else if UnsafeText.mustEscape(u) { out.append(contentsOf: UnsafeText.escaped(u).unicodeScalars) }
             else { out.append(u) }
         }
         return String(out)
-    }
-
-    private static func needsEscape(_ u: Unicode.Scalar) -> Bool {
-        u.value < 0x20 || (0x7F...0x9F).contains(u.value) || u.value == 0x2028 || u.value == 0x2029
-            || u.value == 0x200E || u.value == 0x200F || (0x202A...0x202E).contains(u.value) || (0x2066...0x2069).contains(u.value)
     }
 
     /// Logs `line` (a newline is added). Returns without waiting for the write, unless
