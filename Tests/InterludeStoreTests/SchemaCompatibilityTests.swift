@@ -10,14 +10,11 @@ import Testing
 // (badge 3) and m2 (thread bob), News's passive h1, Chat's pending "later" (in a day), focus "work"
 // on by hand; the daemon then stopped cleanly (SIGTERM).
 @Suite struct SchemaCompatibilityTests {
-    static let fixture = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-        .appendingPathComponent("Fixtures/state-d670c78.sqlite3").path
+    static let fixture = fixturePath("state-d670c78.sqlite3")
 
     @Test func N15_aStateFileOfTheEarlierReleaseOpensUnchangedAndCarriesOn() throws {
-        let tmp = TemporaryFolder()
+        let tmp = try folderHolding(Self.fixture)
         defer { tmp.remove() }
-        try FileManager.default.createDirectory(atPath: tmp.storeDirectory, withIntermediateDirectories: true)
-        try FileManager.default.copyItem(atPath: Self.fixture, toPath: tmp.databasePath)
         let original = try Data(contentsOf: URL(fileURLWithPath: tmp.databasePath))
 
         let store = try NotificationStore(directory: tmp.storeDirectory)
@@ -65,14 +62,11 @@ import Testing
 // commit 875639a: Chat authorized, remote on and registered, m1 (badge 2, thread alice) and m2
 // delivered, "later" pending (in a day), focus "work" on by hand; then SIGTERM.
 @Suite struct SchemaVersion2CompatibilityTests {
-    static let fixture = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-        .appendingPathComponent("Fixtures/state-875639a.sqlite3").path
+    static let fixture = fixturePath("state-875639a.sqlite3")
 
     @Test func N15_aStateFileOfVersion2OpensUnchangedAndOwesReceiptsFromThenOn() throws {
-        let tmp = TemporaryFolder()
+        let tmp = try folderHolding(Self.fixture)
         defer { tmp.remove() }
-        try FileManager.default.createDirectory(atPath: tmp.storeDirectory, withIntermediateDirectories: true)
-        try FileManager.default.copyItem(atPath: Self.fixture, toPath: tmp.databasePath)
         let before = try SQLiteDatabase(path: tmp.databasePath, busyTimeoutMilliseconds: 100)
         #expect(try before.integer("PRAGMA user_version") == 2)
         before.close()
@@ -95,4 +89,17 @@ import Testing
         store.close()
         #expect(try NotificationStore(directory: tmp.storeDirectory).load() == state)
     }
+}
+
+/// A fixture of `Fixtures/` by file name.
+private func fixturePath(_ name: String) -> String {
+    URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures/" + name).path
+}
+
+/// A temporary state folder whose database is a copy of `fixture`.
+private func folderHolding(_ fixture: String) throws -> TemporaryFolder {
+    let tmp = TemporaryFolder()
+    try FileManager.default.createDirectory(atPath: tmp.storeDirectory, withIntermediateDirectories: true)
+    try FileManager.default.copyItem(atPath: fixture, toPath: tmp.databasePath)
+    return tmp
 }
