@@ -50,6 +50,13 @@ public struct RemoteTopics: Sendable, Equatable {
     public static func prefixProblem(_ prefix: String) -> String? {
         if prefix.isEmpty { return "a topic prefix must not be empty" }
         if prefix.contains(where: { $0 == "+" || $0 == "#" || $0 == "\u{0}" }) { return "a topic prefix must not hold an MQTT wildcard (+, #) or NUL" }
+        // MQTT 3.1.1 §1.5.3: control characters and non-characters are refused by brokers
+        // (mosquitto: "Malformed UTF-8"; the daemon started and received nothing).
+        if prefix.unicodeScalars.contains(where: { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) || $0.properties.isNoncharacterCodePoint }) {
+            return "a topic prefix must not hold control characters or Unicode non-characters"
+        }
+        // §4.7.2: topics starting with `$` are the broker's own ($SYS); clients' publishes there are dropped.
+        if prefix.hasPrefix("$") { return "a topic prefix must not start with '$' (the broker's own topics)" }
         if prefix.split(separator: "/", omittingEmptySubsequences: false).contains(where: \.isEmpty) {
             return "a topic prefix must not have an empty level (a leading, trailing or doubled '/')"
         }

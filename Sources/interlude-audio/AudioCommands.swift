@@ -186,7 +186,7 @@ enum AudioCLI {
         }
         if outcome == 1 {
             await ref.stop(notifyOthers: false)
-            return CommandOutput.fail("the daemon closed the connection; \(app) stopped")
+            return CommandOutput.fail("the daemon closed the connection; \(CommandOutput.text(app)) stopped")
         }
         await ref.stop(notifyOthers: true)
         CommandOutput.printJSONLine(WireEvent(event: "deactivated", data: .object(["session": .string(ref.session?.rawValue ?? "")]),

@@ -113,7 +113,7 @@ enum PushCLI {
         var seen: [String: Int] = [:]
         for m in messages { seen[m.id, default: 0] += 1 }
         for (id, n) in seen.sorted(by: { $0.key < $1.key }) where n > 1 {
-            FileHandle.standardError.write(Data("interlude push: id \(id) is in this batch \(n) times: the device delivers it once and answers the others duplicate\n".utf8))
+            FileHandle.standardError.write(Data("interlude push: id \(CommandOutput.text(id)) is in this batch \(n) times: the device delivers it once and answers the others duplicate\n".utf8))
         }
         // Acknowledgements per message (packet id → its place in the batch), not per id.
         var indexOf: [Int32: Int] = [:]

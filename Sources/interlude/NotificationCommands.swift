@@ -62,7 +62,7 @@ enum NotificationCommands {
         let auth = try await c.call(NotificationMethod.requestAuthorization, RequestAuthorizationParams(options: options),
                                     as: AuthorizationResult.self)
         if auth.status == .notDetermined || auth.status == .denied {
-            FileHandle.standardError.write(Data("interlude: \(app) is \(auth.status.rawValue == "denied" ? "denied" : "not yet authorized") (N1); allow it with `interlude auth \(app) grant`\n".utf8))
+            FileHandle.standardError.write(Data((CommandOutput.text("interlude: \(app) is \(auth.status.rawValue == "denied" ? "denied" : "not yet authorized") (N1); allow it with `interlude auth \(app) grant`") + "\n").utf8))
         }
         let r = try await c.call(NotificationMethod.add, params, as: AddNotificationResult.self)
         if a.has("json") { CommandOutput.printJSONLine(r) } else { print("\(CommandOutput.text(r.identifier)): \(CommandOutput.describe(r.decision))") }

@@ -373,6 +373,8 @@ import InterludeTestSupport
                                (#"{ broker: "mqtt://127.0.0.1:1", deviceId: "d1", topicPrefix: "a/#/b" }"#, "remote.topicPrefix"),
                                // No broker yet: the prefix is checked all the same (it was taken, and failed only once a broker was added).
                                (#"{ topicPrefix: "fleet/+" }"#, "remote.topicPrefix"),
+                               (#"{ broker: "mqtt://127.0.0.1:1", deviceId: "d1", topicPrefix: "a\tb" }"#, "remote.topicPrefix"),
+                               (#"{ broker: "mqtt://127.0.0.1:1", deviceId: "d1", topicPrefix: "$SYS/x" }"#, "remote.topicPrefix"),
                                (#"{ broker: "mqtt://127.0.0.1:1", deviceId: "d1", passwordFile: "/nonexistent/pw" }"#, "remote.passwordFile")] {
             try w.config("{ timeZone: \"UTC\",\n  remote: \(section) }")
             let r = try interlude(["--socket", w.socket, "reload"])
@@ -497,6 +499,11 @@ import InterludeTestSupport
             #expect(!r.out.unicodeScalars.contains { $0.value == 0x202E } && !r.err.unicodeScalars.contains { $0.value == 0x202E }, "raw: \(r.out) \(r.err)")
         }
         #expect(others[3].out.contains("missed during night\\u{202E}krow\\nfocus: off: 1 notification (org.example.\\u{202E}tahC: 1)"), "\(others[3].out)")
+        // notify's warning for an app denied (or not yet authorized) names the app escaped too.
+        let unasked = try interlude(["--socket", w.socket, "auth", "org.example.\u{202E}wen", "deny"])
+        let warned = try interlude(["--socket", w.socket, "notify", "--app", "org.example.\u{202E}wen", "--title", "t"])
+        #expect(unasked.status == 0 && warned.err.contains("org.example.\\u{202E}wen is") && !warned.err.unicodeScalars.contains { $0.value == 0x202E },
+                "\(unasked.err) \(warned.err)")
         let missing = try interlude(["--socket", w.socket, "center", "respond", "nope\u{202E}\nforged", "act"])
         #expect(missing.status == 1 && missing.err.split(separator: "\n").count == 1 && !missing.err.unicodeScalars.contains { $0.value == 0x202E },
                 "\(missing.err)")

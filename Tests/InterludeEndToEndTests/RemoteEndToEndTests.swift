@@ -146,7 +146,12 @@ enum TestBroker {
                               (["push", "--broker", "mqtt://127.0.0.1:1", "--device", "a/b", "--app", "a.b", "--title", "t"], "--device"),
                               // A wildcard in the prefix: a usage error, not libmosquitto's "Invalid function arguments" (exit 1).
                               (["push", "--broker", "mqtt://127.0.0.1:1", "--device", "d", "--app", "a.b", "--title", "t", "--topic-prefix", "a/+"],
-                               "--topic-prefix a/+: a topic prefix must not hold an MQTT wildcard")] {
+                               "--topic-prefix a/+: a topic prefix must not hold an MQTT wildcard"),
+                              // A control character, the broker's own `$` topics (a stranger's finds: exit 1, or exit 0 and nothing delivered).
+                              (["push", "--broker", "mqtt://127.0.0.1:1", "--device", "d", "--app", "a.b", "--title", "t", "--topic-prefix", "a\tb"],
+                               "must not hold control characters"),
+                              (["push", "--broker", "mqtt://127.0.0.1:1", "--device", "d", "--app", "a.b", "--title", "t", "--topic-prefix", "$SYS/x"],
+                               "must not start with '$'")] {
             let r = try Self.interlude(args)
             #expect(r.status == 2, "\(args): \(r.err)")
             #expect(r.err.contains(words), "\(args): \(r.err)")
