@@ -134,7 +134,7 @@ interlude_print_failures() {
     [ -s "$log" ] || return 0
     grep -aqE '✘ |Test Case .* failed|: error: |error: -\[|Fatal error|crashed|Exited with unexpected signal|still running after|WARNING: ThreadSanitizer|ERROR: AddressSanitizer' "$log" || return 0
     lines=$(grep -aE '✘ |Test Case .* failed|: error: |error: -\[|Fatal error|crashed|Exited with unexpected signal|still running after|WARNING: ThreadSanitizer|ERROR: AddressSanitizer|^↳ |^\[failure detail\] ' "$log" \
-        | grep -avE '✘ Test run with|passed after|^↳ Testing Library Version|^↳ Target Platform' | cut -c1-300 | head -n 80 || true)  # no match is not an error (set -e)
+        | grep -avE '✘ Test run with|passed after|^↳ Testing Library Version|^↳ Target Platform' | cut -c1-300 | head -n 200 || true)  # no match is not an error (set -e)
     [ -n "$lines" ] || return 0
     say "failures of the $title:"
     printf '%s\n' "$lines" >&2

@@ -454,7 +454,34 @@ final class DaemonProcess {
         // (ChildProcess: Foundation's Process let a daemon inherit another child's descriptors).
         process = try ChildProcess(path, daemonArguments, stdin: .null, stdout: .inherit, stderr: .appendTo(work + "/" + log),
                                    environment: environment)
+        let started = Date()
         for _ in 0..<400 { guard waitForSocket && !SocketProbe.live(socket) && process.isRunning else { break }; Thread.sleep(forTimeInterval: 0.05) }
+        if waitForSocket && !SocketProbe.live(socket) {
+            Self.explainNoListener(process, socket: socket, log: work + "/" + log, waited: Date().timeIntervalSince(started))
+        }
+    }
+
+    /// Prints why a daemon that was to listen does not (a test that then fails to connect says
+    /// only "Connection refused"): how long it was waited for, how it ended or, still running, its
+    /// threads (gdb, when there), and the last lines of its log. As `[failure detail]` lines,
+    /// which Scripts/test prints beside the failures; a test that expects the daemon to refuse
+    /// to start prints them too, unread unless something fails.
+    private static func explainNoListener(_ process: ChildProcess, socket: String, log: String, waited: Double) {
+        var lines = ["interluded (pid \(process.pid)) is not listening on \(socket) after \(String(format: "%.1f", waited)) s: "
+            + (process.exited.map { "it ended, \($0)" } ?? "it is still running")]
+        if process.isRunning, FileManager.default.isExecutableFile(atPath: "/usr/bin/gdb"),
+           let r = try? ChildProcess.run("/usr/bin/gdb", ["-p", "\(process.pid)", "-batch", "-ex", "thread apply all bt 25"], timeout: 60) {
+            // Each thread's first 10 frames: where it waits, and for what.
+            var frames = 0
+            for line in r.stdout.split(separator: "\n") {
+                if line.hasPrefix("Thread ") { frames = 0 } else if line.hasPrefix("#") { frames += 1 } else { continue }
+                if frames <= 10 { lines.append(String(line.prefix(200))) }
+            }
+        }
+        let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+        lines.append("the last lines of its log \(log):")
+        lines += text.split(separator: "\n").suffix(30).map(String.init)
+        for line in lines { print("[failure detail] " + line) }
     }
     /// A daemon outlives no test: a test that throws in the middle leaves none running (it held
     /// the test runner's standard output, and `swift test` waited for it for ever).
