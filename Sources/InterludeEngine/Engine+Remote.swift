@@ -111,6 +111,15 @@ extension Engine {
                                             status: .malformed, rules: [], decision: nil, error: error, time: now)
                 continue
             }
+            // Out of range (badge -1, criticalVolume 7, a trigger that never fires): malformed, as
+            // REMOTE.md says, so the id is not taken and a corrected message can use it.
+            if let problem = NotificationPolicy.requestProblem(request, at: NotificationTime(now), config: notifConfig) {
+                let error = WireError(.badRequest, problem.message)
+                log("remote message \(message.id) malformed: \(error) (acknowledged, not delivered)")
+                receipts[i] = RemoteReceipt(id: message.id, device: device, app: message.app, identifier: request.identifier,
+                                            status: .malformed, rules: [], decision: nil, error: error, time: now)
+                continue
+            }
             let fx = NotificationPolicy.reduce(&notifState, .addRemote(request, app: message.app, messageID: message.id,
                                                                        dedupeWindow: settings.dedupeWindow),
                                                now: NotificationTime(now), config: notifConfig)

@@ -54,6 +54,28 @@ import Testing
         #expect(durable.remoteMessages.suffix(3).map { $0.split(separator: "\u{1F}").last.map(String.init) } == ["m1", "m2", "m3"])
     }
 
+    /// REMOTE.md: a field of the wrong range makes a message malformed, as a wrong type does: it
+    /// is answered `malformed` with `badRequest`, nothing is delivered, and its id is not taken,
+    /// so the provider's corrected message with the same id is delivered (it was `rejected` and
+    /// the id used up).
+    @Test(arguments: [
+        (#""badge": -1"#, "N12"), (#""criticalVolume": 7"#, "N3"), (#""relevance": 2"#, "N9"),
+        (#""trigger": {"in": -5}"#, "N8"), (#""trigger": {"calendar": {"month": 2, "day": 30}}"#, "N8"),
+    ])
+    func N3_N8_N9_N12_aFieldOutOfRangeIsMalformedAndLeavesTheIdFree(field: String, rule: String) async throws {
+        let store = GatedNotificationStore()
+        let (engine, server, dir) = try await engine(store)
+        defer { server.stop(); try? FileManager.default.removeItem(atPath: dir) }
+        let bad = Array(#"{"v": 1, "id": "r1", "app": "\#(Self.app)", "title": "t", \#(field)}"#.utf8)
+        let first = await engine.remoteMessages([bad])
+        #expect(first.map(\.status) == [.malformed], "\(rule): \(first)")
+        #expect(first.first?.error?.code == .badRequest && first.first?.id == "r1" && first.first?.app == Self.app, "\(first)")
+        #expect(first.first?.rules == [], "a malformed message has no decision")
+        let fixed = await engine.remoteMessages([try Self.message("r1")])
+        #expect(fixed.map(\.status) == [.delivered], "the same id, corrected: \(fixed)")
+        #expect(store.shared.withLock { $0.durable }.delivered.filter { $0.app == Self.app }.map(\.request.identifier) == ["r1"])
+    }
+
     @Test func N15_aFailedCommitFailsTheWholeBatchAndNothingOfItStays() async throws {
         let store = GatedNotificationStore()
         let (engine, server, dir) = try await engine(store)

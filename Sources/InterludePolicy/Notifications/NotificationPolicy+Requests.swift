@@ -81,6 +81,41 @@ extension NotificationReducer {
         effects.append(.reply(.authorization(status: record.settings.authorization, options: granted)))
     }
 
+    /// What makes a request malformed whatever the state and the app: an empty identifier, a
+    /// number out of its range (relevance 0…1, N9; criticalVolume 0…1, N3; badge 0…
+    /// ``NotificationPolicy/maximumBadge``, N12), a trigger that never fires, fires more than
+    /// 10 years after `now`, or repeats faster than `minimumRepeatingInterval` (N8). On success,
+    /// the trigger's first fire time (nil without a trigger). `add` refuses such a request with
+    /// `badRequest`; a remote message with one is malformed (REMOTE.md), checked by
+    /// ``NotificationPolicy/requestProblem(_:at:config:)`` before its id is taken.
+    func requestProblem(_ request: NotificationRequest, at now: NotificationTime) -> Result<NotificationTime?, RequestProblem> {
+        let c = request.content
+        func problem(_ rule: String?, _ message: String) -> Result<NotificationTime?, RequestProblem> {
+            .failure(RequestProblem(rule: rule, message: message))
+        }
+        guard !request.identifier.isEmpty else { return problem(nil, "identifier is empty") }
+        guard (0...1).contains(c.relevanceScore) else { return problem("N9", "relevance must be 0…1") }
+        if let v = c.criticalVolume, !(0...1).contains(v) { return problem("N3", "criticalVolume must be 0…1") }
+        if let b = c.badge, !(0...NotificationPolicy.maximumBadge).contains(b) { return problem("N12", "badge \(b) is not 0…\(NotificationPolicy.maximumBadge)") }
+        guard let trigger = request.trigger else { return .success(nil) }
+        if case .interval(let seconds, let repeats) = trigger {
+            guard seconds.isFinite, seconds > 0 else { return problem("N8", "interval must be > 0 s") }
+            if repeats, seconds < config.minimumRepeatingInterval {
+                return problem("N8", "repeating interval triggers need ≥ \(config.minimumRepeatingInterval) s")
+            }
+        }
+        if case .calendar(let match, _) = trigger, let why = match.problem {
+            return problem("N8", "trigger.calendar: \(why)")
+        }
+        guard let first = firstFire(trigger, at: now) else {
+            return problem("N8", "no date in the next 10 years matches the calendar trigger (a date already past, or one that does not exist, as February 30)")
+        }
+        guard first - now <= NotificationPolicy.maximumScheduleSeconds else {
+            return problem("N8", "the trigger fires more than 10 years from now")
+        }
+        return .success(first)
+    }
+
     /// Adds a request: validation before any change (badRequest, N1, N6), then N10 replacement of
     /// a waiting one, then pending with its trigger (N8), coalesced (N11) or delivered now.
     mutating func add(_ request: NotificationRequest, app: String, peerPath: String?, peerProblem: String? = nil, at now: NotificationTime) {
@@ -89,28 +124,10 @@ extension NotificationReducer {
         func refuse(_ code: NotificationErrorCode, _ rule: String?, _ message: String) {
             reject(code, app: app, identifier: id, level: c.interruptionLevel, rule: rule, message, at: now)
         }
-        guard !id.isEmpty else { return refuse(.badRequest, nil, "identifier is empty") }
-        guard (0...1).contains(c.relevanceScore) else { return refuse(.badRequest, "N9", "relevance must be 0…1") }
-        if let v = c.criticalVolume, !(0...1).contains(v) { return refuse(.badRequest, "N3", "criticalVolume must be 0…1") }
-        if let b = c.badge, !(0...NotificationPolicy.maximumBadge).contains(b) { return refuse(.badRequest, "N12", "badge \(b) is not 0…\(NotificationPolicy.maximumBadge)") }
-        var fireAt: NotificationTime?
-        if let trigger = request.trigger {
-            if case .interval(let seconds, let repeats) = trigger {
-                guard seconds.isFinite, seconds > 0 else { return refuse(.badRequest, "N8", "interval must be > 0 s") }
-                if repeats, seconds < config.minimumRepeatingInterval {
-                    return refuse(.badRequest, "N8", "repeating interval triggers need ≥ \(config.minimumRepeatingInterval) s")
-                }
-            }
-            if case .calendar(let match, _) = trigger, let problem = match.problem {
-                return refuse(.badRequest, "N8", "trigger.calendar: \(problem)")
-            }
-            guard let first = firstFire(trigger, at: now) else {
-                return refuse(.badRequest, "N8", "no date in the next 10 years matches the calendar trigger (a date already past, or one that does not exist, as February 30)")
-            }
-            guard first - now <= NotificationPolicy.maximumScheduleSeconds else {
-                return refuse(.badRequest, "N8", "the trigger fires more than 10 years from now")
-            }
-            fireAt = first
+        let fireAt: NotificationTime?
+        switch requestProblem(request, at: now) {
+        case .success(let first): fireAt = first
+        case .failure(let problem): return refuse(.badRequest, problem.rule, problem.message)
         }
         let record = state.apps[app] ?? NotificationAppRecord()
         if let why = record.notAuthorizedReason { return refuse(.notAuthorized, "N1", why) }
@@ -289,5 +306,28 @@ extension NotificationReducer {
                                       duckOthers: true, decidedAt: now, thread: request.threadIdentifier)
         }
         effects.append(.reply(.played(decision, playback: playback)))
+    }
+}
+
+/// Why a request is malformed whatever the state (``NotificationPolicy/requestProblem(_:at:config:)``):
+/// the rule whose range it breaks, if one, and the reason. Its code is always `badRequest`.
+public struct RequestProblem: Error, Sendable, Equatable {
+    /// The rule id (`N3`, `N8`, `N9`, `N12`), nil for an empty identifier.
+    public var rule: String?
+    public var message: String
+    public init(rule: String?, message: String) { self.rule = rule; self.message = message }
+}
+
+extension NotificationPolicy {
+    /// The checks `notification.add` refuses with `badRequest` before it looks at the state: an
+    /// empty identifier, a number out of range, a trigger that never fires or repeats too fast
+    /// (N3, N8, N9, N12). Pure; `now` is the request's time (a calendar trigger's first date
+    /// depends on it and on the config's time zone). Nil when the request is well formed.
+    /// A remote message with such a request is malformed (REMOTE.md): it is answered as one
+    /// without taking up its message id.
+    public static func requestProblem(_ request: NotificationRequest, at now: NotificationTime,
+                                      config: NotificationPolicyConfig) -> RequestProblem? {
+        if case .failure(let p) = NotificationReducer(state: NotificationState(), config: config).requestProblem(request, at: now) { return p }
+        return nil
     }
 }

@@ -51,6 +51,38 @@ private let chat = "org.example.Chat"
         }
     }
 
+    /// REMOTE.md: a field of the wrong range makes a remote message malformed. The check is the
+    /// one `add` refuses with `badRequest` before looking at the state (one function for both):
+    /// for each case, `requestProblem` names the rule and `add` refuses with that rule.
+    @Test(arguments: [
+        // (badge, criticalVolume, relevance, trigger, identifier) → rule (nil: well formed; "-": no rule)
+        (Int?(-1), Double?.none, 0.0, NotificationTrigger?.none, "a", String?("N12")),
+        (nil, 7, 0, nil, "a", "N3"),
+        (nil, nil, 2, nil, "a", "N9"),
+        (nil, nil, 0, .interval(seconds: -5, repeats: false), "a", "N8"),
+        (nil, nil, 0, .interval(seconds: 10, repeats: true), "a", "N8"),
+        (nil, nil, 0, .calendar(NotificationCalendarMatch(month: 2, day: 30), repeats: false), "a", "N8"),
+        (nil, nil, 0, nil, "", "-"),
+        (5, 0.5, 0.5, .interval(seconds: 120, repeats: true), "a", nil),
+    ])
+    func N3_N8_N9_N12_requestProblemIsWhatAddRefusesBeforeTheState(badge: Int?, volume: Double?, relevance: Double,
+                                                                  trigger: NotificationTrigger?, identifier: String, rule: String?) {
+        var h = Self.harness()
+        let content = NotificationContent.test(badge: badge, relevance: relevance, criticalVolume: volume)
+        let request = NotificationRequest(identifier: identifier, content: content, trigger: trigger)
+        let problem = NotificationPolicy.requestProblem(request, at: h.now, config: h.config)
+        #expect(problem.map { $0.rule ?? "-" } == rule, "\(String(describing: problem))")
+        h.send(.add(request, app: chat, peerExecutablePath: nil))
+        if let problem {
+            #expect(h.errorCode == .badRequest)
+            if case .failed(_, let message, let decision)? = h.reply {
+                #expect(message == problem.message && (decision?.rules ?? []) == (problem.rule.map { [$0] } ?? []))
+            }
+        } else {
+            #expect(h.errorCode == nil, "\(String(describing: h.reply))")
+        }
+    }
+
     @Test func N2_theRemoteSettingIsOffUntilTheUserTurnsItOn() {
         #expect(NotificationAppSettings().remote == nil)
         var h = Self.harness(registered: true, allowed: false)
