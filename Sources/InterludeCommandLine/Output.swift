@@ -25,7 +25,7 @@ public enum CommandOutput {
     /// One value as one line of JSON on standard output (the wire encoding: sorted keys).
     public static func printJSONLine<T: Encodable>(_ v: T) {
         if let d = try? WireCoding.encode(v) {
-            FileHandle.standardOutput.write(d + Data([0x0a]))
+            FileHandle.standardOutput.write(UnsafeText.jsonForTerminal(d) + Data([0x0a]))
         }
     }
 
@@ -36,7 +36,9 @@ public enum CommandOutput {
     /// terminal; so are the line and paragraph separators and the direction marks, as in the
     /// daemon's log (`LogWriter.oneLine`). A backslash is doubled, so that an identifier holding
     /// the two characters `\n` does not print like one holding a line break. Everything else
-    /// (accents, emoji, joiners) is kept. JSON output needs none of this: JSON escapes them itself.
+    /// (accents, emoji, joiners) is kept. JSON output escapes the same scalars the JSON way
+    /// (`\u202E`, ``UnsafeText/jsonForTerminal(_:)``): the same values for a program, nothing
+    /// that reorders or moves on a terminal.
     public static func text(_ s: String) -> String {
         var out = ""
         out.unicodeScalars.reserveCapacity(s.unicodeScalars.count)

@@ -136,7 +136,8 @@ enum PushCLI {
             let k = used[m.id, default: 0]
             used[m.id] = k + 1
             if wait, let all = got[m.id], k < all.count {
-                FileHandle.standardOutput.write(Data(all[k] + [0x0A]))
+                // The receipt as the broker delivered it, escaped for the terminal (the same JSON).
+                FileHandle.standardOutput.write(UnsafeText.jsonForTerminal(Data(all[k])) + Data([0x0A]))
             } else {
                 CommandOutput.printJSONLine(PushLine(id: m.id, acknowledged: ackedIndices.contains(i), receipt: wait ? false : nil))
                 if wait { ok = false }

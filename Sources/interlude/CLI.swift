@@ -135,7 +135,7 @@ enum CLI {
         if a.has("json") {
             let enc = JSONEncoder()
             enc.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-            print(String(decoding: try enc.encode(s), as: UTF8.self))
+            print(String(decoding: UnsafeText.jsonForTerminal(try enc.encode(s)), as: UTF8.self))
             return 0
         }
         print("interluded \(s.version) — audio server \(s.audioConnected ? "connected" + (s.audioServer.map { " (\($0))" } ?? "") : "NOT connected"), ringer \(s.ringer)")

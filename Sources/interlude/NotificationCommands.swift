@@ -435,6 +435,6 @@ enum NotificationCommands {
     static func printSettings(_ app: String, _ s: NotificationAppSettings) {
         let enc = JSONEncoder()
         enc.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
-        print("\(CommandOutput.text(app)): " + String(decoding: (try? enc.encode(s)) ?? Data(), as: UTF8.self))
+        print("\(CommandOutput.text(app)): " + String(decoding: UnsafeText.jsonForTerminal((try? enc.encode(s)) ?? Data()), as: UTF8.self))
     }
 }
