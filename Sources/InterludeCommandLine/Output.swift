@@ -15,7 +15,7 @@ public enum CommandOutput {
     /// message that for a daemon error starts with its stable code (PROTOCOL.md "Errors").
     public static func fail(_ error: any Error) -> Int32 {
         switch error {
-        case let e as Arguments.UsageError: return fail(e.description, code: 2)
+        case let e as Arguments.UsageError: return fail(usageText(e.description), code: 2)
         // A daemon's message may quote an app's text (an identifier, an action): escaped as ``text(_:)``.
         case let e as WireError: return fail("\(e.code.rawValue): \(text(e.message))")
         default: return fail("\(error)")
@@ -50,6 +50,19 @@ public enum CommandOutput {
             case 0x5C: out += "\\\\"
             default: if UnsafeText.mustEscape(u) { out += UnsafeText.escaped(u) } else { out.unicodeScalars.append(u) }
             }
+        }
+        return out
+    }
+
+    /// A usage error's message as printed: it quotes the user's arguments, which a script may
+    /// have taken from an app (an id, a title), so what ``UnsafeText/mustEscape(_:)`` names is shown
+    /// escaped (`\u{1B}`, `\u{202E}`), except the message's own line breaks (the usage text after
+    /// it). Backslashes stay as they are.
+    public static func usageText(_ s: String) -> String {
+        var out = ""
+        out.unicodeScalars.reserveCapacity(s.unicodeScalars.count)
+        for u in s.unicodeScalars {
+            if u != "\n", UnsafeText.mustEscape(u) { out += UnsafeText.escaped(u) } else { out.unicodeScalars.append(u) }
         }
         return out
     }

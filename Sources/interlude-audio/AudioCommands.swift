@@ -36,7 +36,7 @@ enum AudioCLI {
             case "demo": return try await Demo.run(socket: socket, rest)
             case "scenario": return try await scenario(socket: socket, rest)
             case "help", "--help", "-h": print(usage); return 0
-            default: return CommandOutput.fail("unknown command \(command)\n\(usage)", code: 2)
+            default: return CommandOutput.fail("unknown command \(CommandOutput.usageText(command))\n\(usage)", code: 2)
             }
         } catch {
             return CommandOutput.fail(error)

@@ -65,6 +65,15 @@ import InterludeTestSupport
         let unknown = try interlude(["frobnicate"])
         #expect(unknown.status == 2)
         #expect(unknown.err.contains("unknown command frobnicate"))
+        // The user's arguments are quoted escaped (a script may pass an app's text): no escape
+        // sequence or direction override reaches the terminal, in either executable.
+        for args in [["frob\u{1B}[31m\u{202E}"], ["session", "--app", "org.example.Music", "--category", "lo\u{1B}[2Jud"],
+                     ["notify", "--bogus\u{202E}x"]] {
+            let r = try interlude(args)
+            #expect(r.status == 2, "\(args): \(r)")
+            #expect(!r.err.unicodeScalars.contains { $0 != "\n" && UnsafeText.mustEscape($0) }, "\(args): \(r.err.debugDescription)")
+            #expect(r.err.contains("\\u{1B}") || r.err.contains("\\u{202E}"), "\(args): \(r.err.debugDescription)")
+        }
         // Parsed by interlude-audio: the hand-off keeps the arguments and the exit status.
         let session = try interlude(["session", "--app", "org.example.Music", "--category", "loud"])
         #expect(session.status == 2)
