@@ -5,17 +5,25 @@ import InterludeWire
 /// What `interlude` and `interlude-audio` print, the same way: errors on standard error prefixed
 /// `interlude:`, events and replies as JSON lines, levels in dB with one decimal.
 public enum CommandOutput {
-    /// Prints `interlude: MESSAGE` on standard error and returns `code` (the exit status).
+    /// Prints `interlude: MESSAGE` on standard error and returns `code` (the exit status). The
+    /// message may quote the user's arguments, a file's text or a path: it is printed as
+    /// ``terminalLines(_:)`` makes it.
     public static func fail(_ message: String, code: Int32 = 1) -> Int32 {
-        FileHandle.standardError.write(Data("interlude: \(message)\n".utf8))
+        warn(message)
         return code
+    }
+
+    /// Prints `interlude: MESSAGE` on standard error (a warning, a note), as ``terminalLines(_:)``
+    /// makes it.
+    public static func warn(_ message: String) {
+        FileHandle.standardError.write(Data("interlude: \(terminalLines(message))\n".utf8))
     }
 
     /// The exit status for an error a command threw: 2 for a usage error, 1 otherwise, with a
     /// message that for a daemon error starts with its stable code (PROTOCOL.md "Errors").
     public static func fail(_ error: any Error) -> Int32 {
         switch error {
-        case let e as Arguments.UsageError: return fail(usageText(e.description), code: 2)
+        case let e as Arguments.UsageError: return fail(e.description, code: 2)
         // A daemon's message may quote an app's text (an identifier, an action): escaped as ``text(_:)``.
         case let e as WireError: return fail("\(e.code.rawValue): \(text(e.message))")
         default: return fail("\(error)")
@@ -54,11 +62,12 @@ public enum CommandOutput {
         return out
     }
 
-    /// A usage error's message as printed: it quotes the user's arguments, which a script may
-    /// have taken from an app (an id, a title), so what ``UnsafeText/mustEscape(_:)`` names is shown
-    /// escaped (`\u{1B}`, `\u{202E}`), except the message's own line breaks (the usage text after
-    /// it). Backslashes stay as they are.
-    public static func usageText(_ s: String) -> String {
+    /// A message of the CLI's own as printed on standard error: it may quote the user's arguments
+    /// (which a script may have taken from an app: an id, a title), a path or a file's text, so
+    /// what ``UnsafeText/mustEscape(_:)`` names is shown escaped (`\u{1B}`, `\u{202E}`), except the
+    /// message's own line breaks (the usage text after an error). Backslashes stay as they are, so
+    /// text already escaped by ``text(_:)`` comes out the same.
+    public static func terminalLines(_ s: String) -> String {
         var out = ""
         out.unicodeScalars.reserveCapacity(s.unicodeScalars.count)
         for u in s.unicodeScalars {

@@ -62,6 +62,9 @@ public final class PrivateBus: @unchecked Sendable {
     /// Stops the bus and removes its folder.
     public func stop() {
         kill(pid, SIGTERM)
+        // Removed once the daemon is gone (up to 2 s): it unlinks its socket as it exits, and a
+        // removal racing that stopped half-way (a run left dozens of these folders in /tmp).
+        for _ in 0..<200 where kill(pid, 0) == 0 { usleep(10_000) }
         try? FileManager.default.removeItem(atPath: folder)
     }
 

@@ -36,7 +36,7 @@ enum AudioCLI {
             case "demo": return try await Demo.run(socket: socket, rest)
             case "scenario": return try await scenario(socket: socket, rest)
             case "help", "--help", "-h": print(usage); return 0
-            default: return CommandOutput.fail("unknown command \(CommandOutput.usageText(command))\n\(usage)", code: 2)
+            default: return CommandOutput.fail("unknown command \(command)\n\(usage)", code: 2)
             }
         } catch {
             return CommandOutput.fail(error)
@@ -80,7 +80,7 @@ enum AudioCLI {
         }
         print("scenario: \(s.name)")
         let report = try await ScenarioRunner(s, options: .init(connectSocket: connect, log: { if verbose { print($0) } },
-                                                                warn: { FileHandle.standardError.write(Data("interlude: \($0)\n".utf8)) })).run()
+                                                                warn: { CommandOutput.warn($0) })).run()
         for o in report.outcomes { print("\(o.held ? "held  " : "FAILED") line \(o.line): \(o.text)") }
         if let path = a.value("record") {
             try WAVFile.write(path: path, samples: report.recording, sampleRate: report.sampleRate)

@@ -106,7 +106,7 @@ enum CLI {
             case "register-remote": return try await NotificationCommands.registerRemote(socket: socket, rest)
             case "help", "--help", "-h": print(usage); return 0
             case "--version", "version": print("interlude \(version) (protocol \(interludeProtocolVersion))"); return 0
-            default: return CommandOutput.fail("unknown command \(CommandOutput.usageText(command))\n\(usage)", code: 2)
+            default: return CommandOutput.fail("unknown command \(command)\n\(usage)", code: 2)
             }
         } catch {
             return CommandOutput.fail(error)
@@ -170,7 +170,7 @@ enum CLI {
         }
         if !s.unmatchedStreams.isEmpty { print("unmatched streams: \(s.unmatchedStreams.map { String($0.index) }.joined(separator: ", "))") }
         if !s.samples.isEmpty { print("sample cache: \(s.samples.joined(separator: ", "))") }
-        if let files = s.configFiles { print("config: \(files.isEmpty ? "built-in defaults" : files.joined(separator: ", "))") }
+        if let files = s.configFiles { print("config: \(files.isEmpty ? "built-in defaults" : files.map(CommandOutput.text).joined(separator: ", "))") }
         return 0
     }
 
@@ -187,7 +187,7 @@ enum CLI {
                                             SoundPlayParams(sound: sound, volume: try a.double("volume", in: 0...1)),
                                             as: SoundPlayResult.self)
         if let w = r.warning {
-            FileHandle.standardError.write(Data("interlude: warning: \(w.message) — played \(r.played) instead\n".utf8))
+            CommandOutput.warn("warning: \(w.message) — played \(r.played) instead")
         }
         print("played \(r.played) (\(CommandOutput.fmt(r.duration)) s)")
         return 0
@@ -209,11 +209,11 @@ enum CLI {
         guard argv.isEmpty else { throw Arguments.UsageError(description: "reload takes no arguments") }
         let r = try InterludeClient.request(socket: socket, app: "org.interlude.CLI", WireMethod.configReload,
                                             ReloadParams(), as: ReloadResult.self)
-        print("config reloaded from \(r.files.isEmpty ? "built-in defaults" : r.files.joined(separator: ", "))")
+        print("config reloaded from \(r.files.isEmpty ? "built-in defaults" : r.files.map(CommandOutput.text).joined(separator: ", "))")
         if let kept = r.keptUntilRestart, !kept.isEmpty {
             print("not in force until the daemon restarts (they keep the values it started with): \(kept.joined(separator: ", "))")
         }
-        for w in r.warnings ?? [] { print("warning: \(w)") }
+        for w in r.warnings ?? [] { print("warning: \(CommandOutput.terminalLines(w))") }
         return 0
     }
 

@@ -88,7 +88,7 @@ enum NotificationCommands {
         guard let e = event, let w = e.data["warning"], w != .null else { return }
         let message = w["message"]?.stringValue ?? "\(w)"
         let played = e.data["played"]?.stringValue ?? "?"
-        FileHandle.standardError.write(Data("interlude: warning: \(message) — played \(played) instead\n".utf8))
+        CommandOutput.warn("warning: \(message) — played \(played) instead")
     }
 
     /// "12:30" (today, or tomorrow if past), an ISO 8601 date-time (with a zone, or local time

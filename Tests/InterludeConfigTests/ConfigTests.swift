@@ -76,13 +76,19 @@ import InterludePolicy
     }
 }
 
-@Suite struct ConfigLoaderTests {
+@Suite final class ConfigLoaderTests {
+    /// The folders this test made (``tempDir(_:)``), removed when it ends (Swift Testing makes one
+    /// instance per test): a run of the suites left a hundred of them in /tmp.
+    private var made: [String] = []
+    deinit { for dir in made { try? FileManager.default.removeItem(atPath: dir) } }
+
     let builtin = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().appendingPathComponent("Config").path
 
     func tempDir(_ text: String) throws -> String {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("interlude-config-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        made.append(dir.path)
         try text.write(to: dir.appendingPathComponent(ConfigLoader.fileName), atomically: true, encoding: .utf8)
         return dir.path
     }
@@ -96,6 +102,7 @@ import InterludePolicy
     ])
     func notUTF8NamesLineAndColumn(bytes: [UInt8], line: Int, column: Int) throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("interlude-config-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: dir) }
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         try Data(bytes).write(to: dir.appendingPathComponent(ConfigLoader.fileName))
         do { _ = try ConfigLoader.load(folders: [dir.path]); Issue.record("accepted") } catch {

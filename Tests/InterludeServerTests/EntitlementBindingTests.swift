@@ -18,6 +18,9 @@ import Glibc
         let attack: String
         let alarm: String
         let inject: String
+        /// The folder they were compiled in; removed by the test that built them.
+        var folder: String { URL(fileURLWithPath: attack).deletingLastPathComponent().deletingLastPathComponent().path }
+        func remove() { try? FileManager.default.removeItem(atPath: folder) }
     }
 
     /// Compiles the peer (twice: the attacker and the entitled stand-in) and the injected library.
@@ -85,6 +88,7 @@ import Glibc
 
     @Test func N3_theEntitledBinaryItselfGetsItsCriticalAlert() async throws {
         let peers = try Self.build()
+        defer { peers.remove() }
         let d = try daemon(peers)
         let r = decision(try await run(peers.alarm, ["direct", d.socket]))
         #expect(r.level == "critical", "\(r)")
@@ -98,6 +102,7 @@ import Glibc
     @Test(arguments: ["early", "late"])
     func N3_forkConnectExecTheEntitledBinaryIsNotEntitled(mode: String) async throws {
         let peers = try Self.build()
+        defer { peers.remove() }
         let d = try daemon(peers)
         for _ in 0..<3 {
             let r = decision(try await run(peers.attack, ["fork-exec", d.socket, peers.alarm, mode]))
@@ -114,6 +119,7 @@ import Glibc
     /// identified, so it is not trusted. A peer that waits for the greeting is.
     @Test func N3_bytesSentBeforeTheAcceptAndThenAnExecAreNotTrusted() async throws {
         let peers = try Self.build()
+        defer { peers.remove() }
         let path = NSTemporaryDirectory() + "interlude-accept-\(UUID().uuidString.prefix(8)).sock"
         let listener = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         #expect(try UnixSocket.attach(listener, to: path, listen: true) == 0)
@@ -148,6 +154,7 @@ import Glibc
 
     @Test func N3_LD_PRELOADIntoTheEntitledBinaryIsNotEntitled() async throws {
         let peers = try Self.build()
+        defer { peers.remove() }
         let d = try daemon(peers)
         let r = decision(try await run(peers.alarm, ["sleep"], environment: [
             "PATH": "/usr/bin:/bin", "LD_PRELOAD": peers.inject, "PEER_INJECT_SOCKET": d.socket,

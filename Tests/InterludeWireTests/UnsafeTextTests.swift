@@ -12,6 +12,7 @@ import Testing
         ("a\u{2028}b\u{2029}c", #"{"title":"a\u2028b\u2029c"}"#),
         ("del\u{7F} c1\u{85} mark\u{200F}", #"{"title":"del\u007F c1\u0085 mark\u200F"}"#),
         ("\u{2066}iso\u{2069}", #"{"title":"\u2066iso\u2069"}"#),
+        ("alm\u{061C}x", #"{"title":"alm\u061Cx"}"#),                  // the Arabic letter mark, a direction mark
         ("café 🎵 \u{200D}", "{\"title\":\"café 🎵 \u{200D}\"}"),   // accents, emoji, joiners stay
         ("line\nbreak", #"{"title":"line\nbreak"}"#),               // the encoder's own escape stays
     ])
