@@ -46,6 +46,16 @@ import Testing
         }
     }
 
+    /// The version a provider sent is named as it wrote it ("2", not "2.0").
+    @Test(arguments: [(#"2"#, "format version 2 is"), (#"1.5"#, "format version 1.5 is"), (#"-3"#, "format version -3 is")])
+    func anotherVersionIsNamedAsSent(v: String, said: String) {
+        #expect {
+            _ = try parse(#"{"v":\#(v),"id":"m","app":"a.b","title":"t"}"#)
+        } throws: { e in
+            (e as? RemoteMessageError)?.error.message.contains(said) == true
+        }
+    }
+
     @Test func anOversizedMessageIsRefusedBeforeItIsParsed() {
         let big = #"{"v":1,"id":"m","app":"a.b","title":""# + String(repeating: "x", count: 20000) + #""}"#
         #expect(throws: RemoteMessageError(WireError(.tooLarge, "the message has \(big.utf8.count) bytes; at most 16384"), id: "m", app: "a.b")) { try parse(big) }
