@@ -129,7 +129,8 @@ import InterludeScenario
         func music() -> PulseSinkInput? {
             (try? pulse.sinkInputs())?.first { $0.properties["interlude.daemon"] == w.socket && $0.role == "music" }
         }
-        for _ in 0..<100 { guard music() == nil else { break }; try await Task.sleep(nanoseconds: 20_000_000) }
+        // With a volume of its own (PipeWire may list a new stream at volume 0 for a moment).
+        for _ in 0..<100 { guard music().map({ $0.volumeDb > -150 }) != true else { break }; try await Task.sleep(nanoseconds: 20_000_000) }
         let stream = try #require(music())
         try await pulse.setUserVolume(sinkInput: stream.index, db: -20)  // the user's -6 dB under a -14 dB duck
         try FileManager.default.createDirectory(atPath: w.path + "/state", withIntermediateDirectories: true)
