@@ -48,18 +48,15 @@ public enum CommandOutput {
     /// (`\u202E`, ``UnsafeText/jsonForTerminal(_:)``): the same values for a program, nothing
     /// that reorders or moves on a terminal.
     public static func text(_ s: String) -> String {
-        var out = ""
-        out.unicodeScalars.reserveCapacity(s.unicodeScalars.count)
-        for u in s.unicodeScalars {
+        UnsafeText.rewriting(s) { u in
             switch u.value {
-            case 0x0A: out += "\\n"
-            case 0x0D: out += "\\r"
-            case 0x09: out += "\\t"
-            case 0x5C: out += "\\\\"
-            default: if UnsafeText.mustEscape(u) { out += UnsafeText.escaped(u) } else { out.unicodeScalars.append(u) }
+            case 0x0A: "\\n"
+            case 0x0D: "\\r"
+            case 0x09: "\\t"
+            case 0x5C: "\\\\"
+            default: UnsafeText.mustEscape(u) ? UnsafeText.escaped(u) : nil
             }
         }
-        return out
     }
 
     /// A message of the CLI's own as printed on standard error: it may quote the user's arguments
@@ -68,12 +65,7 @@ public enum CommandOutput {
     /// message's own line breaks (the usage text after an error). Backslashes stay as they are, so
     /// text already escaped by ``text(_:)`` comes out the same.
     public static func terminalLines(_ s: String) -> String {
-        var out = ""
-        out.unicodeScalars.reserveCapacity(s.unicodeScalars.count)
-        for u in s.unicodeScalars {
-            if u != "\n", UnsafeText.mustEscape(u) { out += UnsafeText.escaped(u) } else { out.unicodeScalars.append(u) }
-        }
-        return out
+        UnsafeText.rewriting(s) { u in u != "\n" && UnsafeText.mustEscape(u) ? UnsafeText.escaped(u) : nil }
     }
 
     /// A level or a duration with one decimal, as the CLI prints them ("-14.0").

@@ -65,14 +65,7 @@ public final class LogWriter: @unchecked Sendable {
     /// a line of its own that reads like the daemon's (`interluded: …`), nor show another app's id
     /// reversed, nor pass for an escape. Everything else as is.
     public static func oneLine(_ text: String) -> String {
-        guard text.unicodeScalars.contains(where: { UnsafeText.mustEscape($0) || $0 == "\\" }) else { return text }
-        var out = String.UnicodeScalarView()
-        for u in text.unicodeScalars {
-            if u == "\\" { out.append(contentsOf: "\\\\".unicodeScalars) }
-            else if UnsafeText.mustEscape(u) { out.append(contentsOf: UnsafeText.escaped(u).unicodeScalars) }
-            else { out.append(u) }
-        }
-        return String(out)
+        UnsafeText.rewriting(text) { u in u == "\\" ? "\\\\" : UnsafeText.mustEscape(u) ? UnsafeText.escaped(u) : nil }
     }
 
     /// Logs `line` (a newline is added). Returns without waiting for the write, unless

@@ -23,17 +23,23 @@ public enum UnsafeText {
     /// same values. Text that is not UTF-8 is returned unchanged.
     public static func jsonForTerminal(_ data: Data) -> Data {
         guard data.contains(where: { $0 >= 0x7F }), let text = String(bytes: data, encoding: .utf8) else { return data }
-        var out = ""
-        out.unicodeScalars.reserveCapacity(text.unicodeScalars.count)
-        for u in text.unicodeScalars {
-            if u.value >= 0x7F, mustEscape(u) {
-                let hex = String(u.value, radix: 16, uppercase: true)
-                out += "\\u" + String(repeating: "0", count: max(0, 4 - hex.count)) + hex
-            } else {
-                out.unicodeScalars.append(u)
-            }
+        return Data(rewriting(text) { u in
+            guard u.value >= 0x7F, mustEscape(u) else { return nil }
+            let hex = String(u.value, radix: 16, uppercase: true)
+            return "\\u" + String(repeating: "0", count: max(0, 4 - hex.count)) + hex
+        }.utf8)
+    }
+
+    /// `s` with each scalar for which `replacement` gives text replaced by that text, the others
+    /// kept; `s` itself (no copy) when none is replaced. The one loop behind the log's, the CLI's
+    /// and JSON output's escaping, each with its own replacements.
+    public static func rewriting(_ s: String, _ replacement: (Unicode.Scalar) -> String?) -> String {
+        guard s.unicodeScalars.contains(where: { replacement($0) != nil }) else { return s }
+        var out = String.UnicodeScalarView()
+        for u in s.unicodeScalars {
+            if let r = replacement(u) { out.append(contentsOf: r.unicodeScalars) } else { out.append(u) }
         }
-        return Data(out.utf8)
+        return String(out)
     }
 
     /// `\u{HEX}`, how an escaped scalar is shown.
