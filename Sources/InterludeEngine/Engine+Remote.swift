@@ -105,18 +105,16 @@ extension Engine {
                 continue
             }
             let request: NotificationRequest
-            do { request = try notificationRequest(message.notification, now: now) } catch {
+            do throws(WireError) {
+                request = try notificationRequest(message.notification, now: now)
+                // Out of range (badge -1, criticalVolume 7, a trigger that never fires): malformed, as
+                // REMOTE.md says, so the id is not taken and a corrected message can use it.
+                if let problem = NotificationPolicy.requestProblem(request, at: NotificationTime(now), config: notifConfig) {
+                    throw WireError(.badRequest, problem.message)
+                }
+            } catch {
                 log("remote message \(message.id) malformed: \(error) (acknowledged, not delivered)")
                 receipts[i] = RemoteReceipt(id: message.id, device: device, app: message.app, identifier: message.notification.identifier,
-                                            status: .malformed, rules: [], decision: nil, error: error, time: now)
-                continue
-            }
-            // Out of range (badge -1, criticalVolume 7, a trigger that never fires): malformed, as
-            // REMOTE.md says, so the id is not taken and a corrected message can use it.
-            if let problem = NotificationPolicy.requestProblem(request, at: NotificationTime(now), config: notifConfig) {
-                let error = WireError(.badRequest, problem.message)
-                log("remote message \(message.id) malformed: \(error) (acknowledged, not delivered)")
-                receipts[i] = RemoteReceipt(id: message.id, device: device, app: message.app, identifier: request.identifier,
                                             status: .malformed, rules: [], decision: nil, error: error, time: now)
                 continue
             }
