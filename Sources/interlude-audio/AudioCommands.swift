@@ -78,19 +78,19 @@ enum AudioCLI {
         if connect != nil && s.config != nil {
             FileHandle.standardError.write(Data("interlude: warning: --connect: the scenario's config does not apply to the running daemon, and its steps change that daemon's focus and ringer\n".utf8))
         }
-        print("scenario: \(s.name)")
-        let report = try await ScenarioRunner(s, options: .init(connectSocket: connect, log: { if verbose { print($0) } },
+        print("scenario: \(CommandOutput.terminalLines(s.name))")
+        let report = try await ScenarioRunner(s, options: .init(connectSocket: connect, log: { if verbose { print(CommandOutput.terminalLines($0)) } },
                                                                 warn: { CommandOutput.warn($0) })).run()
-        for o in report.outcomes { print("\(o.held ? "held  " : "FAILED") line \(o.line): \(o.text)") }
+        for o in report.outcomes { print("\(o.held ? "held  " : "FAILED") line \(o.line): \(CommandOutput.terminalLines(o.text))") }
         if let path = a.value("record") {
             try WAVFile.write(path: path, samples: report.recording, sampleRate: report.sampleRate)
-            print("recording: \(path) (starts at \(String(format: "%.3f", report.recordingStart)) s of scenario time)")
+            print("recording: \(CommandOutput.terminalLines(path)) (starts at \(String(format: "%.3f", report.recordingStart)) s of scenario time)")
         }
         if let path = a.value("plot") {
             try ScenarioPlot.svg(s, report).write(toFile: path, atomically: true, encoding: .utf8)
-            print("plot: \(path)")
+            print("plot: \(CommandOutput.terminalLines(path))")
         }
-        if verbose { print("daemon log:\n" + report.daemonLog) }
+        if verbose { print("daemon log:\n" + CommandOutput.terminalLines(report.daemonLog)) }
         let failed = report.outcomes.filter { !$0.held }.count
         print("\(report.outcomes.count - failed) passed, \(failed) failed")
         return failed == 0 ? 0 : 1
