@@ -232,7 +232,14 @@ public final class ChildProcess: Sendable {
     /// - Throws: ``SpawnError`` when it cannot start.
     public static func run(_ path: String, _ arguments: [String], stdin: String? = nil, timeout: Double = 60,
                            environment: [String: String]? = nil) throws -> Result {
-        let child = try ChildProcess(path, arguments, stdin: stdin.map { .bytes(Array($0.utf8)) } ?? .null,
+        try run(path, arguments, input: stdin.map { Array($0.utf8) }, timeout: timeout, environment: environment)
+    }
+
+    /// ``run(_:_:stdin:timeout:environment:)`` with standard input as bytes (which need not be
+    /// UTF-8).
+    public static func run(_ path: String, _ arguments: [String], input: [UInt8]?, timeout: Double = 60,
+                           environment: [String: String]? = nil) throws -> Result {
+        let child = try ChildProcess(path, arguments, stdin: input.map { .bytes($0) } ?? .null,
                                      stdout: .capture, stderr: .capture, environment: environment)
         let exit = child.wait(timeout: timeout) ?? child.kill()
         return Result(exit: exit, stdout: child.output(), stderr: child.errorOutput())

@@ -25,27 +25,36 @@ public struct WireRequest: Sendable, Equatable {
         self.id = id; self.method = method; self.params = params
     }
 
+    /// One JSON object, as a request line or a remote message must be: UTF-8 text, nested at
+    /// most ``JSONDepth/maximum`` levels, valid JSON, an object. Positions in the errors count
+    /// from the start of `bytes`.
+    /// - Parameter named: what the object is, for the error ("a request", "a message").
+    /// - Throws: `WireError` with code `badRequest`, saying which of those failed.
+    public static func jsonObject(_ bytes: [UInt8], named: String) throws(WireError) -> [String: JSONValue] {
+        guard String(validating: bytes, as: UTF8.self) != nil else {
+            throw WireError(.badRequest, "not valid JSON: not UTF-8 text")
+        }
+        do { try JSONDepth.check(bytes) } catch {
+            throw WireError(.badRequest,
+                "JSON nested more than \(error.limit) levels deep (at byte \(error.offset)); the protocol allows \(error.limit)")
+        }
+        let value: JSONValue
+        do { value = try JSONValue.parse(Data(bytes)) } catch {
+            // Foundation's own words for where the JSON went wrong ("around line 1, column 5"), if any.
+            var detail = ": a value JSON cannot hold here (e.g. a number out of range)"
+            if let where_ = (error as NSError).userInfo["NSDebugDescription"] as? String { detail = ": " + where_ }
+            throw WireError(.badRequest, "not valid JSON" + String(detail.prefix(200)))
+        }
+        guard let obj = value.objectValue else { throw WireError(.badRequest, "\(named) must be a JSON object") }
+        return obj
+    }
+
     /// Parses one line. Errors carry the id when it could be read, so the reply can echo it.
     /// - Throws: ``WireParseError`` with code `badRequest` (not JSON, nested deeper than
     ///   ``JSONDepth/maximum``, not an object, no method, bad id or params type) or `unknownField` (a top-level key other than id, method, params).
     public static func parse(_ line: [UInt8]) throws(WireParseError) -> WireRequest {
-        let value: JSONValue
-        guard String(validating: line, as: UTF8.self) != nil else {
-            throw WireParseError(id: nil, error: WireError(.badRequest, "not valid JSON: not UTF-8 text"))
-        }
-        do { try JSONDepth.check(line) } catch {
-            throw WireParseError(id: nil, error: WireError(.badRequest,
-                "JSON nested more than \(error.limit) levels deep (at byte \(error.offset)); the protocol allows \(error.limit)"))
-        }
-        do { value = try JSONValue.parse(Data(line)) } catch {
-            // Foundation's own words for where the JSON went wrong ("around line 1, column 5"), if any.
-            var detail = ": a value JSON cannot hold here (e.g. a number out of range)"
-            if let where_ = (error as NSError).userInfo["NSDebugDescription"] as? String { detail = ": " + where_ }
-            throw WireParseError(id: nil, error: WireError(.badRequest, "not valid JSON" + String(detail.prefix(200))))
-        }
-        guard let obj = value.objectValue else {
-            throw WireParseError(id: nil, error: WireError(.badRequest, "a request must be a JSON object"))
-        }
+        let obj: [String: JSONValue]
+        do { obj = try jsonObject(line, named: "a request") } catch { throw WireParseError(id: nil, error: error) }
         let id = obj["id"]
         switch id {
         case let .number(n)? where !(abs(n) <= 9_007_199_254_740_991):

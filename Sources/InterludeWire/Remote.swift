@@ -97,28 +97,21 @@ public struct RemoteMessage: Sendable, Equatable {
 
     /// Parses a message.
     /// - Throws: ``RemoteMessageError`` with code `tooLarge` (over `maxBytes`, checked before
-    ///   the fields are; its id and app are still read for the receipt when it is at most 256 KiB of JSON), `badRequest` (not UTF-8 JSON, not an object, nesting beyond ``JSONDepth``, `v`
-    ///   missing or not 1, `id` or `app` missing or bad, a field of the wrong type or range) or
-    ///   `unknownField`. The error carries `id` and `app` when they could be read, for the receipt.
+    ///   the fields are), `badRequest` (not UTF-8 JSON, not an object, nesting beyond
+    ///   ``JSONDepth``, `v` missing or not 1, `id` or `app` missing or bad, a field of the wrong
+    ///   type or range) or `unknownField`. The error carries `id` and `app` when they could be
+    ///   read, for the receipt: for a message too large or not UTF-8 as ``receiptFields(_:)``
+    ///   reads them.
     public static func parse(_ bytes: [UInt8], maxBytes: Int = defaultMaxBytes) throws(RemoteMessageError) -> RemoteMessage {
         guard bytes.count <= maxBytes else {
-            // Its id and app, if it is JSON at all, for the receipt (bounded: at most 256 KiB is read).
-            var id: String?, app: String?
-            if bytes.count <= 262144, (try? JSONDepth.check(bytes)) != nil, let o = (try? JSONValue.parse(Data(bytes)))?.objectValue {
-                id = o["id"]?.stringValue.flatMap { (1...128).contains($0.utf8.count) ? $0 : nil }
-                app = o["app"]?.stringValue.flatMap { AppIdentifier.problem($0) == nil ? $0 : nil }
-            }
+            let (id, app) = receiptFields(bytes)
             throw RemoteMessageError(WireError(.tooLarge, "the message has \(bytes.count) bytes; at most \(maxBytes)"), id: id, app: app)
         }
-        let request: WireRequest
-        do {
-            request = try WireRequest.parse(Array(#"{"id":0,"method":"remote","params":"#.utf8) + bytes + Array("}".utf8))
-        } catch {
-            var e = error.error
-            e.message = e.message.replacingOccurrences(of: "\"params\" must be an object", with: "a message must be a JSON object")
-            throw RemoteMessageError(e)
+        var params: [String: JSONValue]
+        do { params = try WireRequest.jsonObject(bytes, named: "a message") } catch {
+            let (id, app) = receiptFields(bytes)
+            throw RemoteMessageError(error, id: id, app: app)
         }
-        var params = request.params
         let id = params.removeValue(forKey: "id")
         let app = params.removeValue(forKey: "app")
         let v = params.removeValue(forKey: "v")
@@ -146,6 +139,24 @@ public struct RemoteMessage: Sendable, Equatable {
             }
             throw RemoteMessageError(e, id: idText, app: appText)
         }
+    }
+}
+
+extension RemoteMessage {
+    /// The `id` and `app` of a message that cannot be read as a whole (too large, invalid UTF-8
+    /// somewhere else in it), for its receipt, so that the provider can match the receipt: read
+    /// when the message is a JSON object of at most 256 KiB, its invalid UTF-8 taken as U+FFFD. A
+    /// value that holds U+FFFD where the message had invalid bytes, is not a string, or is out of
+    /// the limits `parse` checks is not read (nil).
+    public static func receiptFields(_ bytes: [UInt8]) -> (id: String?, app: String?) {
+        guard bytes.count <= 262144, (try? JSONDepth.check(bytes)) != nil else { return (nil, nil) }
+        let valid = String(validating: bytes, as: UTF8.self) != nil
+        let text = String(decoding: bytes, as: UTF8.self)
+        guard let o = (try? JSONValue.parse(Data(text.utf8)))?.objectValue else { return (nil, nil) }
+        func readable(_ s: String) -> Bool { valid || !s.unicodeScalars.contains("\u{FFFD}") }
+        let id = o["id"]?.stringValue.flatMap { (1...128).contains($0.utf8.count) && readable($0) ? $0 : nil }
+        let app = o["app"]?.stringValue.flatMap { AppIdentifier.problem($0) == nil && readable($0) ? $0 : nil }
+        return (id, app)
     }
 }
 

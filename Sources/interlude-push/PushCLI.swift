@@ -51,14 +51,21 @@ enum PushCLI {
         // The messages, checked before anything is sent.
         var messages: [(id: String, bytes: [UInt8])] = []
         if a.has("stdin") {
-            var n = 0
-            while let line = readLine(strippingNewline: true) {
-                n += 1
-                if line.trimmingCharacters(in: .whitespaces).isEmpty { continue }
+            // Lines as bytes: `--raw` publishes each exactly as read (invalid UTF-8 too, which
+            // the daemon answers `malformed`, as it does for the same bytes from mosquitto_pub);
+            // a line to be completed must be UTF-8 text.
+            for (index, bytes) in Self.stdinLines().enumerated() {
+                let n = index + 1
+                if bytes.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) { continue }
                 if a.has("raw") {
-                    let id = (try? JSONValue.parse(Data(line.utf8)))?["id"]?.stringValue ?? "line-\(n)"
-                    messages.append((id, Array(line.utf8)))
+                    // The id as the daemon names it in the receipt: the JSON's, else (invalid
+                    // UTF-8) what it reads of it for the receipt.
+                    let id = (try? JSONValue.parse(Data(bytes)))?["id"]?.stringValue ?? RemoteMessage.receiptFields(bytes).id ?? "line-\(n)"
+                    messages.append((id, bytes))
                     continue
+                }
+                guard let line = String(validating: bytes, as: UTF8.self) else {
+                    throw Arguments.UsageError(description: "stdin line \(n) is not UTF-8 text")
                 }
                 guard case var .object(o)? = try? JSONValue.parse(Data(line.utf8)) else {
                     throw Arguments.UsageError(description: "stdin line \(n) is not a JSON object")
@@ -156,6 +163,17 @@ enum PushCLI {
     }
 
     static func newID() -> String { UUID().uuidString.lowercased() }
+
+    /// Standard input's lines as bytes, each without its line break (`\n` or `\r\n`, as
+    /// `readLine` strips them); a last line without a break is a line.
+    static func stdinLines() -> [[UInt8]] {
+        let all = [UInt8](FileHandle.standardInput.readDataToEndOfFile())
+        var lines = all.split(separator: 0x0A, omittingEmptySubsequences: false).map { line in
+            line.last == 0x0D ? Array(line.dropLast()) : Array(line)
+        }
+        if all.last == 0x0A || all.isEmpty { lines.removeLast() }
+        return lines
+    }
 }
 
 extension InterruptionLevel {

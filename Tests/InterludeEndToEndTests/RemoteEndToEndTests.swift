@@ -32,15 +32,25 @@ enum TestBroker {
 
     /// Runs the built `interlude` (which execs `interlude-push` for `push`).
     static func interlude(_ args: [String], stdin: String? = nil, timeout: Double = 60) throws -> Run {
+        try interlude(args, input: stdin.map { Array($0.utf8) }, timeout: timeout)
+    }
+
+    /// ``interlude(_:stdin:timeout:)`` with standard input as bytes (not necessarily UTF-8).
+    static func interlude(_ args: [String], input: [UInt8]?, timeout: Double = 60) throws -> Run {
         guard let path = ScenarioRunner.siblingExecutable("interlude") else { throw CocoaError(.fileNoSuchFile) }
-        let r = try ChildProcess.run(path, args, stdin: stdin, timeout: timeout)
+        let r = try ChildProcess.run(path, args, input: input, timeout: timeout)
         return Run(status: r.status, out: r.stdout, err: r.stderr)
     }
 
     /// `interlude push` as the provider (the README's provider user, its password from a file).
     static func push(_ device: String, _ args: [String], stdin: String? = nil, timeout: Double = 60) throws -> Run {
+        try push(device, args, input: stdin.map { Array($0.utf8) }, timeout: timeout)
+    }
+
+    /// ``push(_:_:stdin:timeout:)`` with standard input as bytes.
+    static func push(_ device: String, _ args: [String], input: [UInt8]?, timeout: Double = 60) throws -> Run {
         try interlude(["push", "--broker", TestBroker.url!, "--device", device, "--username", "provider",
-                       "--password-file", TestBroker.passwordFile("provider")] + args, stdin: stdin, timeout: timeout)
+                       "--password-file", TestBroker.passwordFile("provider")] + args, input: input, timeout: timeout)
     }
 
     /// A daemon for `device` whose log is appended to across restarts (`work/log`).
@@ -218,14 +228,22 @@ enum TestBroker {
         // Malformed and oversized: acknowledged, reported in a receipt and the log, never delivered.
         let bad = "{\"v\":1,\"id\":\"bad-\(getpid())\",\"app\":\"\(app)\",\"title\":\"t\",\"colour\":\"red\"}\n"
             + "{\"v\":1,\"id\":\"big-\(getpid())\",\"app\":\"\(app)\",\"title\":\"\(String(repeating: "x", count: 20000))\"}\n"
-        let m = try Self.push(d.device, ["--stdin", "--raw", "--wait-receipt"], stdin: bad)
+        // Invalid UTF-8 is published as it is (it was read as text and sent with U+FFFD, and
+        // delivered), malformed as mosquitto_pub's same bytes are, its receipt matched by its id.
+        let notUTF8 = Array("{\"v\":1,\"id\":\"latin1-\(getpid())\",\"app\":\"\(app)\",\"title\":\"caf".utf8) + [0xE9] + Array("\"}\n".utf8)
+        let m = try Self.push(d.device, ["--stdin", "--raw", "--wait-receipt"], input: Array(bad.utf8) + notUTF8)
+        #expect(m.status == 0, "\(m.out) \(m.err)")
         let receipts = m.out.split(separator: "\n").compactMap(Self.receipt)
-        #expect(receipts.map(\.status) == [.malformed, .malformed], "\(m.out)")
-        #expect(receipts.map { $0.error?.code } == [.unknownField, .tooLarge], "\(m.out)")
+        #expect(receipts.map(\.status) == [.malformed, .malformed, .malformed], "\(m.out)")
+        #expect(receipts.map { $0.error?.code } == [.unknownField, .tooLarge, .badRequest], "\(m.out)")
+        #expect(receipts.last?.id == "latin1-\(getpid())", "\(m.out)")
+        // Completed lines (without --raw) must be text: refused before anything is sent.
+        let refused = try Self.push(d.device, ["--stdin"], input: notUTF8)
+        #expect(refused.status == 2 && refused.err.contains("stdin line 1 is not UTF-8 text"), "\(refused.err)")
         let said = LogFile.waitFor("remote message bad-\(getpid()) malformed", in: d.work.path + "/log")
         #expect(said.contains("remote message bad-\(getpid()) malformed"), "\(said)")
         let center = try await d.center(app).map(\.identifier)
-        #expect(!center.contains("bad-\(getpid())") && !center.contains("big-\(getpid())"))
+        #expect(!center.contains("bad-\(getpid())") && !center.contains("big-\(getpid())") && !center.contains("latin1-\(getpid())"))
 
 
         // One id twice in a batch: both published and acknowledged (exit 0; it exited 1 and

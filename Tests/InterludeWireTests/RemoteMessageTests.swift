@@ -62,6 +62,39 @@ import Testing
         #expect(throws: Never.self) { try parse(big, max: 32768) }
     }
 
+    /// A message with invalid UTF-8 (as `mosquitto_pub` or `interlude push --stdin --raw` send
+    /// it) is `badRequest`, and its receipt still names the id and app when those are readable,
+    /// so the provider can match it; an id that holds the invalid bytes is not named.
+    @Test(arguments: [
+        (Array(#"{"v":1,"id":"m","app":"a.b","title":"caf"#.utf8) + [0xE9] + Array(#""}"#.utf8), "m" as String?, "a.b" as String?),
+        (Array(#"{"v":1,"id":"m"#.utf8) + [0xFF] + Array(#"","app":"a.b","title":"t"}"#.utf8), nil, "a.b"),
+        ([0xFF, 0xFE] + Array(#"{"v":1,"id":"m"}"#.utf8), nil, nil),
+    ])
+    func invalidUTF8IsMalformedWithTheReadableIDs(bytes: [UInt8], id: String?, app: String?) {
+        #expect {
+            _ = try RemoteMessage.parse(bytes)
+        } throws: { e in
+            guard let e = e as? RemoteMessageError else { return false }
+            return e.error.code == .badRequest && e.error.message.contains("UTF-8") && e.id == id && e.app == app
+        }
+    }
+
+    /// A message may nest 32 levels, as REMOTE.md says, and an error's position counts from the
+    /// message's own first byte (it counted from a wrapper the daemon put around it, and a
+    /// message could nest only 31).
+    @Test func nestingAndErrorPositionsCountFromTheMessage() {
+        let head = #"{"v":1,"id":"m","app":"a.b","title":"t","userInfo":{"k":"#
+        func nested(_ levels: Int) -> String { head + String(repeating: "[", count: levels) + String(repeating: "]", count: levels) + "}}" }
+        // 1 (the message) + 1 (userInfo) + 30 arrays = 32 levels: not refused for its depth.
+        do { _ = try parse(nested(30)) } catch { #expect(!error.error.message.contains("nested"), "\(error)") }
+        // One more: refused at the 33rd bracket, byte head + 30 of the message.
+        #expect {
+            _ = try parse(nested(31))
+        } throws: { e in
+            (e as? RemoteMessageError)?.error.message.contains("nested more than 32 levels deep (at byte \(head.utf8.count + 30))") == true
+        }
+    }
+
     @Test func deepNestingIsRefused() {
         let deep = #"{"v":1,"id":"m","app":"a.b","title":"t","userInfo":"# + String(repeating: "[", count: 40) + String(repeating: "]", count: 40) + "}"
         #expect(throws: RemoteMessageError.self) { try parse(deep) }
