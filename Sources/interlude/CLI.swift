@@ -36,7 +36,7 @@ enum CLI {
                                               silent without --sound (as over the protocol): --sound default asks for the default;
                                               TIME: HH:MM (next), 2026-12-01T09:00[:00.25] (local), …Z or …+01:00, or epoch seconds
       explain ID [--app APP]                  the rules that decided a notification (N16)
-      focus on NAME [--for S | --until TIME] | off | status
+      focus on NAME [--for S | --until TIME] | off | status [--json]
                                               focus modes (N7); off prints what the focus silenced; TIME as for notify
       center [--app ID] [remove ID | clear | respond ID ACTION [--text T]]
                                               the notification center; respond is the user's answer to an action (N14)
@@ -44,8 +44,9 @@ enum CLI {
                                               register a notification category and its actions for app ID (N14)
       badge APP [N]                           set an app's badge (N12)
       auth APP grant|deny|provisional [--critical-alerts on|off] [--time-sensitive on|off] [--sound on|off] [--marketing on|off]
-      settings APP [KEY=VALUE…]               show or change an app's settings (N2; remote=on lets remote notifications in)
-      register-remote --app ID [--off]        as app ID, register (or not) for remote notifications; prints the device topic
+      settings APP [KEY=VALUE…] [--json]      show or change an app's settings (N2; remote=on lets remote notifications in)
+      register-remote --app ID [--off] [--json]
+                                              as app ID, register (or not) for remote notifications; prints the device topic
 
     Remote notifications (REMOTE.md), as a provider; run by interlude-push:
       push --broker URL --device ID (--app APP --title T [--body B] [--subtitle S] [--level L] [--sound S] [--thread T]

@@ -154,9 +154,12 @@ enum NotificationCommands {
         return 0
     }
 
+    /// `interlude focus on NAME [--for S | --until TIME] | off | status [--json]` (N7): sets,
+    /// ends or shows the manual focus; `off` first prints the daemon's `missedDuringFocus`.
+    /// `--json` prints the `focus.status` result (and the event) as JSON lines.
     static func focus(socket: String?, _ argv: [String]) async throws -> Int32 {
-        let a = try Arguments(argv, flags: [], options: ["for", "until"])
-        let usage = Arguments.UsageError(description: "focus on NAME [--for S | --until TIME] | off | status")
+        let a = try Arguments(argv, flags: ["json"], options: ["for", "until"])
+        let usage = Arguments.UsageError(description: "focus on NAME [--for S | --until TIME] | off | status [--json]")
         switch a.positionals.first {  // the command line is checked before the daemon is asked
         case "on": guard a.positionals.count == 2 else { throw usage }
         case "off", "status", nil:
@@ -177,12 +180,15 @@ enum NotificationCommands {
             // so the user sees what the focus silenced.
             try await c.subscribe()
             status = try await c.call(NotificationMethod.focusSet, FocusSetParams(name: nil), as: FocusStatusResult.self)
-            if let missed = await missedDuringFocus(on: c) { print(missed) }
+            if let missed = await missedDuringFocus(on: c) {
+                if a.has("json") { CommandOutput.printJSONLine(missed) } else { print(describeMissed(missed)) }
+            }
         case "status", nil:
             status = try await c.call(NotificationMethod.focusStatus, StatusParams(), as: FocusStatusResult.self)
         default:
             throw Arguments.UsageError(description: "focus on NAME [--for S | --until TIME] | off | status")
         }
+        if a.has("json") { CommandOutput.printJSONLine(status); return 0 }
         // A mode's name is the user's config text: printed escaped as an app's text is.
         var line = "focus: \(CommandOutput.text(status.focus ?? "off"))"
         if let f = status.focus { line += status.manual ? " (manual" + (status.until.map { ", until \(Date(timeIntervalSince1970: $0))" } ?? "") + ")" : " (schedule)"; _ = f }
@@ -191,10 +197,9 @@ enum NotificationCommands {
         return 0
     }
 
-    /// The daemon's `missedDuringFocus` event after `focus off`, in words: "missed during sleep:
-    /// 2 notifications (org.example.Chat: 2)" and one line per notification; nil when no focus
-    /// was on (no event within 1 s).
-    static func missedDuringFocus(on c: InterludeClient) async -> String? {
+    /// The daemon's `missedDuringFocus` event after `focus off` (N7); nil when no focus was on
+    /// (no event within 1 s).
+    static func missedDuringFocus(on c: InterludeClient) async -> WireEvent? {
         let event = await withTaskGroup(of: WireEvent?.self) { g in
             g.addTask {
                 for await e in c.events where e.event == NotificationEventName.missedDuringFocus { return e }
@@ -205,7 +210,12 @@ enum NotificationCommands {
             g.cancelAll()
             return first
         }
-        guard let e = event else { return nil }
+        return event
+    }
+
+    /// A `missedDuringFocus` event in words: "missed during sleep: 2 notifications
+    /// (org.example.Chat: 2)" and one line per notification, an app's text escaped.
+    static func describeMissed(_ e: WireEvent) -> String {
         let focus = e.data["focus"]?.stringValue ?? "focus"
         let missed = (try? e.data["missed"]?.decode([NotificationMissedEntry].self)) ?? []
         guard !missed.isEmpty else { return CommandOutput.text("missed during \(focus): nothing") }
@@ -369,8 +379,12 @@ enum NotificationCommands {
         default: throw Arguments.UsageError(description: "--\(name) takes on or off") }
     }
 
+    /// `interlude settings APP [KEY=VALUE…] [--json]` (N2): shows an app's settings, or changes
+    /// the keys given and shows the result; `--json` prints them as one JSON line.
     static func settings(socket: String?, _ argv: [String]) async throws -> Int32 {
-        guard let app = argv.first else { throw Arguments.UsageError(description: "settings APP [KEY=VALUE…]") }
+        let json = argv.contains("--json")
+        let argv = argv.filter { $0 != "--json" }
+        guard let app = argv.first else { throw Arguments.UsageError(description: "settings APP [KEY=VALUE…] [--json]") }
         if let why = AppIdentifier.problem(app) { throw Arguments.UsageError(description: "APP: \(why)") }
         var p = SettingsParams(app: app)
         var changed = false
@@ -406,7 +420,7 @@ enum NotificationCommands {
         let c = try await connectUser(socket)
         let s = changed ? try await c.call(NotificationMethod.setSettings, p, as: NotificationAppSettings.self)
                         : try await c.call(NotificationMethod.getSettings, p, as: NotificationAppSettings.self)
-        printSettings(app, s)
+        if json { CommandOutput.printJSONLine(s) } else { printSettings(app, s) }
         return 0
     }
 

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import InterludeClient
+import InterludePolicy
 import InterludeScenario
 import InterludeWire
 import InterludeTestSupport
@@ -238,6 +239,22 @@ import InterludeTestSupport
         let off = try interlude(["--socket", s, "focus", "off"])
         #expect(off.status == 0, "\(off)")
         #expect(off.out.contains("missed during sleep: 1 notification (org.example.Chat: 1)") && off.out.contains("while asleep"), "\(off.out)")
+
+        // --json: the missedDuringFocus event's line, then the focus status's; settings as one line.
+        #expect(try interlude(["--socket", s, "focus", "on", "sleep", "--json"]).status == 0)
+        _ = try interlude(["--socket", s, "notify", "--app", "org.example.Chat", "--title", "asleep again", "--id", "m2"])
+        let offJSON = try interlude(["--socket", s, "focus", "off", "--json"])
+        let lines = offJSON.out.split(separator: "\n").map { try? JSONDecoder().decode(JSONValue.self, from: Data($0.utf8)) }
+        #expect(offJSON.status == 0 && lines.count == 2, "\(offJSON)")
+        #expect(lines.first??["event"]?.stringValue == NotificationEventName.missedDuringFocus, "\(offJSON.out)")
+        func count(_ v: JSONValue?) -> Int? { if case let .array(a)? = v { a.count } else { nil } }
+        #expect(count(lines.first??["data"]?["missed"]) == 1, "\(offJSON.out)")
+        #expect(lines.last??["focus"] == nil && (count(lines.last??["modes"]) ?? 0) > 0, "\(offJSON.out)")
+        let statusJSON = try interlude(["--socket", s, "focus", "status", "--json"])
+        #expect((try? JSONDecoder().decode(FocusStatusResult.self, from: Data(statusJSON.out.utf8)))?.focus == nil, "\(statusJSON)")
+        let settingsJSON = try interlude(["--socket", s, "settings", "org.example.Chat", "sound=off", "--json"])
+        let settings = try? JSONDecoder().decode(NotificationAppSettings.self, from: Data(settingsJSON.out.utf8))
+        #expect(settingsJSON.status == 0 && settings?.sound == false && settingsJSON.out.split(separator: "\n").count == 1, "\(settingsJSON)")
         #expect(daemon.isRunning)
     }
 
