@@ -116,8 +116,14 @@ public struct InterludeConfig: Sendable {
     /// `server.userTools` without the interlude CLI (the CLI could then not even reload the config
     /// back). Accepted (either may be what the user meant), but said: the daemon logs each at
     /// start and on a reload, and `config.reload` returns them (`warnings`). Empty when none.
-    public var contradictions: [String] {
-        var out = limitContradictions
+    public var contradictions: [String] { contradictions(runningSince: nil) }
+
+    /// ``contradictions`` of this config read by a reload of a daemon that started with
+    /// `started`: a pair with a restart-only key (``ConfigSchema/restartOnly``) whose new value
+    /// is not in force yet is said as what it will be after a restart, with the values in force
+    /// until then.
+    public func contradictions(runningSince started: InterludeConfig?) -> [String] {
+        var out = limitContradictions(runningSince: started)
         if !strings("server.userTools").contains("org.interlude.CLI") {
             let (file, line) = place(of: "server.userTools")
             out.append("server.userTools (\(file):\(line)) does not name org.interlude.CLI: the interlude CLI can no longer change "
@@ -126,8 +132,8 @@ public struct InterludeConfig: Sendable {
         return out
     }
 
-    /// The limit pairs of ``contradictions``.
-    var limitContradictions: [String] {
+    /// The limit pairs of ``contradictions(runningSince:)``.
+    func limitContradictions(runningSince started: InterludeConfig?) -> [String] {
         Self.limitPairs.compactMap { pair in
             let part = number(pair.part), total = number(pair.total)
             guard part > total else { return nil }
@@ -136,8 +142,14 @@ public struct InterludeConfig: Sendable {
                 let (file, line) = place(of: key)
                 return "\(file):\(line)"
             }
-            return "\(pair.part) \(Int(part)) (\(origin(pair.part))) is above \(pair.total) \(Int(total)) (\(origin(pair.total))): "
-                + "the total binds, so in effect it is at most \(Int(total))"
+            let said = "\(pair.part) \(Int(part)) (\(origin(pair.part))) is above \(pair.total) \(Int(total)) (\(origin(pair.total))): "
+            // A restart-only key keeps its starting value until a restart (a reload's config).
+            let waiting = [pair.part, pair.total].filter { key in
+                ConfigSchema.restartOnly.contains(key) && started.map { $0.number(key) != number(key) } == true
+            }
+            guard let started, !waiting.isEmpty else { return said + "the total binds, so in effect it is at most \(Int(total))" }
+            return said + "after a restart the total binds, so it will be at most \(Int(total)); until then "
+                + waiting.map { "\($0) stays \(Int(started.number($0)))" }.joined(separator: " and ")
         }
     }
 

@@ -23,7 +23,8 @@ extension Engine {
     /// and the socket keep the values they started with (``ConfigSchema/restartOnly``).
     /// - Returns: what was read, the restart-only keys whose new value differs from the one
     ///   the daemon started with, and the limits set against each other
-    ///   (``InterludeConfig/contradictions``); both logged too.
+    ///   (``InterludeConfig/contradictions(runningSince:)``: a restart-only key's new value is
+    ///   said as what holds after a restart); both logged too.
     @discardableResult
     public func reload(config new: InterludeConfig) -> ReloadResult {
         let kept = new.restartOnlyDifferences(from: startedWith)
@@ -34,7 +35,7 @@ extension Engine {
         sessionLimits = Self.sessionLimits(new)
         log("config reloaded from \(new.files.isEmpty ? "built-in defaults" : new.files.joined(separator: ", "))"
             + (kept.isEmpty ? "" : "; until a restart these keep the values the daemon started with: \(kept.joined(separator: ", "))"))
-        let warnings = new.contradictions
+        let warnings = new.contradictions(runningSince: startedWith)
         for w in warnings { log("config: \(w)") }
         _ = try? notify(.tick)  // a failed save is logged; the next event tries again
         scheduleTick()

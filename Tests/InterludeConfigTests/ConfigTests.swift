@@ -311,6 +311,24 @@ import InterludePolicy
         }
     }
 
+    /// A reload that lowers `server.maxClients` (restart-only) under the per-process limit: the
+    /// warning says the total binds after a restart and what is in force until then (it said
+    /// "in effect it is at most 10" while 256 connections were still served).
+    @Test func aReloadSaysWhenARestartOnlyLimitIsNotInForceYet() throws {
+        let started = try ConfigLoader.load(folders: [try tempDir("{ }")])
+        let dir = try tempDir("{ server: { maxClients: 10 } }")
+        let reloaded = try ConfigLoader.load(folders: [dir])
+        let got = reloaded.contradictions(runningSince: started)
+        #expect(got == ["server.maxClientsPerProcess 128 (the default) is above server.maxClients 10 (\(dir)/interlude.json5:1): "
+                        + "after a restart the total binds, so it will be at most 10; until then server.maxClients stays 256"], "\(got)")
+        // Started with the same value: as at start.
+        #expect(reloaded.contradictions(runningSince: reloaded) == reloaded.contradictions)
+        #expect(reloaded.contradictions.first?.hasSuffix("the total binds, so in effect it is at most 10") == true)
+        // A key that a reload does change (maxPendingTotal): as at start.
+        let pending = try ConfigLoader.load(folders: [try tempDir("{ maxPendingTotal: 10 }")])
+        #expect(pending.contradictions(runningSince: started) == pending.contradictions)
+    }
+
     /// Two files setting different keys of one section: each key's place is the file that set
     /// it (it was the section's last file, so a built-in value was reported at a line of the
     /// user's file).
