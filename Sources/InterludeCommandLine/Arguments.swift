@@ -27,9 +27,9 @@ public struct Arguments: Sendable {
             let name = String(a.dropFirst(2).prefix { $0 != "=" })
             guard flagNames.contains(name) || valueNames.contains(name) else {
                 let known = flagNames.union(valueNames).sorted().map { "--" + $0 }
-                throw UsageError(description: "unknown option --\(name)" + (known.isEmpty ? " (this command takes none)" : " (known: \(known.joined(separator: ", ")))"))
+                throw UsageError(description: "unknown option --\(CommandOutput.text(name))" + (known.isEmpty ? " (this command takes none)" : " (known: \(known.joined(separator: ", ")))"))
             }
-            if flagNames.contains(name) && a.contains("=") { throw UsageError(description: "--\(name) takes no value") }
+            if flagNames.contains(name) && a.contains("=") { throw UsageError(description: "--\(CommandOutput.text(name)) takes no value") }
         }
         try self.init(args, flagNames: flagNames)
     }
@@ -46,7 +46,7 @@ public struct Arguments: Sendable {
                 } else if flagNames.contains(name) {
                     flags.insert(name)
                 } else {
-                    guard i + 1 < args.count, !args[i + 1].isEmpty else { throw UsageError(description: "--\(name) needs a value") }
+                    guard i + 1 < args.count, !args[i + 1].isEmpty else { throw UsageError(description: "--\(CommandOutput.text(name)) needs a value") }
                     values[name, default: []].append(args[i + 1])
                     i += 1
                 }
@@ -65,9 +65,9 @@ public struct Arguments: Sendable {
     /// - Throws: `UsageError` naming the option and the value.
     public func double(_ name: String, in range: ClosedRange<Double>? = nil) throws -> Double? {
         guard let s = value(name) else { return nil }
-        guard let d = Double(s), d.isFinite else { throw UsageError(description: "--\(name) must be a number, not \(s)") }
+        guard let d = Double(s), d.isFinite else { throw UsageError(description: "--\(name) must be a number, not \(CommandOutput.text(s))") }
         if let range, !range.contains(d) {
-            throw UsageError(description: "--\(name) must be within \(range.lowerBound)…\(range.upperBound), not \(s)")
+            throw UsageError(description: "--\(name) must be within \(range.lowerBound)…\(range.upperBound), not \(CommandOutput.text(s))")
         }
         return d
     }

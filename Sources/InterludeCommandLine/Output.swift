@@ -63,7 +63,9 @@ public enum CommandOutput {
     /// (which a script may have taken from an app: an id, a title), a path or a file's text, so
     /// what ``UnsafeText/mustEscape(_:)`` names is shown escaped (`\u{1B}`, `\u{202E}`), except the
     /// message's own line breaks (the usage text after an error). Backslashes stay as they are, so
-    /// text already escaped by ``text(_:)`` comes out the same.
+    /// text already escaped by ``text(_:)`` comes out the same: the user's values a message quotes
+    /// (an unknown command, option or value) go through ``text(_:)`` where the message is made,
+    /// so that a typed `\u{1B}` prints `\\u{1B}`, as on standard output, and not like a real ESC.
     public static func terminalLines(_ s: String) -> String {
         UnsafeText.rewriting(s) { u in u != "\n" && UnsafeText.mustEscape(u) ? UnsafeText.escaped(u) : nil }
     }

@@ -36,7 +36,7 @@ enum AudioCLI {
             case "demo": return try await Demo.run(socket: socket, rest)
             case "scenario": return try await scenario(socket: socket, rest)
             case "help", "--help", "-h": print(usage); return 0
-            default: return CommandOutput.fail("unknown command \(command)\n\(usage)", code: 2)
+            default: return CommandOutput.fail("unknown command \(CommandOutput.text(command))\n\(usage)", code: 2)
             }
         } catch {
             return CommandOutput.fail(error)
@@ -103,15 +103,15 @@ enum AudioCLI {
         guard let app = a.value("app") else { throw Arguments.UsageError(description: "session needs --app ID") }
         guard let cat = a.value("category") else { throw Arguments.UsageError(description: "session needs --category") }
         guard let category = AudioCategory(rawValue: cat) else {
-            throw Arguments.UsageError(description: "unknown category \(cat) (one of \(AudioCategory.allCases.map(\.rawValue).joined(separator: ", ")))")
+            throw Arguments.UsageError(description: "unknown category \(CommandOutput.text(cat)) (one of \(AudioCategory.allCases.map(\.rawValue).joined(separator: ", ")))")
         }
         let modeName = a.value("mode") ?? "default"
         guard let mode = AudioMode(rawValue: modeName) else {
-            throw Arguments.UsageError(description: "unknown mode \(modeName) (one of \(AudioMode.allCases.map(\.rawValue).joined(separator: ", ")))")
+            throw Arguments.UsageError(description: "unknown mode \(CommandOutput.text(modeName)) (one of \(AudioMode.allCases.map(\.rawValue).joined(separator: ", ")))")
         }
         let options = try a.all("option").map { o -> AudioSessionOption in
             guard let v = AudioSessionOption(rawValue: o) else {
-                throw Arguments.UsageError(description: "unknown option \(o) (one of \(AudioSessionOption.allCases.map(\.rawValue).joined(separator: ", ")))")
+                throw Arguments.UsageError(description: "unknown option \(CommandOutput.text(o)) (one of \(AudioSessionOption.allCases.map(\.rawValue).joined(separator: ", ")))")
             }
             return v
         }
@@ -130,7 +130,7 @@ enum AudioCLI {
         if let path = a.value("file") {
             let sound: DecodedSound
             do { sound = try SoundDecoder.decode(path: path, maxDuration: 3600, maxBytes: 1 << 30) } catch {
-                throw Arguments.UsageError(description: "cannot play \(path): \(error)")
+                throw Arguments.UsageError(description: "cannot play \(CommandOutput.text(path)): \(error)")
             }
             return .pcm(samples: sound.pcm, sampleRate: sound.sampleRate, channels: sound.channels, loop: true)
         }

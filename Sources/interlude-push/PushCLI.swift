@@ -38,7 +38,7 @@ enum PushCLI {
                               options: ["broker", "device", "app", "title", "subtitle", "body", "level", "sound", "thread", "sender",
                                         "identifier", "id", "username", "password-file", "ca-file", "topic-prefix", "timeout"])
         if a.has("help") { print(usage); return 0 }
-        guard a.positionals.isEmpty else { throw Arguments.UsageError(description: "push takes no positional arguments: \(a.positionals[0])") }
+        guard a.positionals.isEmpty else { throw Arguments.UsageError(description: "push takes no positional arguments: \(CommandOutput.text(a.positionals[0]))") }
         guard let brokerText = a.value("broker") else { throw Arguments.UsageError(description: "push needs --broker URL") }
         let broker = try MQTTBrokerURL(brokerText)
         guard let device = a.value("device") else { throw Arguments.UsageError(description: "push needs --device ID") }

@@ -107,7 +107,7 @@ enum CLI {
             case "register-remote": return try await NotificationCommands.registerRemote(socket: socket, rest)
             case "help", "--help", "-h": print(usage); return 0
             case "--version", "version": print("interlude \(version) (protocol \(interludeProtocolVersion))"); return 0
-            default: return CommandOutput.fail("unknown command \(command)\n\(usage)", code: 2)
+            default: return CommandOutput.fail("unknown command \(CommandOutput.text(command))\n\(usage)", code: 2)
             }
         } catch {
             return CommandOutput.fail(error)

@@ -45,7 +45,7 @@ enum NotificationCommands {
             trigger = TriggerParams(at: try parseTime(at, option: "--at"))
         }
         let badge = try a.value("badge").map { s -> Int in
-            guard let n = Int(s), (0...NotificationPolicy.maximumBadge).contains(n) else { throw Arguments.UsageError(description: "--badge must be a whole number 0…\(NotificationPolicy.maximumBadge), not \(s)") }
+            guard let n = Int(s), (0...NotificationPolicy.maximumBadge).contains(n) else { throw Arguments.UsageError(description: "--badge must be a whole number 0…\(NotificationPolicy.maximumBadge), not \(CommandOutput.text(s))") }
             return n
         }
         let params = AddNotificationParams(
@@ -97,7 +97,7 @@ enum NotificationCommands {
         let now = Date().timeIntervalSince1970
         func checked(_ t: Double) throws -> Double {
             guard t.isFinite, t <= now + 10 * 366 * 86400 else {
-                throw Arguments.UsageError(description: "\(option) \(s) is not a time within the next 10 years")
+                throw Arguments.UsageError(description: "\(option) \(CommandOutput.text(s)) is not a time within the next 10 years")
             }
             return t
         }
@@ -240,24 +240,24 @@ enum NotificationCommands {
         var inputs: [String: String] = [:]
         for t in a.values["text-input"] ?? [] {
             let parts = t.split(separator: ":", maxSplits: 1).map(String.init)
-            guard parts.count == 2 else { throw Arguments.UsageError(description: "--text-input takes ACTION:PLACEHOLDER, not \(t)") }
+            guard parts.count == 2 else { throw Arguments.UsageError(description: "--text-input takes ACTION:PLACEHOLDER, not \(CommandOutput.text(t))") }
             inputs[parts[0]] = parts[1]
         }
         var actions: [NotificationAction] = []
         for spec in a.values["action"] ?? [] {
             let parts = spec.split(separator: ":", maxSplits: 2, omittingEmptySubsequences: false).map(String.init)
             guard parts.count >= 2, !parts[0].isEmpty, !parts[1].isEmpty else {
-                throw Arguments.UsageError(description: "--action takes ID:TITLE[:OPTION,...], not \(spec)")
+                throw Arguments.UsageError(description: "--action takes ID:TITLE[:OPTION,...], not \(CommandOutput.text(spec))")
             }
             let options = try (parts.count == 3 ? parts[2].split(separator: ",").map(String.init) : []).map { o -> NotificationActionOption in
                 guard let v = NotificationActionOption(rawValue: o) else {
-                    throw Arguments.UsageError(description: "unknown action option \(o) (destructive, authenticationRequired, foreground)")
+                    throw Arguments.UsageError(description: "unknown action option \(CommandOutput.text(o)) (destructive, authenticationRequired, foreground)")
                 }
                 return v
             }
             actions.append(NotificationAction(identifier: parts[0], title: parts[1], options: options, textInputPlaceholder: inputs.removeValue(forKey: parts[0])))
         }
-        if let stray = inputs.keys.sorted().first { throw Arguments.UsageError(description: "--text-input names \(stray), which no --action defines") }
+        if let stray = inputs.keys.sorted().first { throw Arguments.UsageError(description: "--text-input names \(CommandOutput.text(stray)), which no --action defines") }
         let c = try await InterludeClient.connect(socket: socket, app: app)
         _ = try await c.call(NotificationMethod.registerCategories,
                              RegisterCategoriesParams(categories: [NotificationCategory(identifier: a.positionals[0], actions: actions,
@@ -278,7 +278,7 @@ enum NotificationCommands {
         case "respond":  // --app only when several apps have that identifier
             guard a.positionals.count == 3 else { throw usage }
         case "remove", "clear":
-            guard app != nil else { throw Arguments.UsageError(description: "center \(a.positionals[0]) needs --app ID (whose notifications)") }
+            guard app != nil else { throw Arguments.UsageError(description: "center \(CommandOutput.text(a.positionals[0])) needs --app ID (whose notifications)") }
             guard a.positionals.count == (a.positionals[0] == "remove" ? 2 : 1), !a.has("text") else { throw usage }
         case nil: break
         default: throw usage
@@ -336,7 +336,7 @@ enum NotificationCommands {
     static func badge(socket: String?, _ argv: [String]) async throws -> Int32 {
         guard (1...2).contains(argv.count), !argv[0].hasPrefix("--") else { throw Arguments.UsageError(description: "badge APP [N]") }
         let count = try argv.dropFirst().first.map { s -> Int in
-            guard let n = Int(s), (0...NotificationPolicy.maximumBadge).contains(n) else { throw Arguments.UsageError(description: "the badge is a whole number 0…\(NotificationPolicy.maximumBadge), not \(s)") }
+            guard let n = Int(s), (0...NotificationPolicy.maximumBadge).contains(n) else { throw Arguments.UsageError(description: "the badge is a whole number 0…\(NotificationPolicy.maximumBadge), not \(CommandOutput.text(s))") }
             return n
         }
         let c = try await connectUser(socket)
@@ -390,11 +390,11 @@ enum NotificationCommands {
         var changed = false
         for kv in argv.dropFirst() {
             let parts = kv.split(separator: "=", maxSplits: 1).map(String.init)
-            guard parts.count == 2 else { throw Arguments.UsageError(description: "settings takes KEY=VALUE, not \(kv)") }
+            guard parts.count == 2 else { throw Arguments.UsageError(description: "settings takes KEY=VALUE, not \(CommandOutput.text(kv))") }
             let (k, v) = (parts[0], parts[1])
             func bool() throws -> Bool {
                 switch v { case "on", "true", "yes": return true; case "off", "false", "no": return false
-                default: throw Arguments.UsageError(description: "\(k) takes on or off") }
+                default: throw Arguments.UsageError(description: "\(CommandOutput.text(k)) takes on or off") }
             }
             switch k {
             case "authorization":
@@ -413,7 +413,7 @@ enum NotificationCommands {
             case "marketing": p.marketing = try bool()
             case "remote": p.remote = try bool()
             default:
-                throw Arguments.UsageError(description: "unknown setting \(k) (authorization, sound, badge, showPreviews, timeSensitive, criticalAlerts, scheduledSummary, marketing, remote)")
+                throw Arguments.UsageError(description: "unknown setting \(CommandOutput.text(k)) (authorization, sound, badge, showPreviews, timeSensitive, criticalAlerts, scheduledSummary, marketing, remote)")
             }
             changed = true
         }

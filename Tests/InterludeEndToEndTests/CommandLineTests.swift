@@ -76,6 +76,18 @@ import InterludeTestSupport
             #expect(!r.err.unicodeScalars.contains { $0 != "\n" && UnsafeText.mustEscape($0) }, "\(args): \(r.err.debugDescription)")
             #expect(r.err.contains("\\u{1B}") || r.err.contains("\\u{202E}"), "\(args): \(r.err.debugDescription)")
         }
+        // A typed backslash is doubled, as on standard output, so a typed `\u{1B}` does not read
+        // like a real ESC (both printed `nope\u{1B}`).
+        for (args, typed, real) in [(["nope\\u{1B}"], "nope\\\\u{1B}", "nope\\u{1B}"),
+                                    (["session", "--app", "a.b", "--category", "x\\u{1B}"], "x\\\\u{1B}", "x\\u{1B}"),
+                                    (["settings", "a.b", "k\\n=on"], "k\\\\n", "k\\n"),
+                                    (["notify", "--app", "a.b", "--title", "t", "--badge", "1\\t"], "1\\\\t", "1\\t")] {
+            let withTyped = try interlude(args)
+            #expect(withTyped.status == 2 && withTyped.err.contains(typed), "\(args): \(withTyped.err.debugDescription)")
+            let withReal = try interlude(args.map { $0.replacingOccurrences(of: "\\u{1B}", with: "\u{1B}").replacingOccurrences(of: "\\n", with: "\n")
+                                                        .replacingOccurrences(of: "\\t", with: "\t") })
+            #expect(withReal.status == 2 && withReal.err.contains(real) && !withReal.err.contains(typed), "\(args): \(withReal.err.debugDescription)")
+        }
         // Parsed by interlude-audio: the hand-off keeps the arguments and the exit status.
         let session = try interlude(["session", "--app", "org.example.Music", "--category", "loud"])
         #expect(session.status == 2)
