@@ -206,7 +206,7 @@ public final class MQTTClient: @unchecked Sendable {
         /// What to call when the broker acknowledges a reply, by packet id. Kept across a
         /// reconnect (libmosquitto sends the reply again with the same id); a reply never
         /// acknowledged keeps its entry for the life of the client.
-        var replyAcknowledgements: [Int32: @Sendable () -> Void] = [:]
+        var replyAcknowledgements = PacketCallbacks()
         /// Which of ``MQTTOptions/brokers`` the client connects (or tries to connect) to.
         var brokerIndex = 0
     }
@@ -463,7 +463,7 @@ public final class MQTTClient: @unchecked Sendable {
             if rc == MOSQ_ERR_SUCCESS.rawValue || rc == MOSQ_ERR_NO_CONN.rawValue {
                 state.withLock { s in
                     s.repliesInFlight.insert(mid)
-                    if let done = next.onAcknowledged { s.replyAcknowledgements[mid] = done }
+                    if let done = next.onAcknowledged { s.replyAcknowledgements.add(mid, done) }
                 }
             } else {
                 log("cannot publish to \(next.topic): \(String(cString: mosquitto_strerror(rc)))")
@@ -634,7 +634,7 @@ public final class MQTTClient: @unchecked Sendable {
     }
     func published(_ mid: Int32) {
         let (reply, done) = state.withLock { s -> (Bool, (@Sendable () -> Void)?) in
-            let done = s.replyAcknowledgements.removeValue(forKey: mid)
+            let done = s.replyAcknowledgements.take(mid)
             if s.repliesInFlight.remove(mid) != nil { return (true, done) }
             if done != nil { return (false, done) }  // a reply sent again after a reconnect
             s.published.insert(mid)
@@ -652,6 +652,33 @@ public final class MQTTClient: @unchecked Sendable {
         changed.broadcast()
         changed.unlock()
     }
+}
+
+/// Callbacks waiting for the broker's acknowledgement of a publish, by libmosquitto's 16-bit
+/// packet id (`mid`). Ids wrap around after 65,535 publishes, so a publish still unacknowledged
+/// then (one sent again after each reconnect) shares its id with a new one: both callbacks are
+/// kept, oldest first, and an acknowledgement takes the oldest, as libmosquitto's own outgoing
+/// list gives the acknowledgement to the oldest message with that id (`message__delete`). A
+/// dictionary of one callback per id dropped the older and gave the newer the older's
+/// acknowledgement.
+struct PacketCallbacks {
+    private var waiting: [Int32: [@Sendable () -> Void]] = [:]
+
+    /// Waits for `mid`'s acknowledgement, after any callback already waiting for that id.
+    mutating func add(_ mid: Int32, _ callback: @escaping @Sendable () -> Void) {
+        waiting[mid, default: []].append(callback)
+    }
+
+    /// The oldest callback waiting for `mid`, removed; nil when none waits.
+    mutating func take(_ mid: Int32) -> (@Sendable () -> Void)? {
+        guard var list = waiting[mid], !list.isEmpty else { return nil }
+        let first = list.removeFirst()
+        waiting[mid] = list.isEmpty ? nil : list
+        return first
+    }
+
+    /// How many callbacks wait, over all ids.
+    var count: Int { waiting.values.reduce(0) { $0 + $1.count } }
 }
 
 // MARK: C callbacks (file scope: nonisolated, see DESIGN.md's callback trap)
