@@ -57,6 +57,22 @@ public struct Arguments: Sendable {
         }
     }
 
+    /// Why the process's command line cannot be read as text, or nil when it can: the first
+    /// argument that is not UTF-8 (Swift's `CommandLine.arguments` turns invalid bytes into
+    /// U+FFFD, so `interlude settings $'\xff'` acted on an app named "\u{FFFD}" and a path with
+    /// such bytes named another file). The CLI's executables refuse such a command line (exit 2)
+    /// before reading it.
+    public static func commandLineProblem() -> String? {
+        for i in 1..<Int(CommandLine.argc) {
+            guard let p = CommandLine.unsafeArgv[i] else { continue }
+            let bytes = UnsafeBufferPointer(start: UnsafeRawPointer(p).assumingMemoryBound(to: UInt8.self), count: strlen(p))
+            if String(validating: bytes, as: UTF8.self) == nil {
+                return "argument \(i) (\(CommandOutput.text(String(decoding: bytes, as: UTF8.self)))) is not UTF-8 text"
+            }
+        }
+        return nil
+    }
+
     public func value(_ name: String) -> String? { values[name]?.last }
     public func all(_ name: String) -> [String] { values[name] ?? [] }
     public func has(_ name: String) -> Bool { flags.contains(name) || values[name] != nil }

@@ -1,6 +1,9 @@
 import Foundation
 import InterludePolicy
 import InterludeWire
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// What `interlude` and `interlude-audio` print, the same way: errors on standard error prefixed
 /// `interlude:`, events and replies as JSON lines, levels in dB with one decimal.
@@ -16,7 +19,23 @@ public enum CommandOutput {
     /// Prints `interlude: MESSAGE` on standard error (a warning, a note), as ``terminalLines(_:)``
     /// makes it.
     public static func warn(_ message: String) {
-        FileHandle.standardError.write(Data("interlude: \(terminalLines(message))\n".utf8))
+        write(Data("interlude: \(terminalLines(message))\n".utf8), to: STDERR_FILENO)
+    }
+
+    /// Writes all of `bytes` to `fd` (`STDOUT_FILENO`, `STDERR_FILENO`) at once, unbuffered. A
+    /// reader that went away (EPIPE: `interlude push … | head -c 5`, where SIGPIPE is ignored)
+    /// ends the process quietly with status 141, as SIGPIPE's default does for the other
+    /// commands; `FileHandle.write` trapped there (SIGILL). Another error (a closed descriptor)
+    /// drops the output.
+    public static func write(_ bytes: Data, to fd: Int32) {
+        var done = 0
+        while done < bytes.count {
+            let n = bytes.withUnsafeBytes { raw in Glibc.write(fd, raw.baseAddress! + done, raw.count - done) }
+            if n > 0 { done += n; continue }
+            if n < 0 && errno == EINTR { continue }
+            if n < 0 && errno == EPIPE { exit(128 + SIGPIPE) }
+            return
+        }
     }
 
     /// The exit status for an error a command threw: 2 for a usage error, 1 otherwise, with a
@@ -33,7 +52,7 @@ public enum CommandOutput {
     /// One value as one line of JSON on standard output (the wire encoding: sorted keys).
     public static func printJSONLine<T: Encodable>(_ v: T) {
         if let d = try? WireCoding.encode(v) {
-            FileHandle.standardOutput.write(UnsafeText.jsonForTerminal(d) + Data([0x0a]))
+            write(UnsafeText.jsonForTerminal(d) + Data([0x0a]), to: STDOUT_FILENO)
         }
     }
 

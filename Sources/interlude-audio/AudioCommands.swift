@@ -27,7 +27,7 @@ enum AudioCLI {
     static func run(_ argv: [String]) async -> Int32 {
         let line = CommandInvocation(argv)
         if line.socketWithoutPath { return CommandOutput.fail("--socket needs a PATH", code: 2) }
-        guard let command = line.command else { FileHandle.standardError.write(Data((usage + "\n").utf8)); return 2 }
+        guard let command = line.command else { CommandOutput.write(Data((usage + "\n").utf8), to: STDERR_FILENO); return 2 }
         let (socket, rest) = (line.socket, line.rest)
         do {
             switch command {
@@ -76,7 +76,7 @@ enum AudioCLI {
         let verbose = a.has("verbose")
         let connect = a.has("connect") ? (socket ?? InterludeClient.defaultSocketPath(environment: ProcessInfo.processInfo.environment)) : nil
         if connect != nil && s.config != nil {
-            FileHandle.standardError.write(Data("interlude: warning: --connect: the scenario's config does not apply to the running daemon, and its steps change that daemon's focus and ringer\n".utf8))
+            CommandOutput.write(Data("interlude: warning: --connect: the scenario's config does not apply to the running daemon, and its steps change that daemon's focus and ringer\n".utf8), to: STDERR_FILENO)
         }
         print("scenario: \(CommandOutput.terminalLines(s.name))")
         let report = try await ScenarioRunner(s, options: .init(connectSocket: connect, log: { if verbose { print(CommandOutput.terminalLines($0)) } },

@@ -62,7 +62,7 @@ enum NotificationCommands {
         let auth = try await c.call(NotificationMethod.requestAuthorization, RequestAuthorizationParams(options: options),
                                     as: AuthorizationResult.self)
         if auth.status == .notDetermined || auth.status == .denied {
-            FileHandle.standardError.write(Data((CommandOutput.text("interlude: \(app) is \(auth.status.rawValue == "denied" ? "denied" : "not yet authorized") (N1); allow it with `interlude auth \(app) grant`") + "\n").utf8))
+            CommandOutput.write(Data((CommandOutput.text("interlude: \(app) is \(auth.status.rawValue == "denied" ? "denied" : "not yet authorized") (N1); allow it with `interlude auth \(app) grant`") + "\n").utf8), to: STDERR_FILENO)
         }
         let r = try await c.call(NotificationMethod.add, params, as: AddNotificationResult.self)
         if a.has("json") { CommandOutput.printJSONLine(r) } else { print("\(CommandOutput.text(r.identifier)): \(CommandOutput.describe(r.decision))") }
@@ -348,7 +348,7 @@ enum NotificationCommands {
         print("\(CommandOutput.text(argv[0])): badge \(badge), \(list.deliveredCount) in the center")
         if argv.count == 2, badge != Int(argv[1]) {
             // Accepted, but the app's badges are off (its badge setting or the badge option, N12).
-            FileHandle.standardError.write(Data("interlude: \(CommandOutput.text(argv[0]))'s badges are off: the badge stays \(badge)\n".utf8))
+            CommandOutput.write(Data("interlude: \(CommandOutput.text(argv[0]))'s badges are off: the badge stays \(badge)\n".utf8), to: STDERR_FILENO)
         }
         return 0
     }
@@ -436,7 +436,7 @@ enum NotificationCommands {
             let auth = try await c.call(NotificationMethod.requestAuthorization, RequestAuthorizationParams(options: [.alert, .sound, .badge]),
                                         as: AuthorizationResult.self)
             if auth.status == .notDetermined || auth.status == .denied {
-                FileHandle.standardError.write(Data((CommandOutput.text("interlude: \(app) is \(auth.status == .denied ? "denied" : "not yet authorized") (N1); allow it with `interlude auth \(app) grant`") + "\n").utf8))
+                CommandOutput.write(Data((CommandOutput.text("interlude: \(app) is \(auth.status == .denied ? "denied" : "not yet authorized") (N1); allow it with `interlude auth \(app) grant`") + "\n").utf8), to: STDERR_FILENO)
             }
         }
         let r = try await c.call(RemoteMethod.registerRemote, RegisterRemoteParams(enabled: !a.has("off")), as: RegisterRemoteResult.self)
