@@ -39,6 +39,12 @@ public struct MQTTBrokerURL: Sendable, Equatable, CustomStringConvertible {
         }
         if h.hasPrefix("["), h.hasSuffix("]") { h = String(h.dropFirst().dropLast()) }
         guard !h.isEmpty else { throw MQTTError(.badURL, "the broker URL \(text) has no host") }
+        // A host name (RFC 1123: letters, digits, hyphens, dots; an underscore is seen in the
+        // wild) or an IP address (IPv6 between brackets): anything else (a space, a control
+        // character) was looked up for 10 s and failed as "Lookup error".
+        guard h.unicodeScalars.allSatisfy({ $0.isASCII && (CharacterSet.alphanumerics.contains($0) || "-._:%".unicodeScalars.contains($0)) }) else {
+            throw MQTTError(.badURL, "the host of a broker URL is a name or an IP address (letters, digits, '-', '.'), not \(h.debugDescription)")
+        }
         host = h
         port = p
     }

@@ -144,12 +144,15 @@ public struct RemoteMessage: Sendable, Equatable {
 
 extension RemoteMessage {
     /// The `id` and `app` of a message that cannot be read as a whole (too large, invalid UTF-8
-    /// somewhere else in it), for its receipt, so that the provider can match the receipt: read
-    /// when the message is a JSON object of at most 256 KiB, its invalid UTF-8 taken as U+FFFD. A
+    /// or nesting too deep somewhere else in it), for its receipt, so that the provider can match
+    /// the receipt: read when the message is a JSON object of at most 256 KiB nested at most 128
+    /// levels, its invalid UTF-8 taken as U+FFFD. A
     /// value that holds U+FFFD where the message had invalid bytes, is not a string, or is out of
     /// the limits `parse` checks is not read (nil).
     public static func receiptFields(_ bytes: [UInt8]) -> (id: String?, app: String?) {
-        guard bytes.count <= 262144, (try? JSONDepth.check(bytes)) != nil else { return (nil, nil) }
+        // Deeper than a message may be (a message refused for its nesting still has its id read),
+        // within what the decoder takes safely (it traps near 512 levels).
+        guard bytes.count <= 262144, (try? JSONDepth.check(bytes, limit: 4 * JSONDepth.maximum)) != nil else { return (nil, nil) }
         let valid = String(validating: bytes, as: UTF8.self) != nil
         let text = String(decoding: bytes, as: UTF8.self)
         guard let o = (try? JSONValue.parse(Data(text.utf8)))?.objectValue else { return (nil, nil) }

@@ -47,6 +47,15 @@ enum PushCLI {
         let prefix = a.value("topic-prefix") ?? "interlude/devices"
         if let why = RemoteTopics.prefixProblem(prefix) { throw Arguments.UsageError(description: "--topic-prefix \(prefix): \(why)") }
         let topics = RemoteTopics(prefix: prefix, device: device)
+        // Options that would not be used are refused, not ignored (a stranger's --title with
+        // --stdin, --app with --raw, --ca-file for a broker without TLS).
+        let single = ["title", "subtitle", "body", "level", "sound", "thread", "sender", "identifier", "id"]
+        if a.has("stdin"), let o = single.first(where: a.has) {
+            throw Arguments.UsageError(description: "--\(o) is for one message; with --stdin each line is a message of its own")
+        }
+        if a.has("raw") && !a.has("stdin") { throw Arguments.UsageError(description: "--raw goes with --stdin (it publishes the lines as they are)") }
+        if a.has("raw") && a.has("app") { throw Arguments.UsageError(description: "--app fills in the lines' app, which --raw does not do: put it in the lines") }
+        if a.has("ca-file") && !broker.tls { throw Arguments.UsageError(description: "--ca-file is for an mqtts:// broker; \(broker) has no TLS") }
 
         // The messages, checked before anything is sent.
         var messages: [(id: String, bytes: [UInt8])] = []
@@ -79,6 +88,7 @@ enum PushCLI {
                 }
                 messages.append((o["id"]?.stringValue ?? "", bytes))
             }
+            if messages.isEmpty { return CommandOutput.fail("standard input held no message (one JSON object a line): nothing published", code: 2) }
         } else {
             guard let app = a.value("app") else { throw Arguments.UsageError(description: "push needs --app APP (or --stdin)") }
             guard let title = a.value("title") else { throw Arguments.UsageError(description: "push needs --title T") }
@@ -120,7 +130,7 @@ enum PushCLI {
         var seen: [String: Int] = [:]
         for m in messages { seen[m.id, default: 0] += 1 }
         for (id, n) in seen.sorted(by: { $0.key < $1.key }) where n > 1 {
-            FileHandle.standardError.write(Data("interlude push: id \(CommandOutput.text(id)) is in this batch \(n) times: the device delivers it once and answers the others duplicate\n".utf8))
+            CommandOutput.write(Data("interlude push: id \(CommandOutput.text(id)) is in this batch \(n) times: the device delivers it once and answers the others duplicate\n".utf8), to: STDERR_FILENO)
         }
         // Acknowledgements per message (packet id → its place in the batch), not per id.
         var indexOf: [Int32: Int] = [:]
@@ -139,19 +149,31 @@ enum PushCLI {
         }
         let got = receipts.withLock { $0 }
         var used: [String: Int] = [:]   // receipts of an id given out so far (the k-th to its k-th message)
+        var unacknowledged: [String] = [], noReceipt: [String] = []
         for (i, m) in messages.enumerated() {
             let k = used[m.id, default: 0]
             used[m.id] = k + 1
             if wait, let all = got[m.id], k < all.count {
                 // The receipt as the broker delivered it, escaped for the terminal (the same JSON).
-                FileHandle.standardOutput.write(UnsafeText.jsonForTerminal(Data(all[k])) + Data([0x0A]))
+                CommandOutput.write(UnsafeText.jsonForTerminal(Data(all[k])) + Data([0x0A]), to: STDOUT_FILENO)
             } else {
                 CommandOutput.printJSONLine(PushLine(id: m.id, acknowledged: ackedIndices.contains(i), receipt: wait ? false : nil))
-                if wait { ok = false }
+                if !ackedIndices.contains(i) { unacknowledged.append(m.id) } else if wait { noReceipt.append(m.id); ok = false }
             }
         }
+        // Why the exit status is 1, in words (it was said by the JSON lines alone).
+        func some(_ ids: [String]) -> String {
+            ids.prefix(8).map(CommandOutput.text).joined(separator: ", ") + (ids.count > 8 ? " and \(ids.count - 8) more" : "")
+        }
+        if !unacknowledged.isEmpty {
+            CommandOutput.warn("push: the broker did not acknowledge \(unacknowledged.count) message(s) within \(CommandOutput.fmt(timeout)) s: \(some(unacknowledged))")
+        }
+        if !noReceipt.isEmpty {
+            CommandOutput.warn("push: no receipt within \(CommandOutput.fmt(timeout)) s for \(noReceipt.count) message(s): \(some(noReceipt))"
+                + (noReceipt.contains { $0.hasPrefix("line-") } ? " (line-N: a line whose id could not be read, so its receipt, if any, cannot be matched)" : ""))
+        }
         if messages.count > 1 {
-            FileHandle.standardError.write(Data("interlude push: \(messages.count) published, \(ackedIndices.count) acknowledged by the broker\(wait ? ", \(got.values.reduce(0) { $0 + $1.count }) receipts" : "")\n".utf8))
+            CommandOutput.write(Data("interlude push: \(messages.count) published, \(ackedIndices.count) acknowledged by the broker\(wait ? ", \(got.values.reduce(0) { $0 + $1.count }) receipts" : "")\n".utf8), to: STDERR_FILENO)
         }
         return ok ? 0 : 1
     }

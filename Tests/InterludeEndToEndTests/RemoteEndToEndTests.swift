@@ -161,11 +161,50 @@ enum TestBroker {
                               (["push", "--broker", "mqtt://127.0.0.1:1", "--device", "d", "--app", "a.b", "--title", "t", "--topic-prefix", "a\tb"],
                                "must not hold control characters"),
                               (["push", "--broker", "mqtt://127.0.0.1:1", "--device", "d", "--app", "a.b", "--title", "t", "--topic-prefix", "$SYS/x"],
-                               "must not start with '$'")] {
-            let r = try Self.interlude(args)
+                               "must not start with '$'"),
+                              // Options that would be ignored are refused (a stranger's finds: --title with --stdin was
+                              // ignored, --raw without --stdin and --ca-file without TLS accepted, a host with an
+                              // escape looked up for 10 s).
+                              (["push", "--broker", "mqtt://127.0.0.1:1", "--device", "d", "--stdin", "--title", "t"], "--title is for one message"),
+                              (["push", "--broker", "mqtt://127.0.0.1:1", "--device", "d", "--app", "a.b", "--title", "t", "--raw"], "--raw goes with --stdin"),
+                              (["push", "--broker", "mqtt://127.0.0.1:1", "--device", "d", "--stdin", "--raw", "--app", "a.b"], "--app fills in"),
+                              (["push", "--broker", "mqtt://127.0.0.1:1", "--device", "d", "--app", "a.b", "--title", "t", "--ca-file", "/nonexistent"],
+                               "--ca-file is for an mqtts:// broker"),
+                              (["push", "--broker", "mqtt://h\u{1B}", "--device", "d", "--app", "a.b", "--title", "t"], "the host of a broker URL"),
+                              (["push", "--broker", "mqtt://127.0.0.1:1", "--device", "d", "--stdin"], "standard input held no message"),
+                             ] {
+            let r = try Self.interlude(args, stdin: "")
             #expect(r.status == 2, "\(args): \(r.err)")
             #expect(r.err.contains(words), "\(args): \(r.err)")
+            #expect(!r.err.unicodeScalars.contains { $0 != "\n" && UnsafeText.mustEscape($0) }, "\(args): \(r.err.debugDescription)")
         }
+    }
+
+    /// A stranger's finds: `interlude push … | head -c 5` crashed (SIGILL: Foundation's
+    /// FileHandle.write traps on EPIPE, SIGPIPE being ignored there); it ends quietly with 141, as
+    /// the other commands do. And `--wait-receipt` that exits 1 says why on standard error.
+    @Test(.enabled(if: TestBroker.required()))
+    func pushIntoAClosedPipeEndsQuietlyAndAMissingReceiptIsSaid() throws {
+        guard let path = ScenarioRunner.siblingExecutable("interlude") else { throw CocoaError(.fileNoSuchFile) }
+        let args = ["push", "--broker", TestBroker.url!, "--device", "device-nobody", "--username", "provider",
+                    "--password-file", TestBroker.passwordFile("provider"), "--app", "a.b", "--title", "t"]
+        let quoted = ([path] + args).map { "'" + $0.replacingOccurrences(of: "'", with: "'\\''") + "'" }.joined(separator: " ")
+        let r = try ChildProcess.run("/bin/bash", ["-c", "\(quoted) | (exec 0<&-; true); echo status=${PIPESTATUS[0]}"], timeout: 60)
+        #expect(r.stdout.contains("status=141"), "\(r.stdout) \(r.stderr)")
+        #expect(!r.stderr.contains("Fatal error") && !r.stderr.contains("crashed"), "\(r.stderr)")
+
+        // An argument that is not UTF-8 is refused before it is read (it became U+FFFD: another
+        // app's id, another file's path), by each executable.
+        for command in ["push --app $'a.b\\xff'", "settings $'\\xff'", "session --app $'\\xe9'"] {
+            let bad = try ChildProcess.run("/bin/bash", ["-c", "'\(path)' \(command)"], timeout: 30)
+            #expect(bad.status == 2 && bad.stderr.contains("is not UTF-8 text"), "\(command): \(bad.stderr)")
+        }
+
+        // No device answers: exit 1, and standard error says which messages got no receipt.
+        let lines = "{\"v\":1,\"id\":7,\"app\":\"a.b\",\"title\":\"t\"}\n{\"v\":1,\"id\":\"named-\(getpid())\",\"app\":\"a.b\",\"title\":\"t\"}\n"
+        let w = try Self.push("device-nobody", ["--stdin", "--raw", "--wait-receipt", "--timeout", "1"], stdin: lines)
+        #expect(w.status == 1, "\(w)")
+        #expect(w.err.contains("no receipt within 1.0 s for 2 message(s): line-1, named-\(getpid())") && w.err.contains("line-N: a line whose id"), "\(w.err)")
     }
 
     /// Done-when 1: a push is delivered with its sound heard at the monitor and a receipt naming the

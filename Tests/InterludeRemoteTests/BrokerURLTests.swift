@@ -9,9 +9,12 @@ import Testing
         #expect(try MQTTBrokerURL("mqtt://localhost:20001/") == MQTTBrokerURL(host: "localhost", port: 20001, tls: false))
         #expect(try MQTTBrokerURL("mqtt://[::1]:1884") == MQTTBrokerURL(host: "::1", port: 1884, tls: false))
         #expect(try MQTTBrokerURL("mqtt://[::1]:1884").description == "mqtt://[::1]:1884")
+        #expect(try MQTTBrokerURL("mqtt://broker_1.example-net.org").host == "broker_1.example-net.org")
+        #expect(try MQTTBrokerURL("mqtt://[fe80::1%eth0]:1883").host == "fe80::1%eth0")
     }
 
-    @Test(arguments: ["http://x", "mqtt://", "mqtt://user:pw@host", "mqtt://host:0", "mqtt://host:70000", "mqtt://host/topic", "mqtt://host:x"])
+    @Test(arguments: ["http://x", "mqtt://", "mqtt://user:pw@host", "mqtt://host:0", "mqtt://host:70000", "mqtt://host/topic", "mqtt://host:x",
+                      "mqtt://h\u{1B}", "mqtt://a b", "mqtt://h\n:1883", "mqtts://h\u{202E}x"])
     func refused(_ text: String) {
         #expect(throws: MQTTError.self) { try MQTTBrokerURL(text) }
     }

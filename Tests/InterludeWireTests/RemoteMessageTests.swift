@@ -97,7 +97,13 @@ import Testing
 
     @Test func deepNestingIsRefused() {
         let deep = #"{"v":1,"id":"m","app":"a.b","title":"t","userInfo":"# + String(repeating: "[", count: 40) + String(repeating: "]", count: 40) + "}"
-        #expect(throws: RemoteMessageError.self) { try parse(deep) }
+        // Refused, its id and app still named for the receipt (a stranger's find: no id, so
+        // `push --wait-receipt` could not match it).
+        #expect(throws: RemoteMessageError(WireError(.badRequest, "JSON nested more than 32 levels deep (at byte 82); the protocol allows 32"), id: "m", app: "a.b")) { try parse(deep) }
+        let deeper = #"{"v":1,"id":"m","app":"a.b","title":"t","userInfo":"# + String(repeating: "[", count: 600) + String(repeating: "]", count: 600) + "}"
+        #expect {
+            _ = try parse(deeper)
+        } throws: { e in (e as? RemoteMessageError)?.id == nil }
     }
 
     @Test func receiptsEncodeTheirStatusAndRules() throws {
