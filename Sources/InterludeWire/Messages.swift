@@ -26,8 +26,8 @@ public struct WireRequest: Sendable, Equatable {
     }
 
     /// One JSON object, as a request line or a remote message must be: UTF-8 text, nested at
-    /// most ``JSONDepth/maximum`` levels, valid JSON, an object. Positions in the errors count
-    /// from the start of `bytes`.
+    /// most ``JSONDepth/maximum`` levels, valid JSON, an object, no key twice in one object
+    /// (``JSONDuplicateKeys``). Positions in the errors count from the start of `bytes`.
     /// - Parameter named: what the object is, for the error ("a request", "a message").
     /// - Throws: `WireError` with code `badRequest`, saying which of those failed.
     public static func jsonObject(_ bytes: [UInt8], named: String) throws(WireError) -> [String: JSONValue] {
@@ -46,6 +46,10 @@ public struct WireRequest: Sendable, Equatable {
             throw WireError(.badRequest, "not valid JSON" + String(detail.prefix(200)))
         }
         guard let obj = value.objectValue else { throw WireError(.badRequest, "\(named) must be a JSON object") }
+        if let d = JSONDuplicateKeys.first(in: bytes) {
+            throw WireError(.badRequest, "key \"\(d.key)\" is given twice in one object (at byte \(d.offset)); "
+                            + "each key at most once (I-JSON, RFC 7493)")
+        }
         return obj
     }
 
