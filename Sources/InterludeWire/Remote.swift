@@ -95,6 +95,18 @@ public struct RemoteMessage: Sendable, Equatable {
         return Array(try WireCoding.encode(JSONValue.object(o)))
     }
 
+    /// The most `remote.maxMessageBytes` may be (ConfigSchema's range), 256 KiB: what
+    /// `interlude push` checks its messages against, and how much of a message too large for the
+    /// device's limit is still read for its receipt's id.
+    public static let largestMaxBytes = 262144
+
+    /// The id a device's receipt names for `bytes`: the message's id, or for a malformed message
+    /// what could be read of it (nil when nothing, e.g. an id given twice or not a string).
+    /// `interlude push --raw` matches receipts with it.
+    public static func receiptID(of bytes: [UInt8]) -> String? {
+        do { return try parse(bytes, maxBytes: largestMaxBytes).id } catch { return error.id }
+    }
+
     /// Parses a message.
     /// - Throws: ``RemoteMessageError`` with code `tooLarge` (over `maxBytes`, checked before
     ///   the fields are), `badRequest` (not UTF-8 JSON, not an object, nesting beyond
@@ -149,10 +161,10 @@ extension RemoteMessage {
     /// levels, its invalid UTF-8 taken as U+FFFD. A
     /// value that holds U+FFFD where the message had invalid bytes, is not a string, or is out of
     /// the limits `parse` checks is not read (nil).
-    public static func receiptFields(_ bytes: [UInt8]) -> (id: String?, app: String?) {
+    static func receiptFields(_ bytes: [UInt8]) -> (id: String?, app: String?) {
         // Deeper than a message may be (a message refused for its nesting still has its id read),
         // within what the decoder takes safely (it traps near 512 levels).
-        guard bytes.count <= 262144, (try? JSONDepth.check(bytes, limit: 4 * JSONDepth.maximum)) != nil else { return (nil, nil) }
+        guard bytes.count <= largestMaxBytes, (try? JSONDepth.check(bytes, limit: 4 * JSONDepth.maximum)) != nil else { return (nil, nil) }
         let valid = String(validating: bytes, as: UTF8.self) != nil
         let text = String(decoding: bytes, as: UTF8.self)
         guard let o = (try? JSONValue.parse(Data(text.utf8)))?.objectValue else { return (nil, nil) }

@@ -67,9 +67,8 @@ enum PushCLI {
                 let n = index + 1
                 if bytes.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) { continue }
                 if a.has("raw") {
-                    // The id as the daemon names it in the receipt: the JSON's, else (invalid
-                    // UTF-8) what it reads of it for the receipt.
-                    let id = (try? JSONValue.parse(Data(bytes)))?["id"]?.stringValue ?? RemoteMessage.receiptFields(bytes).id ?? "line-\(n)"
+                    // The id as the daemon names it in the receipt.
+                    let id = RemoteMessage.receiptID(of: bytes) ?? "line-\(n)"
                     messages.append((id, bytes))
                     continue
                 }
@@ -83,7 +82,7 @@ enum PushCLI {
                 if o["id"] == nil { o["id"] = .string(newID()) }
                 if o["app"] == nil, let app = a.value("app") { o["app"] = .string(app) }
                 let bytes = Array(try WireCoding.encoder.encode(JSONValue.object(o)))
-                do { _ = try RemoteMessage.parse(bytes, maxBytes: 262144) } catch {
+                do { _ = try RemoteMessage.parse(bytes, maxBytes: RemoteMessage.largestMaxBytes) } catch {
                     throw Arguments.UsageError(description: "stdin line \(n): \(error.error.message)")
                 }
                 messages.append((o["id"]?.stringValue ?? "", bytes))
@@ -102,7 +101,7 @@ enum PushCLI {
                 identifier: a.value("identifier"), title: title, subtitle: a.value("subtitle"), body: a.value("body"), sound: a.value("sound"),
                 thread: a.value("thread"), level: level, sender: a.value("sender")))
             let bytes = try m.encoded()
-            do { _ = try RemoteMessage.parse(bytes, maxBytes: 262144) } catch { throw Arguments.UsageError(description: error.error.message) }
+            do { _ = try RemoteMessage.parse(bytes, maxBytes: RemoteMessage.largestMaxBytes) } catch { throw Arguments.UsageError(description: error.error.message) }
             messages.append((id, bytes))
         }
 
