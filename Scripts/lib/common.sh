@@ -17,8 +17,9 @@ INTERLUDE_PACKAGES=(pulseaudio pulseaudio-utils libpulse-dev libsndfile1-dev lib
 # libnotify-bin (notify-send), libglib2.0-bin (gdbus), dunst + xvfb (a display daemon for
 # companion mode): the D-Bus tests' real clients. mosquitto (+ clients): the private broker.
 # rabbitmq-server: the three-node cluster the cluster test starts (Scripts/rabbitmq-cluster-private);
-# openssl: the TLS broker test's certificates.
-INTERLUDE_TEST_PACKAGES=(gdb systemd libnotify-bin libglib2.0-bin python3-dbus dunst xvfb mosquitto mosquitto-clients
+# openssl: the TLS broker test's certificates. strace: the descriptor test (a close that fails with
+# EBADF is a descriptor closed twice; DescriptorEndToEndTests).
+INTERLUDE_TEST_PACKAGES=(gdb strace systemd libnotify-bin libglib2.0-bin python3-dbus dunst xvfb mosquitto mosquitto-clients
     rabbitmq-server openssl)
 # mpv + mpv-mpris (a real MPRIS player), playerctl (acts as the user), python3-gi (the GLib main
 # loop of the tests' fake MPRIS player): the MPRIS tests (issue 10). Installed without recommends

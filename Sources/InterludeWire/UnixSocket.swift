@@ -44,13 +44,16 @@ public enum UnixSocket {
     public static func connect(_ path: String) throws -> Int32 {
         let fd = Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw Failure(description: "socket: \(String(cString: strerror(errno)))") }
-        do {
-            guard try attach(fd, to: path, listen: false) == 0 else {
-                let e = String(cString: strerror(errno))
-                Glibc.close(fd)
-                throw Failure(description: "\(path): \(e)")
-            }
-        } catch { Glibc.close(fd); throw error }
+        // Each way out closes `fd` once: a second close of the number, after another thread got
+        // it from socket() or open(), closed that thread's descriptor (seen: the daemon's own
+        // listening socket, "listen: Bad file descriptor", after a restart found a stale socket).
+        let rc: Int32
+        do { rc = try attach(fd, to: path, listen: false) } catch { Glibc.close(fd); throw error }
+        guard rc == 0 else {
+            let e = String(cString: strerror(errno))
+            Glibc.close(fd)
+            throw Failure(description: "\(path): \(e)")
+        }
         return fd
     }
 

@@ -60,6 +60,10 @@ enum TestBroker {
         var process: ChildProcess?
         /// Extra arguments of `interluded`.
         let arguments: [String]
+        /// A program and its arguments that run `interluded` (e.g. strace), or empty.
+        var launcher: [String] = []
+        /// The daemon's environment (nil: this process's).
+        var environment: [String: String]?
         /// - Parameters:
         ///   - broker, passwordFile: the broker URL and the device's password file (default: the
         ///     private mosquitto's).
@@ -86,8 +90,10 @@ enum TestBroker {
             // ChildProcess: a daemon started while the pusher thread starts `interlude push` must
             // not inherit that child's descriptors (Foundation's Process let it: the push's exit
             // went unseen and the test hung), and its log is opened by the spawn, appending.
-            process = try ChildProcess(path, ["--socket", work.socket, "--private", "--state", work.path + "/state", "--config", work.path] + arguments,
-                                       stdin: .null, stdout: .inherit, stderr: .appendTo(work.path + "/log"))
+            let daemon = [path, "--socket", work.socket, "--private", "--state", work.path + "/state", "--config", work.path] + arguments
+            let argv = launcher + daemon
+            process = try ChildProcess(argv[0], Array(argv.dropFirst()), stdin: .null, stdout: .inherit,
+                                       stderr: .appendTo(work.path + "/log"), environment: environment)
             if wait { waitListening() }
         }
         /// Waits (up to `timeout` s; a loaded machine starts a debug build slowly) until the daemon
