@@ -57,7 +57,7 @@ let package = Package(
         .executableTarget(name: "interluded", dependencies: [
             "InterludeServer", "InterludeEngine", "InterludePolicy", "InterludePulse", "InterludeSound", "InterludeStore", "InterludeConfig", "InterludeWire",
             "InterludeAudioPorts", "InterludeBus", "CInterludeSys",
-            "InterludeRemote",
+            "InterludeRemote", "InterludeCommandLine",
         ]),
         // The CLI links the client library only (fast start for `interlude play`); the commands that
         // play audio of their own run in `interlude-audio`, which `interlude` execs for them.

@@ -24,6 +24,23 @@ public enum JSONDuplicateKeys {
     /// "e\u{301}" are one key there).
     /// - Parameter bytes: JSON text that a parser has accepted.
     public static func first(in bytes: [UInt8]) -> Duplicate? {
+        var found: Duplicate?
+        scan(bytes) { found = $0; return false }
+        return found
+    }
+
+    /// The keys given more than once in the top-level object of `bytes` (all of them, not only
+    /// the first): a reader must not name an `id` that the text gives twice (which one would it
+    /// be?), even when another key's duplicate comes first.
+    /// - Parameter bytes: JSON text that a parser has accepted.
+    public static func topLevelKeysGivenTwice(in bytes: [UInt8]) -> Set<String> {
+        var keys: Set<String> = []
+        scan(bytes) { if $0.depth == 1 { keys.insert($0.key) }; return true }
+        return keys
+    }
+
+    /// Calls `found` for each key given again in its object, in text order, while it returns true.
+    private static func scan(_ bytes: [UInt8], _ found: (Duplicate) -> Bool) {
         // Per open container: whether it is an object and, if so, whether a key comes next; the
         // objects' key sets apart, changed in place (a set copied per key would make a line of
         // many keys cost their square).
@@ -42,8 +59,9 @@ public enum JSONDuplicateKeys {
                     if isKey, !keys.isEmpty {
                         let raw = bytes[(start + 1)..<i]
                         let key = hasEscape ? unescaped(Array(raw)) : String(decoding: raw, as: UTF8.self)
-                        if !keys[keys.count - 1].insert(key).inserted {
-                            return Duplicate(key: String(key.prefix(64)), offset: start, depth: isObject.count)
+                        if !keys[keys.count - 1].insert(key).inserted,
+                           !found(Duplicate(key: String(key.prefix(64)), offset: start, depth: isObject.count)) {
+                            return
                         }
                     }
                 }
@@ -70,7 +88,6 @@ public enum JSONDuplicateKeys {
             }
             i += 1
         }
-        return nil
     }
 
     /// A key with escapes as it reads (`\u0069d` → `id`), read by the JSON parser; the raw text

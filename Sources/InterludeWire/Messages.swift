@@ -31,6 +31,15 @@ public struct WireRequest: Sendable, Equatable {
     /// - Parameter named: what the object is, for the error ("a request", "a message").
     /// - Throws: `WireError` with code `badRequest`, saying which of those failed.
     public static func jsonObject(_ bytes: [UInt8], named: String) throws(WireError) -> [String: JSONValue] {
+        let obj = try jsonObjectAllowingDuplicateKeys(bytes, named: named)
+        if let e = duplicateKeyError(bytes) { throw e }
+        return obj
+    }
+
+    /// ``jsonObject(_:named:)`` without the duplicate-key check (a key given twice reads as its
+    /// last value, as `JSONSerialization` takes it), for a reader that wants the rest of the object
+    /// first: ``parse(_:)`` reads the id, to echo it with the duplicate's error.
+    static func jsonObjectAllowingDuplicateKeys(_ bytes: [UInt8], named: String) throws(WireError) -> [String: JSONValue] {
         guard String(validating: bytes, as: UTF8.self) != nil else {
             throw WireError(.badRequest, "not valid JSON: not UTF-8 text")
         }
@@ -46,11 +55,14 @@ public struct WireRequest: Sendable, Equatable {
             throw WireError(.badRequest, "not valid JSON" + String(detail.prefix(200)))
         }
         guard let obj = value.objectValue else { throw WireError(.badRequest, "\(named) must be a JSON object") }
-        if let d = JSONDuplicateKeys.first(in: bytes) {
-            throw WireError(.badRequest, "key \"\(d.key)\" is given twice in one object (at byte \(d.offset)); "
-                            + "each key at most once (I-JSON, RFC 7493)")
-        }
         return obj
+    }
+
+    /// The `badRequest` for the first key given twice in one object of `bytes` (parsed JSON), or nil.
+    static func duplicateKeyError(_ bytes: [UInt8]) -> WireError? {
+        guard let d = JSONDuplicateKeys.first(in: bytes) else { return nil }
+        return WireError(.badRequest, "key \"\(d.key)\" is given twice in one object (at byte \(d.offset)); "
+                         + "each key at most once (I-JSON, RFC 7493)")
     }
 
     /// Parses one line. Errors carry the id when it could be read, so the reply can echo it.
@@ -58,7 +70,7 @@ public struct WireRequest: Sendable, Equatable {
     ///   ``JSONDepth/maximum``, not an object, no method, bad id or params type) or `unknownField` (a top-level key other than id, method, params).
     public static func parse(_ line: [UInt8]) throws(WireParseError) -> WireRequest {
         let obj: [String: JSONValue]
-        do { obj = try jsonObject(line, named: "a request") } catch { throw WireParseError(id: nil, error: error) }
+        do { obj = try jsonObjectAllowingDuplicateKeys(line, named: "a request") } catch { throw WireParseError(id: nil, error: error) }
         let id = obj["id"]
         switch id {
         case let .number(n)? where !(abs(n) <= 9_007_199_254_740_991):
@@ -68,6 +80,11 @@ public struct WireRequest: Sendable, Equatable {
                 "\"id\" must be a number within ±9007199254740991 (2^53 − 1) or a string, so that the reply echoes it exactly"))
         case .number?, .string?: break
         default: throw WireParseError(id: nil, error: WireError(.badRequest, "\"id\" must be a number or a string"))
+        }
+        // A key given twice is refused with the id echoed, unless the id is the key given twice
+        // (which of its values would the reply echo?).
+        if let e = duplicateKeyError(line) {
+            throw WireParseError(id: JSONDuplicateKeys.topLevelKeysGivenTwice(in: line).contains("id") ? nil : id, error: e)
         }
         if let extra = Set(obj.keys).subtracting(["id", "method", "params"]).sorted().first {
             throw WireParseError(id: id, error: WireError(.unknownField, "unknown top-level key \"\(extra)\""))

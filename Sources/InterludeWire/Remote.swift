@@ -170,9 +170,9 @@ extension RemoteMessage {
         guard let o = (try? JSONValue.parse(Data(text.utf8)))?.objectValue else { return (nil, nil) }
         func readable(_ s: String) -> Bool { valid || !s.unicodeScalars.contains("\u{FFFD}") }
         // An `id` or `app` given twice is ambiguous: not named.
-        let twice = JSONDuplicateKeys.first(in: Array(text.utf8)).flatMap { $0.depth == 1 ? $0.key : nil }
-        let id = o["id"]?.stringValue.flatMap { (1...128).contains($0.utf8.count) && readable($0) && twice != "id" ? $0 : nil }
-        let app = o["app"]?.stringValue.flatMap { AppIdentifier.problem($0) == nil && readable($0) && twice != "app" ? $0 : nil }
+        let twice = JSONDuplicateKeys.topLevelKeysGivenTwice(in: Array(text.utf8))
+        let id = o["id"]?.stringValue.flatMap { (1...128).contains($0.utf8.count) && readable($0) && !twice.contains("id") ? $0 : nil }
+        let app = o["app"]?.stringValue.flatMap { AppIdentifier.problem($0) == nil && readable($0) && !twice.contains("app") ? $0 : nil }
         return (id, app)
     }
 }

@@ -205,6 +205,12 @@ enum TestBroker {
             let bad = try ChildProcess.run("/bin/bash", ["-c", "'\(path)' \(command)"], timeout: 30)
             #expect(bad.status == 2 && bad.stderr.contains("is not UTF-8 text"), "\(command): \(bad.stderr)")
         }
+        // And by the daemon: `--socket $'…\xff'` listened on a path with U+FFFD in it.
+        guard let daemon = ScenarioRunner.siblingExecutable("interluded") else { throw CocoaError(.fileNoSuchFile) }
+        let folder = NSTemporaryDirectory() + "interlude-argv-\(getpid())"
+        let refused = try ChildProcess.run("/bin/bash", ["-c", "'\(daemon)' --private --state '\(folder)/state' --socket '\(folder)/s'$'\\xff'"], timeout: 30)
+        #expect(refused.status == 2 && refused.stderr.contains("is not UTF-8 text"), "interluded: \(refused.status) \(refused.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: folder), "interluded made \(folder)")
 
         // No device answers: exit 1, and standard error says which messages got no receipt.
         let lines = "{\"v\":1,\"id\":7,\"app\":\"a.b\",\"title\":\"t\"}\n{\"v\":1,\"id\":\"named-\(getpid())\",\"app\":\"a.b\",\"title\":\"t\"}\n"

@@ -25,20 +25,39 @@ import Testing
         #expect(d?.key == key && d?.offset == offset, "\(text): \(String(describing: d))")
     }
 
-    @Test func aRequestWithAKeyTwiceIsABadRequest() {
+    /// The reply echoes the request's id (PROTOCOL.md: `null` only when it cannot be read), unless
+    /// the id is a key given twice, wherever that duplicate comes.
+    @Test(arguments: [
+        (#"{"id":1,"method":"status","params":{"a":1,"a":2}}"#, JSONValue.number(1) as JSONValue?, #"key "a" is given twice in one object (at byte 42)"#),
+        (#"{"id":"r7","method":"status","method":"status"}"#, .string("r7"), #"key "method" is given twice"#),
+        (#"{"id":1,"method":"status","id":2}"#, nil, #"key "id" is given twice"#),
+        (#"{"method":"status","method":"x","id":1,"id":2}"#, nil, #"key "method" is given twice"#),  // not the first duplicate
+        (#"{"id":1,"method":"status","params":{"id":1,"id":2}}"#, .number(1), #"key "id" is given twice"#),  // an id in params
+    ])
+    func aRequestWithAKeyTwiceIsABadRequest(_ text: String, id: JSONValue?, message: String) {
         #expect {
-            _ = try WireRequest.parse(Array(#"{"id":1,"method":"status","params":{"a":1,"a":2}}"#.utf8))
+            _ = try WireRequest.parse(Array(text.utf8))
         } throws: { e in
             guard let e = e as? WireParseError else { return false }
-            return e.error.code == .badRequest && e.error.message.contains(#"key "a" is given twice in one object (at byte 42)"#)
+            return e.error.code == .badRequest && e.error.message.contains(message) && e.id == id
         }
+    }
+
+    @Test(arguments: [
+        (#"{"a":1,"a":2,"id":1,"id":2}"#, ["a", "id"]),
+        (#"{"a":{"id":1,"id":2},"b":1}"#, []),
+        (#"{"a":1,"b":2}"#, []),
+    ])
+    func everyTopLevelKeyGivenTwice(_ text: String, keys: [String]) {
+        #expect(JSONDuplicateKeys.topLevelKeysGivenTwice(in: Array(text.utf8)) == Set(keys), "\(text)")
     }
 
     /// A remote message with a field twice is malformed; its id is named for the receipt unless
     /// the id itself is the field given twice.
     @Test func aRemoteMessageWithAFieldTwiceIsMalformed() {
         for (text, id) in [(#"{"v":1,"id":"d1","id":"d2","app":"a.b","title":"t"}"#, nil as String?),
-                           (#"{"v":1,"id":"m","app":"a.b","title":"t","title":"u"}"#, "m")] {
+                           (#"{"v":1,"id":"m","app":"a.b","title":"t","title":"u"}"#, "m"),
+                           (#"{"v":1,"title":"t","title":"u","id":"d1","id":"d2","app":"a.b"}"#, nil)] {  // the id's is not the first
             #expect {
                 _ = try RemoteMessage.parse(Array(text.utf8))
             } throws: { e in
