@@ -62,12 +62,22 @@ public final class BusConnection: @unchecked Sendable {
 
     /// Starts watching the connection's socket: from now on incoming messages are dispatched on
     /// ``queue`` to the registered objects and filters.
+    ///
+    /// The source watches a duplicate of sd-bus's descriptor, closed only once the source is off
+    /// it: sd-bus closes its own when the connection ends (`sd_bus_close`, also by itself when the
+    /// bus goes away), and a number closed under a live source could be reused (by a client's
+    /// connection) while libdispatch still watched it, whose late unregistration then removed the
+    /// new descriptor's watch (seen under strace: libdispatch's `EPOLL_CTL_DEL` of the bus's number
+    /// failing with EBADF after each stop).
     public func start() {
         queue.sync {
-            let fd = sd_bus_get_fd(bus)
+            let busFD = sd_bus_get_fd(bus)
+            guard busFD >= 0 else { return }
+            let fd = fcntl(busFD, F_DUPFD_CLOEXEC, 0)
             guard fd >= 0 else { return }
             let source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: queue)
             source.setEventHandler { @Sendable [weak self] in self?.pump() }
+            source.setCancelHandler { _ = close(fd) }
             source.resume()
             readSource = source
             let t = DispatchSource.makeTimerSource(queue: queue)
@@ -83,13 +93,21 @@ public final class BusConnection: @unchecked Sendable {
         queue.sync {
             guard !closed else { return }
             closed = true
-            readSource?.cancel()
-            timer?.cancel()
-            readSource = nil
-            timer = nil
+            stopWatching()
             sd_bus_flush(bus)
             sd_bus_close(bus)
         }
+    }
+
+    /// The descriptor the read source watches (the duplicate), while it does; for tests.
+    var watchedDescriptor: Int32? { queue.sync { readSource.map { Int32($0.handle) } } }
+
+    /// Cancels the read source (its descriptor is closed when it is off it) and the timer. On the queue.
+    private func stopWatching() {
+        readSource?.cancel()
+        timer?.cancel()
+        readSource = nil
+        timer = nil
     }
 
     /// Processes every queued message, flushes what was sent, and re-arms the timeout timer.
@@ -107,6 +125,12 @@ public final class BusConnection: @unchecked Sendable {
                 sd_bus_message_unref(m)
             }
             if r <= 0 { break }
+        }
+        // The bus went away (sd-bus closed its descriptor): our duplicate would stay readable
+        // (at its end) and wake the queue for ever.
+        if sd_bus_is_open(bus) <= 0 {
+            stopWatching()
+            return
         }
         sd_bus_flush(bus)
         var usec: UInt64 = 0
