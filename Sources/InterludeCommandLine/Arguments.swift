@@ -20,9 +20,12 @@ public struct Arguments: Sendable {
     /// - Parameters:
     ///   - flags: options that take no value.
     ///   - options: options that take a value (`--name value` or `--name=value`).
+    ///   - repeatable: options that may be given more than once (`--option X --option Y`); any
+    ///     other given twice is refused: the first value would be dropped without a word (getopt
+    ///     takes the last; `interlude push --title a --title b` sent "b").
     /// - Throws: `UsageError` for an option that is neither (`unknown option --x`), a flag given a
-    ///   value, or an option that takes a value given last.
-    public init(_ args: [String], flags flagNames: Set<String>, options valueNames: Set<String>) throws {
+    ///   value, an option that takes a value given last, or one not `repeatable` given twice.
+    public init(_ args: [String], flags flagNames: Set<String>, options valueNames: Set<String>, repeatable: Set<String> = []) throws {
         for a in args where a.hasPrefix("--") {
             let name = String(a.dropFirst(2).prefix { $0 != "=" })
             guard flagNames.contains(name) || valueNames.contains(name) else {
@@ -32,6 +35,9 @@ public struct Arguments: Sendable {
             if flagNames.contains(name) && a.contains("=") { throw UsageError(description: "--\(CommandOutput.text(name)) takes no value") }
         }
         try self.init(args, flagNames: flagNames)
+        if let (name, given) = values.filter({ $0.value.count > 1 && !repeatable.contains($0.key) }).min(by: { $0.key < $1.key }) {
+            throw UsageError(description: "--\(CommandOutput.text(name)) is given \(given.count) times; it takes one value")
+        }
     }
 
     /// Reads arguments without checking option names (see the other initializer).

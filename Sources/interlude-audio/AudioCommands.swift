@@ -99,7 +99,7 @@ enum AudioCLI {
     // MARK: session, interrupt
 
     static func session(socket: String?, _ argv: [String]) async throws -> Int32 {
-        let a = try Arguments(argv, flags: ["accepts-delay", "ignore-interruptions"], options: ["app", "category", "mode", "option", "tone", "file", "for"])
+        let a = try Arguments(argv, flags: ["accepts-delay", "ignore-interruptions"], options: ["app", "category", "mode", "option", "tone", "file", "for"], repeatable: ["option"])
         guard let app = a.value("app") else { throw Arguments.UsageError(description: "session needs --app ID") }
         guard let cat = a.value("category") else { throw Arguments.UsageError(description: "session needs --category") }
         guard let category = AudioCategory(rawValue: cat) else {

@@ -234,7 +234,7 @@ enum NotificationCommands {
     /// (N14: at most 4; options destructive, authenticationRequired, foreground), connecting as
     /// that app. The app's other categories stay as they are.
     static func categories(socket: String?, _ argv: [String]) async throws -> Int32 {
-        let a = try Arguments(argv, flags: [], options: ["app", "action", "text-input", "placeholder"])
+        let a = try Arguments(argv, flags: [], options: ["app", "action", "text-input", "placeholder"], repeatable: ["action", "text-input"])
         let usage = Arguments.UsageError(description: "categories --app ID CATEGORY [--action ID:TITLE[:OPTION,...]]... [--text-input ACTION:PLACEHOLDER]... [--placeholder BODY]")
         guard let app = a.value("app"), a.positionals.count == 1 else { throw usage }
         var inputs: [String: String] = [:]

@@ -89,6 +89,8 @@ enum Daemon {
             case "--socket", "--config", "--state", "--pulse-server":
                 // An empty path is no path: `--state ""` put the state in the root folder.
                 guard i + 1 < argv.count, !argv[i + 1].isEmpty else { log("\(a) needs a value"); return 2 }
+                // Given twice, the first would be dropped without a word (which socket is it on?).
+                guard options[String(a.dropFirst(2))] == nil else { log("\(a) is given twice; it takes one value"); return 2 }
                 options[String(a.dropFirst(2))] = argv[i + 1]
                 i += 2
             default:

@@ -53,3 +53,26 @@ import Testing
         #expect(CommandInvocation(argv).socketWithoutPath)
     }
 }
+
+/// An option given twice is a usage error unless it is one that repeats: getopt's "the last wins"
+/// dropped the first without a word (`interlude push --title a --title b` sent "b").
+@Suite struct RepeatedOptionTests {
+    @Test(arguments: [
+        (["--title", "a", "--title", "b"], "--title is given 2 times; it takes one value"),
+        (["--title=a", "--title", "b", "--title=c"], "--title is given 3 times; it takes one value"),
+        (["--body", "x", "--title", "a", "--body", "y", "--title", "b"], "--body is given 2 times; it takes one value"),
+    ])
+    func aSingleValueOptionGivenTwiceIsRefused(argv: [String], message: String) {
+        #expect {
+            _ = try Arguments(argv, flags: [], options: ["title", "body"])
+        } throws: { e in
+            (e as? Arguments.UsageError)?.description == message
+        }
+    }
+
+    @Test func repeatableOptionsKeepEveryValueInOrder() throws {
+        let a = try Arguments(["--option", "mixWithOthers", "--app", "x", "--option=duckOthers", "--json", "--json"],
+                              flags: ["json"], options: ["option", "app"], repeatable: ["option"])
+        #expect(a.all("option") == ["mixWithOthers", "duckOthers"] && a.value("app") == "x" && a.has("json"))
+    }
+}
