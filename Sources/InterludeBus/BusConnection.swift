@@ -33,6 +33,8 @@ public final class BusConnection: @unchecked Sendable {
     private var readSource: DispatchSourceRead?
     private var timer: DispatchSourceTimer?
     private var closed = false
+    /// Called once, on the queue, when the bus ends the connection (not after ``stop()``).
+    private var onLost: (@Sendable () -> Void)?
     /// For a monitor: called on the queue with each message seen.
     var monitorHandler: ((OpaquePointer) -> Void)?
     /// The address this connection was opened on.
@@ -99,6 +101,12 @@ public final class BusConnection: @unchecked Sendable {
         }
     }
 
+    /// Calls `body` once, on the queue, if the bus ends the connection (the bus daemon stopped or
+    /// dropped us); not when ``stop()`` closes it. The connection does nothing more after that.
+    public func whenLost(_ body: @escaping @Sendable () -> Void) {
+        queue.sync { onLost = body }
+    }
+
     /// The descriptor the read source watches (the duplicate), while it does; for tests.
     var watchedDescriptor: Int32? { queue.sync { readSource.map { Int32($0.handle) } } }
 
@@ -130,6 +138,10 @@ public final class BusConnection: @unchecked Sendable {
         // (at its end) and wake the queue for ever.
         if sd_bus_is_open(bus) <= 0 {
             stopWatching()
+            closed = true
+            let lost = onLost
+            onLost = nil
+            lost?()
             return
         }
         sd_bus_flush(bus)

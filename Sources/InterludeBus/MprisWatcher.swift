@@ -97,6 +97,9 @@ public final class MprisWatcher: MediaPlayerControl, @unchecked Sendable {
                 }
             }
         }
+        connection.whenLost { [log, address = connection.address] in
+            log("mpris: the session bus at \(address) went away; media players are not watched until interluded starts again")
+        }
         connection.start()
         connection.perform { [self] _ in
             let names = listNames().filter { $0.hasPrefix(Self.prefix) }.sorted()

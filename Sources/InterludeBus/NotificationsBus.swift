@@ -63,6 +63,25 @@ public final class NotificationsBus: @unchecked Sendable {
         }
     }
 
+    /// When the bus ends the connection (the session's bus daemon stopped): says so in the log,
+    /// `status` shows mode `off` with the reason, and the engine forgets the bus (a stranger's
+    /// find: the daemon went on reporting server mode on a bus that was gone, without a word).
+    /// The bus is not joined again: a restart of `interluded` (or of the user's session) does.
+    func watchBusLost(engine: Engine, log: @escaping @Sendable (String) -> Void) {
+        guard let connection else { return }
+        let address = connection.address
+        connection.whenLost { [self] in
+            let status = BusStatus(mode: "off", address: address, note: "the session bus went away")
+            log("bus: the session bus at \(address) went away; desktop notifications over D-Bus are off until interluded starts again")
+            lock.withLock { _status = status; lostContext = nil }
+            Task {
+                service?.stop()
+                companion?.stop()
+                await engine.attachBus(nil, status: status)
+            }
+        }
+    }
+
     /// Joins the bus at `address` and tells the engine the mode.
     /// - Parameters:
     ///   - address: the bus address; nil or empty = no bus (mode `off`).
@@ -94,6 +113,7 @@ public final class NotificationsBus: @unchecked Sendable {
             await service.refreshInhibited()
             let joined = NotificationsBus(connection: connection, service: service, companion: nil, status: status)
             joined.watchNameLost(engine: engine, config: config, log: log)
+            joined.watchBusLost(engine: engine, log: log)
             return joined
         }
         service.stop()
@@ -110,7 +130,9 @@ public final class NotificationsBus: @unchecked Sendable {
         }
         let status = BusStatus(mode: "companion", nameOwner: owner, address: address)
         await engine.attachBus(nil, status: status)
-        return NotificationsBus(connection: connection, service: nil, companion: companion, status: status)
+        let joined = NotificationsBus(connection: connection, service: nil, companion: companion, status: status)
+        joined.watchBusLost(engine: engine, log: log)
+        return joined
     }
 
     /// Leaves the bus as the daemon stops: no call is taken from then on, the calls already taken

@@ -1,6 +1,7 @@
 import Foundation
 @testable import InterludeBus
 import InterludeTestSupport
+import Synchronization
 import Testing
 
 /// `BusConnection`'s read source watches a descriptor of its own (a duplicate of sd-bus's), closed
@@ -39,12 +40,15 @@ import Testing
         let bus = try PrivateBus("busconn-stop")
         defer { bus.stop() }
         let connection = try BusConnection(address: bus.address)
+        let lost = Mutex(0)
+        connection.whenLost { lost.withLock { $0 += 1 } }
         connection.start()
         let fd = try #require(connection.watchedDescriptor)
         let inode = try #require(Self.inode(fd))
         connection.stop()
         #expect(connection.watchedDescriptor == nil)
         #expect(!Self.stillOpen(fd, inode: inode), "the watched duplicate \(fd) is still open after stop")
+        #expect(lost.withLock { $0 } == 0, "our own stop is not the bus going away")
     }
 
     /// The bus goes away: sd-bus closes its descriptor by itself; the connection stops watching
@@ -53,6 +57,8 @@ import Testing
     func theBusGoingAwayEndsTheWatch() throws {
         let bus = try PrivateBus("busconn-lost")
         let connection = try BusConnection(address: bus.address)
+        let lost = Mutex(0)
+        connection.whenLost { lost.withLock { $0 += 1 } }
         connection.start()
         defer { connection.stop() }
         let fd = try #require(connection.watchedDescriptor)
@@ -60,5 +66,6 @@ import Testing
         bus.stop()
         #expect(!Self.stillOpen(fd, inode: inode), "the watched duplicate \(fd) is still open after the bus went away")
         #expect(connection.watchedDescriptor == nil)
+        #expect(lost.withLock { $0 } == 1, "whenLost is called once")
     }
 }

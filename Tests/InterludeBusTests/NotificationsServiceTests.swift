@@ -5,6 +5,7 @@ import InterludeEngine
 import InterludePolicy
 import InterludeTestSupport
 import InterludeWire
+import Synchronization
 import Testing
 
 /// The adapter on a private `dbus-daemon` with real clients no one here wrote: `notify-send`
@@ -22,6 +23,28 @@ import Testing
             Issue.record("dbus-daemon, notify-send (libnotify-bin) or gdbus missing: bus tests may not skip under CI")
         }
         return false
+    }
+
+    /// The session bus goes away under the daemon (a stranger's find: `status` went on saying
+    /// server mode, and the log said nothing): the log says so and `status` shows `off`.
+    @Test(.enabled(if: required()))
+    func theBusGoingAwayIsSaidAndStatusShowsOff() async throws {
+        let said = Mutex<[String]>([])
+        let bus = try PrivateBus("bus-lost")
+        let config = try ConfigLoader.load(folders: [], overlay: ("test", try JSON5.parse("{}")))
+        let engine = try Engine(config: config, audio: nil, sounds: FakeSoundPlayer(), store: MemoryNotificationStore(), version: "test")
+        await engine.start()
+        let link = await NotificationsBus.join(address: bus.address, engine: engine, replace: false, config: NotificationsBusConfig(),
+                                               version: "test", log: { line in said.withLock { $0.append(line) } })
+        defer { link.stop() }
+        #expect(link.status.mode == "server")
+        bus.stop()
+        let deadline = Date().addingTimeInterval(10)
+        while Date() < deadline, await engine.status().bus?.mode != "off" { try await Task.sleep(nanoseconds: 20_000_000) }
+        let status = await engine.status().bus
+        #expect(status?.mode == "off" && status?.note == "the session bus went away", "\(String(describing: status))")
+        #expect(link.status.mode == "off")
+        #expect(said.withLock { $0 }.contains { $0.contains("the session bus at \(bus.address) went away") }, "\(said.withLock { $0 })")
     }
 
     /// A bus, an engine and the adapter joined to it (server mode).
