@@ -59,6 +59,9 @@ enum PushCLI {
 
         // The messages, checked before anything is sent.
         var messages: [(id: String, bytes: [UInt8])] = []
+        /// Indices of `--raw` lines whose id cannot be read (named `line-N`): their receipt, if the
+        /// device sends one, names no id, so it is not waited for.
+        var unmatchable: Set<Int> = []
         if a.has("stdin") {
             // Lines as bytes: `--raw` publishes each exactly as read (invalid UTF-8 too, which
             // the daemon answers `malformed`, as it does for the same bytes from mosquitto_pub);
@@ -68,8 +71,9 @@ enum PushCLI {
                 if bytes.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) { continue }
                 if a.has("raw") {
                     // The id as the daemon names it in the receipt.
-                    let id = RemoteMessage.receiptID(of: bytes) ?? "line-\(n)"
-                    messages.append((id, bytes))
+                    let id = RemoteMessage.receiptID(of: bytes)
+                    if id == nil { unmatchable.insert(messages.count) }
+                    messages.append((id ?? "line-\(n)", bytes))
                     continue
                 }
                 guard let line = String(validating: bytes, as: UTF8.self) else {
@@ -141,7 +145,7 @@ enum PushCLI {
             let deadline = Date(timeIntervalSinceNow: timeout)
             // Each acknowledged message's receipt: an id twice in the batch waits for two.
             var expected: [String: Int] = [:]
-            for i in ackedIndices { expected[messages[i].id, default: 0] += 1 }
+            for i in ackedIndices where !unmatchable.contains(i) { expected[messages[i].id, default: 0] += 1 }
             while Date() < deadline, receipts.withLock({ r in !expected.allSatisfy { (r[$0.key]?.count ?? 0) >= $0.value } }) {
                 Thread.sleep(forTimeInterval: 0.005)
             }
@@ -152,7 +156,7 @@ enum PushCLI {
         for (i, m) in messages.enumerated() {
             let k = used[m.id, default: 0]
             used[m.id] = k + 1
-            if wait, let all = got[m.id], k < all.count {
+            if wait, !unmatchable.contains(i), let all = got[m.id], k < all.count {
                 // The receipt as the broker delivered it, escaped for the terminal (the same JSON).
                 CommandOutput.write(UnsafeText.jsonForTerminal(Data(all[k])) + Data([0x0A]), to: STDOUT_FILENO)
             } else {
@@ -167,9 +171,14 @@ enum PushCLI {
         if !unacknowledged.isEmpty {
             CommandOutput.warn("push: the broker did not acknowledge \(unacknowledged.count) message(s) within \(CommandOutput.fmt(timeout)) s: \(some(unacknowledged))")
         }
-        if !noReceipt.isEmpty {
-            CommandOutput.warn("push: no receipt within \(CommandOutput.fmt(timeout)) s for \(noReceipt.count) message(s): \(some(noReceipt))"
-                + (noReceipt.contains { $0.hasPrefix("line-") } ? " (line-N: a line whose id could not be read, so its receipt, if any, cannot be matched)" : ""))
+        let unread = noReceipt.filter { id in messages.indices.contains { unmatchable.contains($0) && messages[$0].id == id } }
+        let late = noReceipt.filter { !unread.contains($0) }
+        if !late.isEmpty {
+            CommandOutput.warn("push: no receipt within \(CommandOutput.fmt(timeout)) s for \(late.count) message(s): \(some(late))")
+        }
+        if !unread.isEmpty {
+            // Not waited for: the device's receipt for such a line names no id.
+            CommandOutput.warn("push: no receipt can be matched to \(unread.count) line(s) whose id could not be read: \(some(unread))")
         }
         if messages.count > 1 {
             CommandOutput.write(Data("interlude push: \(messages.count) published, \(ackedIndices.count) acknowledged by the broker\(wait ? ", \(got.values.reduce(0) { $0 + $1.count }) receipts" : "")\n".utf8), to: STDERR_FILENO)

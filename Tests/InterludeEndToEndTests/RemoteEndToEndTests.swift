@@ -216,7 +216,14 @@ enum TestBroker {
         let lines = "{\"v\":1,\"id\":7,\"app\":\"a.b\",\"title\":\"t\"}\n{\"v\":1,\"id\":\"named-\(getpid())\",\"app\":\"a.b\",\"title\":\"t\"}\n"
         let w = try Self.push("device-nobody", ["--stdin", "--raw", "--wait-receipt", "--timeout", "1"], stdin: lines)
         #expect(w.status == 1, "\(w)")
-        #expect(w.err.contains("no receipt within 1.0 s for 2 message(s): line-1, named-\(getpid())") && w.err.contains("line-N: a line whose id"), "\(w.err)")
+        #expect(w.err.contains("no receipt within 1.0 s for 1 message(s): named-\(getpid())")
+                && w.err.contains("no receipt can be matched to 1 line(s) whose id could not be read: line-1"), "\(w.err)")
+        // A line whose id cannot be read is not waited for (its receipt names no id): a stranger
+        // waited the whole --timeout for it.
+        let started = Date()
+        let u = try Self.push("device-nobody", ["--stdin", "--raw", "--wait-receipt", "--timeout", "30"], stdin: "{\"v\":1,\"id\":7,\"app\":\"a.b\",\"title\":\"t\"}\n")
+        #expect(u.status == 1 && u.err.contains("whose id could not be read: line-1"), "\(u)")
+        #expect(Date().timeIntervalSince(started) < 20, "waited \(Date().timeIntervalSince(started)) s for a receipt it cannot match")
     }
 
     /// Done-when 1: a push is delivered with its sound heard at the monitor and a receipt naming the
