@@ -81,6 +81,12 @@ public enum JSONValue: Codable, Sendable, Equatable, CustomStringConvertible {
 
     /// Decodes a typed value from this JSON value.
     public func decode<T: Decodable>(_ type: T.Type) throws -> T {
+        try JSONValueDecoder.decode(T.self, from: self)
+    }
+
+    /// ``decode(_:)`` the way it was done before ``JSONValueDecoder``: written as text and parsed
+    /// by `JSONDecoder`. For tests that hold the two to the same results and errors.
+    func decodeThroughText<T: Decodable>(_ type: T.Type) throws -> T {
         try WireCoding.decoder.decode(T.self, from: JSONWriter.data(self))
     }
 }
