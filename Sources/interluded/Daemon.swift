@@ -99,6 +99,8 @@ enum Daemon {
                 return 2
             }
         }
+        // `--bus` and `--no-bus` together: which one was meant? (It ran with one of them.)
+        if options["bus"] != nil, options["no-bus"] != nil { log("--bus and --no-bus contradict each other; give one"); return 2 }
         let home = ProjectResources.home(environment: env)
         log("built-in config and sounds from \(home ?? "nowhere (no Config/ found; set INTERLUDE_HOME)")")
         // A config folder named on purpose must exist (a typo would silently run on defaults).

@@ -211,6 +211,12 @@ enum TestBroker {
         let refused = try ChildProcess.run("/bin/bash", ["-c", "'\(daemon)' --private --state '\(folder)/state' --socket '\(folder)/s'$'\\xff'"], timeout: 30)
         #expect(refused.status == 2 && refused.stderr.contains("is not UTF-8 text"), "interluded: \(refused.status) \(refused.stderr)")
         #expect(!FileManager.default.fileExists(atPath: folder), "interluded made \(folder)")
+        // Options that contradict or repeat a value are refused before anything is made.
+        for args in [["--no-bus", "--bus"], ["--state", folder + "/a", "--state", folder + "/b"]] {
+            let r = try ChildProcess.run(daemon, ["--private", "--socket", folder + "/s"] + args, timeout: 30)
+            #expect(r.status == 2 && (r.stderr.contains("contradict") || r.stderr.contains("is given twice")), "interluded \(args): \(r.status) \(r.stderr)")
+        }
+        #expect(!FileManager.default.fileExists(atPath: folder), "interluded made \(folder)")
 
         // No device answers: exit 1, and standard error says which messages got no receipt.
         let lines = "{\"v\":1,\"id\":7,\"app\":\"a.b\",\"title\":\"t\"}\n{\"v\":1,\"id\":\"named-\(getpid())\",\"app\":\"a.b\",\"title\":\"t\"}\n"
