@@ -152,7 +152,7 @@ enum PushCLI {
         }
         let got = receipts.withLock { $0 }
         var used: [String: Int] = [:]   // receipts of an id given out so far (the k-th to its k-th message)
-        var unacknowledged: [String] = [], noReceipt: [String] = []
+        var unacknowledged: [String] = [], noReceipt: [String] = [], unread: [String] = []
         for (i, m) in messages.enumerated() {
             let k = used[m.id, default: 0]
             used[m.id] = k + 1
@@ -161,7 +161,11 @@ enum PushCLI {
                 CommandOutput.write(UnsafeText.jsonForTerminal(Data(all[k])) + Data([0x0A]), to: STDOUT_FILENO)
             } else {
                 CommandOutput.printJSONLine(PushLine(id: m.id, acknowledged: ackedIndices.contains(i), receipt: wait ? false : nil))
-                if !ackedIndices.contains(i) { unacknowledged.append(m.id) } else if wait { noReceipt.append(m.id); ok = false }
+                if !ackedIndices.contains(i) { unacknowledged.append(m.id) } else if wait {
+                    // A line whose id could not be read was not waited for: said apart.
+                    if unmatchable.contains(i) { unread.append(m.id) } else { noReceipt.append(m.id) }
+                    ok = false
+                }
             }
         }
         // Why the exit status is 1, in words (it was said by the JSON lines alone).
@@ -171,10 +175,8 @@ enum PushCLI {
         if !unacknowledged.isEmpty {
             CommandOutput.warn("push: the broker did not acknowledge \(unacknowledged.count) message(s) within \(CommandOutput.fmt(timeout)) s: \(some(unacknowledged))")
         }
-        let unread = noReceipt.filter { id in messages.indices.contains { unmatchable.contains($0) && messages[$0].id == id } }
-        let late = noReceipt.filter { !unread.contains($0) }
-        if !late.isEmpty {
-            CommandOutput.warn("push: no receipt within \(CommandOutput.fmt(timeout)) s for \(late.count) message(s): \(some(late))")
+        if !noReceipt.isEmpty {
+            CommandOutput.warn("push: no receipt within \(CommandOutput.fmt(timeout)) s for \(noReceipt.count) message(s): \(some(noReceipt))")
         }
         if !unread.isEmpty {
             // Not waited for: the device's receipt for such a line names no id.
