@@ -9,9 +9,13 @@ import Synchronization
 /// `submit` compares the engine's new state with the one it was handed before
 /// (`NotificationRowDiffer`: the rows that changed, as typed values; no encoding, no I/O), queues
 /// those rows and returns at once. Only the rows are queued, never the state: a queue of many
-/// requests holds a few values each, not a copy of the center each. One committer (a serial
-/// dispatch queue) encodes and writes everything queued in one transaction: what arrived while the
-/// previous commit was in flight goes into the next one together, in order. Each submit's `NotificationCommit` reports durable only
+/// requests holds a few values each, not a copy of the center each. One committer at a time
+/// encodes and writes everything queued in one transaction: what arrived while the previous commit
+/// was in flight goes into the next one together, in order. The committer is the thread that
+/// submitted, once it has left the engine, when nothing else waits for the engine (the leader,
+/// ``EngineExecutor/runAfterRelease(_:otherwise:)``: no thread woken for one app waiting for each
+/// reply), else a serial dispatch queue of the store's own (a burst: the deciding threads go on
+/// deciding); a leader commits one round and leaves what queued meanwhile to that queue. Each submit's `NotificationCommit` reports durable only
 /// once its transaction's `COMMIT` returned (WAL, `synchronous=FULL`: the commit is on disk). So a
 /// SIGKILL loses nothing acknowledged, and n requests arriving together cost one fsync, not n.
 ///
@@ -19,8 +23,8 @@ import Synchronization
 /// later submits fail at once until the engine takes the durable state back
 /// (`recoverAfterFailedCommit`, which reads it from the file), from which it carries on.
 public final class SQLiteNotificationStore: NotificationStoring, Sendable {
-    /// The store's connection: used by the committer queue only (and by `load`/`save`, which the
-    /// daemon calls before the first submit, and which wait for the committer).
+    /// The store's connection: used under `connection` only (one commit round at a time, `load`,
+    /// and the recovery after a failed commit).
     private final class Confined: @unchecked Sendable {
         let store: NotificationStore
         init(_ store: NotificationStore) { self.store = store }
@@ -39,7 +43,7 @@ public final class SQLiteNotificationStore: NotificationStoring, Sendable {
         var failed: [(tickets: ClosedRange<UInt64>, error: StoreError)] = []
         /// Called with their ticket's outcome once it is known (on the committer's thread).
         var waiters: [(ticket: UInt64, body: @Sendable ((any Error)?) -> Void)] = []
-        /// Whether the committer is running.
+        /// Whether a committer runs or is on its way (a leader, or the queue): then a submit only queues.
         var committing = false
         /// After a failed commit, until the engine takes `durable`: submits fail at once.
         var broken: StoreError?
@@ -62,22 +66,27 @@ public final class SQLiteNotificationStore: NotificationStoring, Sendable {
     }
 
     private let confined: Confined
+    /// Held while `confined`'s connection is in use (a commit round, `load`, the recovery).
+    private let connection = NSLock()
     private let shared = Locked()
+    /// Commits when no leader does (see the type's documentation).
     private let committer = DispatchQueue(label: "interlude.store.commit", qos: .userInitiated)
-    /// Set on `committer`: tells a call that arrives on it (an engine job the commit's callback
-    /// ran there) that it already has the connection to itself.
-    private static let onCommitter = DispatchSpecificKey<Bool>()
+    /// The engine's executor, whose threads lead commits (nil: always `committer`).
+    private let leaders: EngineExecutor?
 
     /// Opens (or creates) `DIR/interlude.sqlite3`.
+    /// - Parameter leaders: the executor of the engine that submits, whose thread commits what it
+    ///   submitted once it leaves the engine when nothing else waits (nil: the store's own queue
+    ///   commits everything).
     /// - Throws: `StoreError` (`storeCorrupt`, `storeSchemaTooNew`, `storeOpenFailed`, …).
-    public init(directory: String) throws {
+    public init(directory: String, leaders: EngineExecutor? = nil) throws {
         confined = Confined(try NotificationStore(directory: directory))
-        committer.setSpecific(key: Self.onCommitter, value: true)
+        self.leaders = leaders
     }
 
-    /// Reads the saved state (waiting for commits in flight) and starts diffing from it.
+    /// Reads the saved state (after the commit round running) and starts diffing from it.
     public func load() throws -> NotificationState {
-        try committer.sync {
+        try connection.withLock {
             let (state, layout) = try confined.store.loadWithSeqs()
             shared.withLock {
                 $0.differ = NotificationRowDiffer(state: state, seqs: layout)
@@ -87,10 +96,13 @@ public final class SQLiteNotificationStore: NotificationStoring, Sendable {
         }
     }
 
-    /// Saves `state` now, after the commits in flight (as `submit`, then waiting for the committer).
+    /// Saves `state` now, after the commits in flight (as `submit`, then waiting for its commit).
+    /// Not from a thread running the engine's jobs (a commit it leads would wait for it).
     public func save(_ state: NotificationState) throws {
-        guard let ticket = try enqueue(state).get() else { return }
-        committer.sync {}  // the committer runs until its queue is empty: the ticket is decided
+        guard let ticket = try enqueue(state, offerLeader: false).get() else { return }
+        let settled = DispatchSemaphore(value: 0)
+        Ticket(store: self, number: ticket).whenSettled { _ in settled.signal() }
+        settled.wait()
         if let error = shared.withLock({ Self.failure(of: ticket, in: $0.failed) }) { throw error }
     }
 
@@ -104,12 +116,17 @@ public final class SQLiteNotificationStore: NotificationStoring, Sendable {
     }
 
     /// Diffs and queues; the ticket to wait for, nil if durable already.
-    private func enqueue(_ state: NotificationState) -> Result<UInt64?, StoreError> {
+    private func enqueue(_ state: NotificationState, offerLeader: Bool = true) -> Result<UInt64?, StoreError> {
         var startCommitter = false
         defer {
-            // Woken after the lock is released: a committer woken under it would wait for it at once
-            // (two more thread switches per request for one waiting client; issue 9).
-            if startCommitter { committer.async { self.commitQueued() } }
+            // Started after the lock is released: a committer woken under it would wait for it at
+            // once (two more thread switches per request for one waiting client; issue 9).
+            if startCommitter {
+                if !offerLeader || leaders?.runAfterRelease({ self.commitQueued(rounds: 1) },
+                                                            otherwise: { self.committer.async { self.commitQueued() } }) != true {
+                    committer.async { self.commitQueued() }
+                }
+            }
         }
         return shared.withLock { s in
             if let broken = s.broken { return .failure(broken) }
@@ -138,10 +155,9 @@ public final class SQLiteNotificationStore: NotificationStoring, Sendable {
     /// submits keep failing, and the next call tries again).
     public func recoverAfterFailedCommit() -> NotificationState? {
         guard shared.withLock({ $0.broken != nil }) else { return nil }
-        // The failed commit's callback runs on `committer`, and the engine's job with it (the
-        // engine runs a job on the thread that brings it): there `committer.sync` would wait for
-        // itself (libdispatch traps it). Between two of its commits the connection is free there.
-        let recover = { () -> NotificationState? in
+        // A commit round's callbacks (and the engine's job they run) are called after it released
+        // the connection: taking it here does not wait for itself.
+        return connection.withLock { () -> NotificationState? in
             guard self.shared.withLock({ $0.broken != nil }), let (state, layout) = try? self.confined.store.loadWithSeqs() else { return nil }
             self.shared.withLock {
                 $0.differ = NotificationRowDiffer(state: state, seqs: layout)
@@ -149,7 +165,6 @@ public final class SQLiteNotificationStore: NotificationStoring, Sendable {
             }
             return state
         }
-        return DispatchQueue.getSpecific(key: Self.onCommitter) == true ? recover() : committer.sync(execute: recover)
     }
 
     /// Commits so far and the changes they held (a commit holds one or more changes).
@@ -157,21 +172,30 @@ public final class SQLiteNotificationStore: NotificationStoring, Sendable {
 
     // MARK: The committer
 
-    /// Runs on `committer`: writes everything queued, one transaction per round, until the queue is empty.
-    private func commitQueued() {
+    /// The committer (on `committer`, or a leader's thread; one at a time, `committing`): writes
+    /// everything queued, one transaction per round, until the queue is empty or `rounds` are
+    /// done; then what is queued is left to `committer`.
+    private func commitQueued(rounds: Int = .max) {
+        var roundsLeft = rounds
         while true {
             let batch: [(ticket: UInt64, changes: NotificationRowChanges)]? = shared.withLock { s in
                 if s.queue.isEmpty {
                     s.committing = false
                     return nil
                 }
+                if roundsLeft == 0 { return [] }  // still `committing`: the queue takes over
                 defer { s.queue.removeAll(keepingCapacity: true) }
                 return s.queue
             }
-            guard let batch, let first = batch.first, let last = batch.last else { return }
+            guard let batch else { return }
+            guard let first = batch.first, let last = batch.last else {
+                committer.async { self.commitQueued() }
+                return
+            }
+            roundsLeft -= 1
             var error: StoreError?
             do {
-                try confined.store.write(batch.map(\.changes))
+                try connection.withLock { try confined.store.write(batch.map(\.changes)) }
             } catch let e as StoreError {
                 error = e
             } catch let other {

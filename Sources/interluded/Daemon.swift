@@ -177,7 +177,7 @@ enum Daemon {
                                       maxDuration: sounds.maxDuration, maxBytes: sounds.maxBytes)
         let engine: Engine
         do {
-            let store = try SQLiteNotificationStore(directory: stateDir)
+            let store = try SQLiteNotificationStore(directory: stateDir, leaders: .shared)
             engine = try Engine(config: config, audio: backend, sounds: player, store: store, version: version, log: log)
             log("state in \(stateDir)")
         } catch {

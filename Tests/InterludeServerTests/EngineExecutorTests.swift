@@ -20,6 +20,20 @@ import Testing
         /// Holds the thread running the executor's jobs until `gate` is signalled (the job running when others queue).
         func hold(_ gate: DispatchSemaphore) { gate.wait() }
         func record(_ tag: String) { order.append(tag) }
+        /// Records `tag` after calling `probe` in the job.
+        func record(_ tag: String, probing probe: @Sendable () -> Void) {
+            probe()
+            order.append(tag)
+        }
+        /// Asks for `body` (or `otherwise`) after the release, from the job running, and returns
+        /// whether it was kept; then holds the thread until `gate` (nil: at once).
+        func askAfterRelease(_ body: @escaping @Sendable () -> Void, otherwise: @escaping @Sendable () -> Void,
+                             holding gate: DispatchSemaphore? = nil, inJob: (@Sendable () -> Void)? = nil) -> Bool {
+            inJob?()
+            let kept = executor.runAfterRelease(body, otherwise: otherwise)
+            gate?.wait()
+            return kept
+        }
     }
 
     /// Runs a task's jobs on a serial queue of its own (a thread outside Swift's pool): the job
@@ -96,6 +110,67 @@ import Testing
         let audio = stride(from: 1, to: 40, by: 2).map { $0 }, other = stride(from: 0, to: 40, by: 2).map { $0 }
         #expect(order == audio + other)
         #expect(executor.jobsRun.audio == 20)
+    }
+
+    /// The leader of a group commit (issue 9): work asked for by a job runs on that job's thread
+    /// once the engine is free, so a job it starts there runs at once, on the same thread.
+    @Test func workAskedForAfterTheReleaseRunsOnTheJobsThreadOnceTheEngineIsFree() async throws {
+        let executor = EngineExecutor()
+        let r = Recorder(executor)
+        let seen = LockedBox<(jobThread: pthread_t?, bodyThread: pthread_t?, ranAtOnce: Bool?, otherwise: Int)>((nil, nil, nil, 0))
+        let kept = await Task(executorPreference: HolderThread(), priority: .medium) {
+            await r.askAfterRelease({
+                seen.withLock { $0.bodyThread = pthread_self() }
+                // The engine is free: a job that hops onto it from here runs before `immediate` returns.
+                let returned = LockedBox(false)
+                Task.immediate {
+                    await r.record("from the body") {
+                        let early = !returned.withLock { $0 }
+                        seen.withLock { $0.ranAtOnce = early }
+                    }
+                }
+                returned.withLock { $0 = true }
+            }, otherwise: { seen.withLock { $0.otherwise += 1 } }, inJob: { seen.withLock { $0.jobThread = pthread_self() } })
+        }.value
+        #expect(kept)
+        let s = seen.withLock { $0 }
+        #expect(s.bodyThread != nil, "the body ran before the job's task finished")
+        #expect(s.jobThread.flatMap { job in s.bodyThread.map { pthread_equal(job, $0) != 0 } } == true, "the body ran on the job's thread")
+        #expect(s.ranAtOnce == true, "the engine was free when the body ran")
+        #expect(s.otherwise == 0)
+        #expect(await r.order == ["from the body"])
+    }
+
+    /// Asked for from a thread that is not running the engine's jobs: refused, neither is kept.
+    @Test func workAskedForOffTheEnginesThreadIsRefused() {
+        let executor = EngineExecutor()
+        let ran = LockedBox(0)
+        let kept = executor.runAfterRelease({ ran.withLock { $0 += 1 } }, otherwise: { ran.withLock { $0 += 1 } })
+        #expect(!kept)
+        #expect(ran.withLock { $0 } == 0)
+    }
+
+    /// If a job queues before the engine is free (a burst), `otherwise` runs instead, before that
+    /// job, and the body never: the thread is not free soon, the work goes elsewhere.
+    @Test func workAskedForIsHandedOffWhenAJobQueuesFirst() async throws {
+        let executor = EngineExecutor()
+        let r = Recorder(executor)
+        let gate = DispatchSemaphore(value: 0)
+        let order = LockedBox<[String]>([])
+        let asking = Task(executorPreference: HolderThread(), priority: .medium) {
+            await r.askAfterRelease({ order.withLock { $0.append("body") } },
+                                    otherwise: { order.withLock { $0.append("otherwise") } }, holding: gate)
+        }
+        while executor.jobsRun.other == 0 { try await Task.sleep(nanoseconds: 1_000_000) }
+        let queued = Task(priority: .low) {
+            await r.record("queued")
+            order.withLock { $0.append("queued job") }
+        }
+        try await waitQueued(executor, 1)
+        gate.signal()
+        #expect(await asking.value)
+        await queued.value
+        #expect(order.withLock { $0 } == ["otherwise", "queued job"])
     }
 }
 

@@ -150,12 +150,13 @@ final class GatedNotificationStore: NotificationStoring, Sendable {
     /// lock past the busy timeout) fails its request with `storageFailed`, and the daemon carries
     /// on. The failure is reported on the store's committing thread, where the engine then takes
     /// the durable state back: that took the store's queue synchronously from itself and crashed
-    /// the daemon (SIGILL; a stranger's find).
-    @Test func N15_aFailedCommitOfTheRealStoreFailsTheRequestAndTheDaemonCarriesOn() async throws {
+    /// the daemon (SIGILL; a stranger's find). With the engine's threads leading commits (as the
+    /// daemon runs it) and without.
+    @Test(arguments: [false, true]) func N15_aFailedCommitOfTheRealStoreFailsTheRequestAndTheDaemonCarriesOn(led: Bool) async throws {
         let dir = NSTemporaryDirectory() + "interlude-gc-real-\(UUID().uuidString.prefix(8))"
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let config = try ConfigLoader.load(folders: [], overlay: ("test", try JSON5.parse(Self.grant)))
-        let store = try SQLiteNotificationStore(directory: dir + "/state")
+        let store = try SQLiteNotificationStore(directory: dir + "/state", leaders: led ? .shared : nil)
         let engine = try Engine(config: config, audio: FakeAudioBackend(), sounds: FakeSoundPlayer(), store: store, version: "test")
         let server = SocketServer(path: dir + "/socket", engine: engine, maxOutputBytes: 1 << 20, log: { _ in })
         try server.start()

@@ -108,6 +108,89 @@ import Testing
         #expect(store.commitCounts.commits < store.commitCounts.changes, "some commits held several changes")
     }
 
+    /// An actor on a given executor (the engine's, in the daemon) that submits states to a store,
+    /// in the order of `states`, and notes the thread each commit is settled on.
+    actor Submitter {
+        nonisolated let executor: EngineExecutor
+        nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
+        let store: SQLiteNotificationStore
+        let states: [NotificationState]
+        var next = 0
+        init(_ executor: EngineExecutor, _ store: SQLiteNotificationStore, _ states: [NotificationState]) {
+            self.executor = executor
+            self.store = store
+            self.states = states
+        }
+        /// Submits the next state. Returns its commit, the job's thread, whether the commit was
+        /// settled before the job ended, and a box that gets the thread its settlement is called on.
+        func submitNext() -> (commit: NotificationCommit, job: pthread_t, settledInJob: Bool, settledOn: LockedBox<pthread_t?>) {
+            let commit = store.submit(states[next])
+            next += 1
+            let settledOn = LockedBox<pthread_t?>(nil)
+            let settledInJob = commit.settledNow() != nil
+            commit.whenSettled { _ in settledOn.withLock { $0 = pthread_self() } }
+            return (commit, pthread_self(), settledInJob, settledOn)
+        }
+    }
+
+    /// Runs a task's jobs on a serial queue of its own (a thread outside Swift's pool), as a
+    /// connection's queue does in the daemon.
+    final class QueueThread: TaskExecutor, @unchecked Sendable {
+        let queue = DispatchQueue(label: "interlude.test.submitter")
+        func enqueue(_ job: consuming ExecutorJob) {
+            let job = UnownedJob(job)
+            queue.async { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
+        }
+    }
+
+    /// The leader of the group commit (issue 9): a state submitted by an engine job while nothing
+    /// else waits for the engine is committed by the job's own thread once it has left the engine
+    /// (no committer thread woken), not while it holds the engine, and is durable when reported.
+    @Test func N15_aSubmitFromAnEngineJobIsCommittedByItsThreadOnceItLeavesTheEngine() async throws {
+        let tmp = TemporaryFolder()
+        defer { tmp.remove() }
+        let executor = EngineExecutor()
+        let store = try SQLiteNotificationStore(directory: tmp.storeDirectory, leaders: executor)
+        _ = try store.load()
+        let states = Self.states(3)
+        let submitter = Submitter(executor, store, states)
+        for k in states.indices {
+            let r = await Task(executorPreference: QueueThread()) { await submitter.submitNext() }.value
+            #expect(!r.settledInJob, "state \(k): the commit waits until the job has left the engine")
+            #expect(await r.commit.outcome() == nil)
+            let on = r.settledOn.withLock { $0 }
+            #expect(on.map { pthread_equal($0, r.job) != 0 } == true, "state \(k): committed on the job's thread")
+            #expect(try NotificationStore(directory: tmp.storeDirectory).load() == states[k])
+        }
+        #expect(store.commitCounts == (3, 3))
+    }
+
+    /// Leaders and the store's queue together: 60 tasks, each on a thread of its own, submit
+    /// through the engine at once (jobs that find others queued hand their commit to the store's
+    /// queue, the last one leads). Every state is durable when reported, and
+    /// the file holds the last state.
+    @Test func N15_statesSubmittedByEngineJobsAtOnceAreAllDurableInOrder() async throws {
+        let tmp = TemporaryFolder()
+        defer { tmp.remove() }
+        let executor = EngineExecutor()
+        let store = try SQLiteNotificationStore(directory: tmp.storeDirectory, leaders: executor)
+        _ = try store.load()
+        let states = Self.states(60)
+        let submitter = Submitter(executor, store, states)
+        let commits = await withTaskGroup(of: NotificationCommit.self) { group in
+            for _ in states {
+                group.addTask(executorPreference: QueueThread()) { await submitter.submitNext().commit }
+            }
+            return await group.reduce(into: [NotificationCommit]()) { $0.append($1) }
+        }
+        for c in commits {
+            let error = await c.outcome()
+            #expect(error == nil, "\(String(describing: error))")
+        }
+        #expect(store.commitCounts.changes == 60)
+        #expect(try NotificationStore(directory: tmp.storeDirectory).load() == states.last)
+    }
+
     @Test func N15_aSubmitBeforeLoadFailsAtOnce() throws {
         let tmp = TemporaryFolder()
         defer { tmp.remove() }
@@ -130,7 +213,7 @@ import Testing
 }
 
 /// A value under a lock, for callbacks on other threads (NSLock: ThreadSanitizer cannot see Mutex on Linux).
-private final class LockedBox<Value>: @unchecked Sendable {
+final class LockedBox<Value>: @unchecked Sendable {
     private let lock = NSLock()
     private var value: Value
     init(_ value: Value) { self.value = value }
