@@ -99,6 +99,7 @@ public final class MprisWatcher: MediaPlayerControl, @unchecked Sendable {
         }
         connection.whenLost { [log, address = connection.address] in
             log("mpris: the session bus at \(address) went away; media players are not watched until interluded starts again")
+            Task(priority: EngineExecutor.audioLanePriority) { await engine.playersUnwatched() }
         }
         connection.start()
         connection.perform { [self] _ in

@@ -105,6 +105,9 @@ public struct CommandInvocation: Sendable {
     public var rest: [String]
     /// `--socket` was given without a path, or with an empty one (a usage error).
     public var socketWithoutPath = false
+    /// `--socket` was given more than once (a usage error, as any option that takes a value
+    /// given twice: which socket was meant is not ours to guess).
+    public var socketGivenTwice = false
 
     /// Splits `argv` (without the program name).
     public init(_ argv: [String]) {
@@ -119,6 +122,7 @@ public struct CommandInvocation: Sendable {
             }
             socket = path
             args.removeSubrange(i...(joined == nil ? i + 1 : i))
+            socketGivenTwice = args.contains { $0 == "--socket" || $0.hasPrefix("--socket=") }
         }
         command = args.first
         rest = Array(args.dropFirst())

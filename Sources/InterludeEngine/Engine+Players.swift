@@ -126,6 +126,16 @@ extension Engine {
         }
     }
 
+    /// The bus the players were watched on went away (the MPRIS adapter's connection lost): none
+    /// of them can be paused or resumed through it any more, and whether they still run is not
+    /// known. Each goes as if it had left the bus (its session unregistered, its streams given
+    /// implicit sessions again, A10), and `status` lists no players (nil, not an empty list that
+    /// reads as "watched, none found") until an adapter is attached again.
+    public func playersUnwatched() {
+        mpris.control = nil
+        for name in mpris.byName.keys.sorted() { playerVanished(name) }
+    }
+
     /// The session of the player whose bus peer has this pid, if any.
     func playerSession(pid: Int32) -> AudioSessionID? {
         mpris.byName.values.filter { $0.info.pid == pid }.map(\.id).min()

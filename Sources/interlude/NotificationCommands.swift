@@ -388,10 +388,13 @@ enum NotificationCommands {
         if let why = AppIdentifier.problem(app) { throw Arguments.UsageError(description: "APP: \(why)") }
         var p = SettingsParams(app: app)
         var changed = false
+        var given: Set<String> = []
         for kv in argv.dropFirst() {
             let parts = kv.split(separator: "=", maxSplits: 1).map(String.init)
             guard parts.count == 2 else { throw Arguments.UsageError(description: "settings takes KEY=VALUE, not \(CommandOutput.text(kv))") }
             let (k, v) = (parts[0], parts[1])
+            // As an option given twice: which one was meant is not ours to guess.
+            guard given.insert(k).inserted else { throw Arguments.UsageError(description: "\(CommandOutput.text(k)) is given twice") }
             func bool() throws -> Bool {
                 switch v { case "on", "true", "yes": return true; case "off", "false", "no": return false
                 default: throw Arguments.UsageError(description: "\(CommandOutput.text(k)) takes on or off") }

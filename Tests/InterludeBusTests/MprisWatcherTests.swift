@@ -127,6 +127,27 @@ import Testing
         #expect(await rig.player(named: "before") != nil)
     }
 
+    /// The bus going away (a stranger's find): the players' sessions went on as if watched, and
+    /// `status` listed `"players": []` as for a watched bus with none. Now each player's session
+    /// goes, and `status` lists no players at all.
+    @Test(.enabled(if: required()))
+    func A10_whenTheBusGoesAwayThePlayersSessionsGoAndStatusListsNoPlayers() async throws {
+        let rig = try await Rig("lost")
+        defer { rig.stop() }
+        try await rig.player("gone")
+        try await rig.watch()
+        #expect(await rig.until { await rig.player(named: "gone") != nil })
+        let session = await rig.player(named: "gone")?.session
+        let before = await rig.status().sessions.map(\.session)
+        #expect(session != nil && before.contains { $0 == session })
+        rig.bus.stop()
+        let gone = await rig.until(10) { await rig.status().players == nil }
+        let after = await rig.status()
+        #expect(gone, "\(String(describing: after.players))")
+        #expect(!after.sessions.contains { $0.session == session }, "the player's session went")
+        #expect(rig.lines.contains("player org.mpris.MediaPlayer2.gone gone"), "\(rig.lines.all)")
+    }
+
     /// A player that answers its first `GetAll(…Player)` after the watcher's 1 s call timeout (mpv
     /// starting on a loaded machine: its plugin waits for mpv's busy core) is read again, not left
     /// untracked for good: the demo's "the daemon did not see mpv on the bus within 10 s".

@@ -88,6 +88,14 @@ import InterludeTestSupport
                                                         .replacingOccurrences(of: "\\t", with: "\t") })
             #expect(withReal.status == 2 && withReal.err.contains(real) && !withReal.err.contains(typed), "\(args): \(withReal.err.debugDescription)")
         }
+        // Given twice: a setting, the socket (both before any daemon is asked).
+        let twice = try interlude(["--socket", "/nonexistent/socket", "settings", "org.example.Chat", "sound=on", "badge=on", "sound=off"])
+        #expect(twice.status == 2 && twice.err.contains("sound is given twice"), "\(twice)")
+        for args in [["--socket", "/nonexistent/a", "--socket", "/nonexistent/b", "status"],
+                     ["--socket=/nonexistent/a", "session", "--app", "a.b", "--socket=/nonexistent/b"]] {
+            let r = try interlude(args)
+            #expect(r.status == 2 && r.err.contains("--socket is given twice"), "\(args): \(r)")
+        }
         // Parsed by interlude-audio: the hand-off keeps the arguments and the exit status.
         let session = try interlude(["session", "--app", "org.example.Music", "--category", "loud"])
         #expect(session.status == 2)

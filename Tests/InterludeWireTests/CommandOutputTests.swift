@@ -52,6 +52,18 @@ import Testing
     func aSocketOptionWithoutAPathIsAUsageError(argv: [String]) {
         #expect(CommandInvocation(argv).socketWithoutPath)
     }
+
+    /// A second `--socket` was read as the command ("unknown command --socket"; a stranger's find).
+    @Test(arguments: [["--socket", "a", "--socket", "b", "status"], ["--socket=a", "status", "--socket=b"],
+                      ["status", "--socket", "a", "--socket", "b"]])
+    func aSocketOptionGivenTwiceIsAUsageError(argv: [String]) {
+        #expect(CommandInvocation(argv).socketGivenTwice)
+    }
+
+    @Test func oneSocketOptionIsNotGivenTwice() {
+        let line = CommandInvocation(["status", "--socket", "a", "--json"])
+        #expect(!line.socketGivenTwice && line.socket == "a" && line.command == "status" && line.rest == ["--json"])
+    }
 }
 
 /// An option given twice is a usage error unless it is one that repeats: getopt's "the last wins"
