@@ -3,6 +3,7 @@ import Dispatch
 import Foundation
 import InterludeAudioPorts
 import InterludeBus
+import InterludeCommandLine
 import InterludeConfig
 import InterludeEngine
 import InterludePulse
@@ -57,6 +58,46 @@ enum Daemon {
         logWriter.write("interluded: " + LogWriter.oneLine(line))
     }
 
+    /// What the command line asks: run with these options (flags map to "1"), or exit now with a
+    /// status (after `--help`, `--version`, or a usage error said in the log).
+    enum CommandLineOutcome: Equatable {
+        case run([String: String])
+        case exit(Int32)
+    }
+
+    /// The flags `interluded` takes.
+    static let flagNames: Set<String> = ["help", "version", "private", "exit-with-parent", "no-bus", "bus", "replace"]
+    /// The options that take a value (a path or an address; never empty).
+    static let valueNames: Set<String> = ["socket", "config", "state", "pulse-server"]
+
+    /// Reads the daemon's arguments (without the program name) with the CLI's reader
+    /// (``Arguments``: `--name value` or `--name=value`, an option that takes a value given twice
+    /// refused, an unknown one named), then the daemon's own checks: no positional argument, no
+    /// empty path (`--state ""` put the state in the root folder), not `--bus` with `--no-bus`.
+    static func readOptions(_ args: [String]) -> CommandLineOutcome {
+        let parsed: Arguments
+        do {
+            if args.contains("-h") { print(usage); return .exit(0) }
+            parsed = try Arguments(args, flags: flagNames, options: valueNames)
+            if parsed.has("help") { print(usage); return .exit(0) }
+            if parsed.has("version") { print("interluded \(version)"); return .exit(0) }
+            if let extra = parsed.positionals.first { throw Arguments.UsageError(description: "unknown argument \(extra)") }
+            if let empty = valueNames.sorted().first(where: { parsed.value($0)?.isEmpty == true }) {
+                throw Arguments.UsageError(description: "--\(empty) needs a value")
+            }
+            // Which one was meant? (It ran with one of them.)
+            if parsed.has("bus"), parsed.has("no-bus") { throw Arguments.UsageError(description: "--bus and --no-bus contradict each other; give one") }
+        } catch {
+            log("\(error)")
+            for line in usage.split(separator: "\n", omittingEmptySubsequences: false) { log(String(line)) }
+            return .exit(2)
+        }
+        var options: [String: String] = [:]
+        for name in valueNames { options[name] = parsed.value(name) }
+        for name in parsed.flags { options[name] = "1" }
+        return .run(options)
+    }
+
     static func run(arguments: [String]) async -> Int32 {
         // A peer that went away is an EPIPE error, never the end of the daemon (SIGPIPE's default
         // action): libmosquitto and OpenSSL write to the broker with write(2), and standard error
@@ -64,43 +105,11 @@ enum Daemon {
         // broker connection starts long before the signal handlers are set up.
         signal(SIGPIPE, SIG_IGN)
         let env = ProcessInfo.processInfo.environment
-        var options: [String: String] = [:]
-        var i = 1
-        // `--name=value` is `--name value` (GNU style).
-        var argv = [String]()
-        for a in arguments {
-            if a.hasPrefix("--"), let eq = a.firstIndex(of: "="),
-               ["--socket", "--config", "--state", "--pulse-server"].contains(String(a[..<eq])) {
-                argv += [String(a[..<eq]), String(a[a.index(after: eq)...])]
-            } else {
-                argv.append(a)
-            }
+        let options: [String: String]
+        switch readOptions(Array(arguments.dropFirst())) {
+        case let .run(read): options = read
+        case let .exit(status): return status
         }
-        while i < argv.count {
-            let a = argv[i]
-            switch a {
-            case "--help", "-h": print(usage); return 0
-            case "--private": options["private"] = "1"; i += 1
-            case "--exit-with-parent": options["exit-with-parent"] = "1"; i += 1
-            case "--no-bus": options["no-bus"] = "1"; i += 1
-            case "--bus": options["bus"] = "1"; i += 1
-            case "--replace": options["replace"] = "1"; i += 1
-            case "--version": print("interluded \(version)"); return 0
-            case "--socket", "--config", "--state", "--pulse-server":
-                // An empty path is no path: `--state ""` put the state in the root folder.
-                guard i + 1 < argv.count, !argv[i + 1].isEmpty else { log("\(a) needs a value"); return 2 }
-                // Given twice, the first would be dropped without a word (which socket is it on?).
-                guard options[String(a.dropFirst(2))] == nil else { log("\(a) is given twice; it takes one value"); return 2 }
-                options[String(a.dropFirst(2))] = argv[i + 1]
-                i += 2
-            default:
-                log("unknown argument \(a)")
-                for line in usage.split(separator: "\n", omittingEmptySubsequences: false) { log(String(line)) }
-                return 2
-            }
-        }
-        // `--bus` and `--no-bus` together: which one was meant? (It ran with one of them.)
-        if options["bus"] != nil, options["no-bus"] != nil { log("--bus and --no-bus contradict each other; give one"); return 2 }
         let home = ProjectResources.home(environment: env)
         log("built-in config and sounds from \(home ?? "nowhere (no Config/ found; set INTERLUDE_HOME)")")
         // A config folder named on purpose must exist (a typo would silently run on defaults).

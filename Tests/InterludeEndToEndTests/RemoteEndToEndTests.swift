@@ -211,10 +211,16 @@ enum TestBroker {
         let refused = try ChildProcess.run("/bin/bash", ["-c", "'\(daemon)' --private --state '\(folder)/state' --socket '\(folder)/s'$'\\xff'"], timeout: 30)
         #expect(refused.status == 2 && refused.stderr.contains("is not UTF-8 text"), "interluded: \(refused.status) \(refused.stderr)")
         #expect(!FileManager.default.fileExists(atPath: folder), "interluded made \(folder)")
-        // Options that contradict or repeat a value are refused before anything is made.
-        for args in [["--no-bus", "--bus"], ["--state", folder + "/a", "--state", folder + "/b"]] {
+        // Options that contradict or repeat a value, and other usage errors, are refused before
+        // anything is made (read by the CLI's `Arguments`, then the daemon's own checks).
+        for (args, said) in [(["--no-bus", "--bus"], "--bus and --no-bus contradict each other"),
+                             (["--state", folder + "/a", "--state=" + folder + "/b"], "--state is given 2 times; it takes one value"),
+                             (["--config="], "--config needs a value"), (["--pulse-server"], "--pulse-server needs a value"),
+                             (["start"], "unknown argument start"), (["--bus=yes"], "--bus takes no value"),
+                             (["--verbose"], "unknown option --verbose")] {
             let r = try ChildProcess.run(daemon, ["--private", "--socket", folder + "/s"] + args, timeout: 30)
-            #expect(r.status == 2 && (r.stderr.contains("contradict") || r.stderr.contains("is given twice")), "interluded \(args): \(r.status) \(r.stderr)")
+            #expect(r.status == 2 && r.stderr.contains("interluded: " + said) && r.stderr.contains("usage: interluded"),
+                    "interluded \(args): \(r.status) \(r.stderr)")
         }
         #expect(!FileManager.default.fileExists(atPath: folder), "interluded made \(folder)")
 
