@@ -371,9 +371,9 @@ public actor Engine {
     public func playSound(client: Int, _ p: SoundPlayParams) async throws(WireError) -> SoundPlayResult {
         guard let sounds else { throw WireError(.audioUnavailable, "no sound player") }
         // The same for every caller, the user's tools included (the N17 path checks it for apps).
-        guard !p.sound.isEmpty else { throw WireError(.badRequest, "a play request needs a sound name and a volume 0…1") }
+        guard !p.sound.isEmpty else { throw WireError(.badRequest, "sound.play: param \"sound\" must be a sound name or a path, not empty") }
         var volume = p.volume ?? 1
-        guard (0...1).contains(volume) else { throw WireError(.badRequest, "volume must be within 0…1") }
+        guard (0...1).contains(volume) else { throw WireError(.badRequest, "sound.play: param \"volume\" must be within 0…1") }
         var decided: NotificationSoundPlayback?   // what N17's rules let an app play
         let app = clients[client]?.app ?? "?"
         if !actsForUser(app) {

@@ -131,7 +131,7 @@ public struct WireRequest: Sendable, Equatable {
             }
         }
         for (k, v) in params.sorted(by: { $0.key < $1.key }) { try walk(v, keys: k, path: k) }
-        if let outOfRange { throw WireError(.badRequest, "\(method): param \"\(outOfRange)\" is out of range") }
+        if let outOfRange { throw WireError(.badRequest, "\(method): param \"\(outOfRange)\" is out of range (no number of the protocol is beyond ±9e15)") }
         do { return try JSONValue.object(params).decode(P.self) } catch let e as DecodingError {
             if case let .dataCorrupted(c) = e, c.codingPath.isEmpty,
                let key = Self.fractionWhereWholeNumberBelongs(params, as: P.self) {

@@ -151,7 +151,10 @@ import Glibc
         var peak = 0
         for _ in 0..<40 { peak = max(peak, Self.threads()); try await Task.sleep(nanoseconds: 10_000_000) }
         for p in peers { for _ in 0..<41 { _ = p.reply() } }
-        #expect(peak - before < 40, "threads went from \(before) to \(peak)")
+        // A thread per connection is 120 more. The count is the process's: suites running in
+        // parallel add theirs (41 more was seen once in a full parallel run), so the bound leaves
+        // them room and still catches a thread per connection.
+        #expect(peak - before < 80, "threads went from \(before) to \(peak)")
     }
 
     static func threads() -> Int {

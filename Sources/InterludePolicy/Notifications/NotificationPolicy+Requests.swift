@@ -99,9 +99,9 @@ extension NotificationReducer {
         if let b = c.badge, !(0...NotificationPolicy.maximumBadge).contains(b) { return problem("N12", "badge \(b) is not 0…\(NotificationPolicy.maximumBadge)") }
         guard let trigger = request.trigger else { return .success(nil) }
         if case .interval(let seconds, let repeats) = trigger {
-            guard seconds.isFinite, seconds > 0 else { return problem("N8", "interval must be > 0 s") }
+            guard seconds.isFinite, seconds > 0 else { return problem("N8", "trigger.in must be > 0 s, not \(plainNumber(seconds))") }
             if repeats, seconds < config.minimumRepeatingInterval {
-                return problem("N8", "repeating interval triggers need ≥ \(config.minimumRepeatingInterval) s")
+                return problem("N8", "a repeating trigger.in must be ≥ \(plainNumber(config.minimumRepeatingInterval)) s, not \(plainNumber(seconds))")
             }
         }
         if case .calendar(let match, _) = trigger, let why = match.problem {
@@ -330,4 +330,10 @@ extension NotificationPolicy {
         if case .failure(let p) = NotificationReducer(state: NotificationState(), config: config).requestProblem(request, at: now) { return p }
         return nil
     }
+}
+
+/// A number for a message as a person would type it: a whole number without ".0" ("60", not
+/// "60.0"), any other as Swift prints it.
+func plainNumber(_ x: Double) -> String {
+    x.isFinite && x.rounded() == x && abs(x) < 1e15 ? String(Int(x)) : String(x)
 }

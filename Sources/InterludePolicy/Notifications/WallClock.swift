@@ -29,11 +29,13 @@ public enum NotificationWeekday: Int, Codable, Sendable, Hashable, CaseIterable 
             self = day
             return
         }
-        guard let text = (try? c.decode(String.self))?.lowercased() else {
+        guard let typed = try? c.decode(String.self) else {
             throw DecodingError.policyValue(in: c, "a weekday is a name (sunday…saturday, or sun…sat) or 1…7 (1 = Sunday)")
         }
+        let text = typed.lowercased()
         guard let day = Self.allCases.first(where: { $0.name == text || $0.name.prefix(3) == text }) else {
-            throw DecodingError.policyValue(in: c, "unknown weekday \"\(text)\"")
+            // Quoted as typed (it was quoted lowercased: "Mondy" read "mondy").
+            throw DecodingError.policyValue(in: c, "unknown weekday \"\(typed)\" (sunday…saturday, or sun…sat, in any case)")
         }
         self = day
     }
