@@ -282,7 +282,8 @@ import InterludeWire
         // sound.play with an empty name is refused for the user's tool too (it played the default).
         for client in [chat, cli] {
             let play = await #expect(throws: WireError.self) { _ = try await client.play("") }
-            #expect(play?.code == .badRequest)
+            #expect(play?.code == .badRequest && play?.message == #"sound.play: param "sound" must be a sound name or a path, not empty"#,
+                    "\(String(describing: play))")
         }
     }
 

@@ -190,7 +190,7 @@ import InterludePolicy
         let badge = try WireRequest.parse(Array(#"{"id":1,"method":"notification.setBadge","params":{"count":9223372036854775807}}"#.utf8))
         do { _ = try badge.decodeParams(SetBadgeParams.self); Issue.record("accepted") } catch {
             #expect(error.code == .badRequest)
-            #expect(error.message.contains("\"count\" is out of range"), "\(error.message)")
+            #expect(error.message.contains("\"count\" is out of range (no number of the protocol is beyond ±9e15)"), "\(error.message)")
         }
     }
     @Test func badEnumValueIsBadRequest() throws {

@@ -1,3 +1,4 @@
+import Foundation
 import InterludePolicy
 import Testing
 
@@ -171,6 +172,33 @@ private let utc = NotificationHarness.utc
         #expect(h.errorCode == .badRequest)
         guard case .failed(_, let message, _)? = h.reply else { Issue.record("not refused"); return }
         #expect(message.contains(says), "\(message)")
+    }
+
+    /// An interval trigger out of bounds names `trigger.in`, its value and the bound as typed
+    /// (it said "interval must be > 0 s" and "need ≥ 60.0 s": no param, and a number never typed).
+    @Test(arguments: [
+        (NotificationTrigger.interval(seconds: 0, repeats: false), "trigger.in must be > 0 s, not 0"),
+        (.interval(seconds: -5, repeats: false), "trigger.in must be > 0 s, not -5"),
+        (.interval(seconds: -0.5, repeats: true), "trigger.in must be > 0 s, not -0.5"),
+        (.interval(seconds: 10, repeats: true), "a repeating trigger.in must be ≥ 60 s, not 10"),
+        (.interval(seconds: 59.5, repeats: true), "a repeating trigger.in must be ≥ 60 s, not 59.5"),
+    ])
+    func N8_anIntervalTriggerOutOfBoundsNamesTriggerInAndItsValue(trigger: NotificationTrigger, says: String) {
+        var h = Self.berlin(start: "2025-06-01T12:00:00Z")
+        h.post("interval", from: app, trigger: trigger)
+        #expect(h.errorCode == .badRequest)
+        guard case .failed(_, let message, _)? = h.reply else { Issue.record("not refused"); return }
+        #expect(message == says)
+    }
+
+    /// An unknown weekday is quoted as typed (it was quoted lowercased).
+    @Test func N8_anUnknownWeekdayIsQuotedAsTyped() {
+        #expect {
+            _ = try JSONDecoder().decode(NotificationWeekday.self, from: Data(#""Mondy""#.utf8))
+        } throws: { e in
+            "\(e)".contains(#"unknown weekday "Mondy""#)
+        }
+        #expect((try? JSONDecoder().decode(NotificationWeekday.self, from: Data(#""MON""#.utf8))) == .monday)
     }
 
     @Test(arguments: [
