@@ -41,6 +41,8 @@ public final class EngineExecutor: SerialExecutor, @unchecked Sendable {
     private var running = false
     /// The thread running the engine's jobs while `running`.
     private var runner: pthread_t?
+    /// Whether the job running now is in the audio lane (its thread then leads no commit).
+    private var runningAudio = false
     /// Work the running thread does once it has released the engine (``runAfterRelease(_:otherwise:)``),
     /// each with what to do instead if another job comes first.
     private var afterRelease: [(body: @Sendable () -> Void, otherwise: @Sendable () -> Void)] = []
@@ -83,6 +85,7 @@ public final class EngineExecutor: SerialExecutor, @unchecked Sendable {
         }
         running = true
         runner = pthread_self()
+        runningAudio = isAudio
         if isAudio { counts.audio += 1 } else { counts.other += 1 }
         lock.unlock()
         let executor = asUnownedSerialExecutor()
@@ -111,11 +114,15 @@ public final class EngineExecutor: SerialExecutor, @unchecked Sendable {
     /// If a job is queued before the engine is free (a burst: the thread would not be free soon),
     /// `otherwise` runs instead, on the engine's thread before that job, and must only hand the
     /// work to a thread of its own (e.g. `DispatchQueue.async`). Exactly one of the two runs.
-    /// - Returns: false (neither is kept) when the calling thread is not running the engine's jobs.
+    /// Not from an audio-lane job: its thread goes on to answer an audio request (a call's
+    /// activation that changed the notification state), which must not wait for the disk; its
+    /// commit goes to the store's own thread, as before (issue 9 item 2).
+    /// - Returns: false (neither is kept) when the calling thread is not running the engine's jobs,
+    ///   or runs an audio-lane job.
     public func runAfterRelease(_ body: @escaping @Sendable () -> Void, otherwise: @escaping @Sendable () -> Void) -> Bool {
         lock.lock()
         defer { lock.unlock() }
-        guard running, let runner, pthread_equal(runner, pthread_self()) != 0 else { return false }
+        guard running, !runningAudio, let runner, pthread_equal(runner, pthread_self()) != 0 else { return false }
         afterRelease.append((body, otherwise))
         return true
     }
@@ -133,10 +140,12 @@ public final class EngineExecutor: SerialExecutor, @unchecked Sendable {
         if !kept.isEmpty { afterRelease.removeAll() }
         if let job = audio.pop() {
             counts.audio += 1
+            runningAudio = true
             return (job, kept, [])
         }
         if let job = other.pop() {
             counts.other += 1
+            runningAudio = false
             return (job, kept, [])
         }
         running = false

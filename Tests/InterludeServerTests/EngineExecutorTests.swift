@@ -150,6 +150,22 @@ import Testing
         #expect(ran.withLock { $0 } == 0)
     }
 
+    /// Asked for from an audio-lane job: refused (its thread goes on to answer an audio request,
+    /// which must not wait for a commit); a notification-lane job's is kept.
+    @Test func workAskedForFromAnAudioJobIsRefused() async throws {
+        let executor = EngineExecutor()
+        let r = Recorder(executor)
+        let ran = LockedBox(0)
+        let audio = await Task(executorPreference: HolderThread(), priority: EngineExecutor.audioLanePriority) {
+            await r.askAfterRelease({ ran.withLock { $0 += 1 } }, otherwise: { ran.withLock { $0 += 1 } })
+        }.value
+        #expect(!audio && ran.withLock { $0 } == 0)
+        let other = await Task(executorPreference: HolderThread(), priority: .low) {
+            await r.askAfterRelease({ ran.withLock { $0 += 1 } }, otherwise: { ran.withLock { $0 += 100 } })
+        }.value
+        #expect(other && ran.withLock { $0 } == 1)
+    }
+
     /// If a job queues before the engine is free (a burst), `otherwise` runs instead, before that
     /// job, and the body never: the thread is not free soon, the work goes elsewhere.
     @Test func workAskedForIsHandedOffWhenAJobQueuesFirst() async throws {

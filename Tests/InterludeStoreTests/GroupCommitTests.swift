@@ -155,7 +155,7 @@ import Testing
         let states = Self.states(3)
         let submitter = Submitter(executor, store, states)
         for k in states.indices {
-            let r = await Task(executorPreference: QueueThread()) { await submitter.submitNext() }.value
+            let r = await Task(executorPreference: QueueThread(), priority: .medium) { await submitter.submitNext() }.value
             #expect(!r.settledInJob, "state \(k): the commit waits until the job has left the engine")
             #expect(await r.commit.outcome() == nil)
             let on = r.settledOn.withLock { $0 }
@@ -179,7 +179,7 @@ import Testing
         let submitter = Submitter(executor, store, states)
         let commits = await withTaskGroup(of: NotificationCommit.self) { group in
             for _ in states {
-                group.addTask(executorPreference: QueueThread()) { await submitter.submitNext().commit }
+                group.addTask(executorPreference: QueueThread(), priority: .medium) { await submitter.submitNext().commit }
             }
             return await group.reduce(into: [NotificationCommit]()) { $0.append($1) }
         }
