@@ -120,7 +120,8 @@ public struct WireRequest: Sendable, Equatable {
             case let .object(o):
                 let known = keys.flatMap { P.nestedFields[$0] }
                 if let known, let extra = Set(o.keys).subtracting(known).sorted().first {
-                    throw WireError(.unknownField, "\(method) has no param \"\(keys!).\(extra)\" (known: \(known.sorted().joined(separator: ", ")))")
+                    // Named by where it is ("categories.0.actions.1.colour"), as a wrong value is.
+                    throw WireError(.unknownField, "\(method) has no param \"\(path).\(extra)\" (known: \(known.sorted().joined(separator: ", ")))")
                 }
                 for (k, v) in o.sorted(by: { $0.key < $1.key }) {
                     try walk(v, keys: known == nil ? nil : keys! + "." + k, path: path + "." + k)

@@ -123,10 +123,16 @@ import InterludePolicy
         }
     }
     @Test func unknownKeysInCategoriesAndActionsAreRefusedButUserInfoIsFreeForm() throws {
-        let bad = try WireRequest.parse(Array(#"{"id":1,"method":"notification.registerCategories","params":{"categories":[{"identifier":"c","actions":[{"identifier":"a","title":"A","options":[],"colour":"red"}]}]}}"#.utf8))
+        let bad = try WireRequest.parse(Array(#"{"id":1,"method":"notification.registerCategories","params":{"categories":[{"identifier":"c","actions":[{"identifier":"a","title":"A","options":[]},{"identifier":"b","title":"B","options":[],"colour":"red"}]}]}}"#.utf8))
         do { _ = try bad.decodeParams(RegisterCategoriesParams.self); Issue.record("accepted") } catch {
             #expect(error.code == .unknownField)
-            #expect(error.message.contains("categories[].actions[].colour"), "\(error.message)")
+            // Named by where it is, as a wrong value is (it read "categories[].actions[].colour").
+            #expect(error.message.contains(#"has no param "categories.0.actions.1.colour""#), "\(error.message)")
+        }
+        let wrong = try WireRequest.parse(Array(#"{"id":1,"method":"notification.registerCategories","params":{"categories":[{"identifier":"c","actions":[{"identifier":"a","title":"A","options":[]},{"identifier":"b","title":7,"options":[]}]}]}}"#.utf8))
+        do { _ = try wrong.decodeParams(RegisterCategoriesParams.self); Issue.record("accepted") } catch {
+            #expect(error.code == .badRequest)
+            #expect(error.message.contains("categories.0.actions.1.title"), "\(error.message)")
         }
         let ok = try WireRequest.parse(Array(#"{"id":1,"method":"notification.add","params":{"title":"t","userInfo":{"any key":"its value"},"trigger":{"in":5}}}"#.utf8))
         #expect(throws: Never.self) { _ = try ok.decodeParams(AddNotificationParams.self) }
