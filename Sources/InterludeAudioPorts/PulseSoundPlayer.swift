@@ -204,7 +204,7 @@ public actor PulseSoundPlayer: SoundPlayer {
         switch lookup.resolve(nameOrPath) {
         case let .file(p): path = p
         case let .disabled(p): throw LoadFailure(WireError(.notFound, "\(nameOrPath) is disabled on purpose (\(p))"))
-        case .notFound: throw LoadFailure(WireError(.notFound, "no sound named \(nameOrPath) [soundNotFound]"))
+        case .notFound: throw LoadFailure(WireError(.notFound, "no sound named \"\(nameOrPath)\" [soundNotFound]"))
         case let .refused(e): throw LoadFailure(WireError(.notAuthorized, "\(e)"))  // "path: why [code]"
         }
         let identity = FileIdentity(path: path)

@@ -36,7 +36,7 @@ public struct Arguments: Sendable {
         }
         try self.init(args, flagNames: flagNames)
         if let (name, given) = values.filter({ $0.value.count > 1 && !repeatable.contains($0.key) }).min(by: { $0.key < $1.key }) {
-            throw UsageError(description: "--\(CommandOutput.text(name)) is given \(given.count) times; it takes one value")
+            throw UsageError(description: "--\(CommandOutput.text(name)) is given \(given.count == 2 ? "twice" : "\(given.count) times"); it takes one value")
         }
     }
 
@@ -79,6 +79,9 @@ public struct Arguments: Sendable {
         return nil
     }
 
+    /// A number as a person types it: a whole number without ".0" ("315576000", not "315576000.0").
+    static func plain(_ x: Double) -> String { x.isFinite && x.rounded() == x && abs(x) < 1e15 ? String(Int(x)) : String(x) }
+
     public func value(_ name: String) -> String? { values[name]?.last }
     public func all(_ name: String) -> [String] { values[name] ?? [] }
     public func has(_ name: String) -> Bool { flags.contains(name) || values[name] != nil }
@@ -89,7 +92,7 @@ public struct Arguments: Sendable {
         guard let s = value(name) else { return nil }
         guard let d = Double(s), d.isFinite else { throw UsageError(description: "--\(name) must be a number, not \(CommandOutput.text(s))") }
         if let range, !range.contains(d) {
-            throw UsageError(description: "--\(name) must be within \(range.lowerBound)…\(range.upperBound), not \(CommandOutput.text(s))")
+            throw UsageError(description: "--\(name) must be within \(Self.plain(range.lowerBound))…\(Self.plain(range.upperBound)), not \(CommandOutput.text(s))")
         }
         return d
     }

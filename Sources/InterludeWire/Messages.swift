@@ -51,7 +51,14 @@ public struct WireRequest: Sendable, Equatable {
         do { value = try JSONValue.parse(Data(bytes)) } catch {
             // Foundation's own words for where the JSON went wrong ("around line 1, column 5"), if any.
             var detail = ": a value JSON cannot hold here (e.g. a number out of range)"
-            if let where_ = (error as NSError).userInfo["NSDebugDescription"] as? String { detail = ": " + where_ }
+            if let where_ = (error as NSError).userInfo["NSDebugDescription"] as? String {
+                // Foundation says "Number 1e400 is not representable in Swift.": valid JSON, but
+                // beyond what a 64-bit float holds; said in the protocol's words.
+                if where_.contains("is not representable") {
+                    throw WireError(.badRequest, "\(named) holds a number beyond ±1.8e308 (what a 64-bit float holds)")
+                }
+                detail = ": " + where_
+            }
             throw WireError(.badRequest, "not valid JSON" + String(detail.prefix(200)))
         }
         guard let obj = value.objectValue else { throw WireError(.badRequest, "\(named) must be a JSON object") }

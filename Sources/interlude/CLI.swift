@@ -84,7 +84,7 @@ enum CLI {
     static func run(_ argv: [String]) async -> Int32 {
         let line = CommandInvocation(argv)
         if line.socketWithoutPath { return CommandOutput.fail("--socket needs a PATH", code: 2) }
-        if line.socketGivenTwice { return CommandOutput.fail("--socket is given twice; it takes one PATH", code: 2) }
+        if line.socketGivenTwice { return CommandOutput.fail("--socket is given twice; it takes one value", code: 2) }
         guard let command = line.command else { CommandOutput.write(Data((usage + "\n").utf8), to: STDERR_FILENO); return 2 }
         let (socket, rest) = (line.socket, line.rest)
         if rest.contains("--help") || rest.contains("-h"), let help = help(for: command) { print(help); return 0 }
@@ -108,7 +108,10 @@ enum CLI {
             case "register-remote": return try await NotificationCommands.registerRemote(socket: socket, rest)
             case "help", "--help", "-h": print(usage); return 0
             case "--version", "version": print("interlude \(version) (protocol \(interludeProtocolVersion))"); return 0
-            default: return CommandOutput.fail("unknown command \(CommandOutput.text(command))\n\(usage)", code: 2)
+            default:
+                // `interlude --json status`: options go after the command (only --socket may come first).
+                let hint = command.hasPrefix("-") ? " (options go after the command; only --socket may come before it)" : ""
+                return CommandOutput.fail("unknown command \(CommandOutput.text(command))\(hint)\n\(usage)", code: 2)
             }
         } catch {
             return CommandOutput.fail(error)

@@ -34,7 +34,7 @@ enum NotificationCommands {
         var repeats: Bool?
         if let r = a.value("repeats") {
             guard let v = ["true": true, "yes": true, "false": false, "no": false][r] else {
-                throw Arguments.UsageError(description: "--repeats takes true or false")
+                throw Arguments.UsageError(description: "--repeats takes true or false (or yes or no)")
             }
             guard a.has("in") else { throw Arguments.UsageError(description: "--repeats goes with --in SECONDS (an --at time fires once)") }
             repeats = v
@@ -376,7 +376,7 @@ enum NotificationCommands {
     static func onOff(_ a: Arguments, _ name: String) throws -> Bool? {
         guard let v = a.value(name) else { return nil }
         switch v { case "on", "true", "yes": return true; case "off", "false", "no": return false
-        default: throw Arguments.UsageError(description: "--\(name) takes on or off") }
+        default: throw Arguments.UsageError(description: "--\(name) takes on or off (or true/false, yes/no)") }
     }
 
     /// `interlude settings APP [KEY=VALUE…] [--json]` (N2): shows an app's settings, or changes
@@ -384,6 +384,11 @@ enum NotificationCommands {
     static func settings(socket: String?, _ argv: [String]) async throws -> Int32 {
         let json = argv.contains("--json")
         let argv = argv.filter { $0 != "--json" }
+        // An option-looking word is not an app (`settings --nope` showed, and `settings -x
+        // sound=off` changed, the settings of an app named "--nope" or "-x"; a stranger's find).
+        if let option = argv.first(where: { $0.hasPrefix("-") }) {
+            throw Arguments.UsageError(description: "unknown option \(CommandOutput.text(option)) (known: --json)")
+        }
         guard let app = argv.first else { throw Arguments.UsageError(description: "settings APP [KEY=VALUE…] [--json]") }
         if let why = AppIdentifier.problem(app) { throw Arguments.UsageError(description: "APP: \(why)") }
         var p = SettingsParams(app: app)
@@ -394,10 +399,10 @@ enum NotificationCommands {
             guard parts.count == 2 else { throw Arguments.UsageError(description: "settings takes KEY=VALUE, not \(CommandOutput.text(kv))") }
             let (k, v) = (parts[0], parts[1])
             // As an option given twice: which one was meant is not ours to guess.
-            guard given.insert(k).inserted else { throw Arguments.UsageError(description: "\(CommandOutput.text(k)) is given twice") }
+            guard given.insert(k).inserted else { throw Arguments.UsageError(description: "\(CommandOutput.text(k)) is given twice; it takes one value") }
             func bool() throws -> Bool {
                 switch v { case "on", "true", "yes": return true; case "off", "false", "no": return false
-                default: throw Arguments.UsageError(description: "\(CommandOutput.text(k)) takes on or off") }
+                default: throw Arguments.UsageError(description: "\(CommandOutput.text(k)) takes on or off (or true/false, yes/no)") }
             }
             switch k {
             case "authorization":

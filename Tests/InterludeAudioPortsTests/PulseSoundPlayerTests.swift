@@ -36,7 +36,7 @@ import Testing
     @Test func audioUnavailable_aMissingSoundWhileTheServerIsAwaySaysWhyItselfFailedToo_S1() async {
         let e = await failure { () async throws(WireError) in try await awayPlayer().play("no-such-sound", volume: 1, properties: [:]) }
         #expect(e?.code == .audioUnavailable, "\(String(describing: e))")
-        #expect(e?.message.contains("no-such-sound: no sound named no-such-sound [soundNotFound]") == true, "\(String(describing: e))")
+        #expect(e?.message.contains("no-such-sound: no sound named \"no-such-sound\" [soundNotFound]") == true, "\(String(describing: e))")
         #expect(e?.message.contains("default: the audio server is not connected") == true, "\(String(describing: e))")
     }
 
@@ -47,7 +47,7 @@ import Testing
         let e = await failure { () async throws(WireError) in try await player.play("no-such-sound", volume: 1, properties: [:]) }
         #expect(e?.code == .soundFailed, "\(String(describing: e))")
         #expect(e?.message == "neither no-such-sound nor the default sound (no-such-default) can play: "
-                + "no-such-sound: no sound named no-such-sound [soundNotFound]; "
-                + "no-such-default: no sound named no-such-default [soundNotFound]", "\(String(describing: e))")
+                + "no-such-sound: no sound named \"no-such-sound\" [soundNotFound]; "
+                + "no-such-default: no sound named \"no-such-default\" [soundNotFound]", "\(String(describing: e))")
     }
 }

@@ -88,13 +88,26 @@ import InterludeTestSupport
                                                         .replacingOccurrences(of: "\\t", with: "\t") })
             #expect(withReal.status == 2 && withReal.err.contains(real) && !withReal.err.contains(typed), "\(args): \(withReal.err.debugDescription)")
         }
+        // An option-looking word is not an app: `settings -x sound=off` changed an app named "-x".
+        for args in [["settings", "--nope"], ["settings", "-x", "sound=off"], ["settings", "org.example.Chat", "--nope"]] {
+            let r = try interlude(["--socket", "/nonexistent/socket"] + args)
+            #expect(r.status == 2 && r.err.contains("unknown option"), "\(args): \(r)")
+        }
+        // What a value may be is said in full (`--repeats yes` and `sound=true` are taken).
+        let repeats = try interlude(["--socket", "/nonexistent/socket", "notify", "--app", "a.b", "--title", "t", "--in", "60", "--repeats", "maybe"])
+        #expect(repeats.status == 2 && repeats.err.contains("--repeats takes true or false (or yes or no)"), "\(repeats)")
+        let onOff = try interlude(["--socket", "/nonexistent/socket", "settings", "a.b", "sound=ON"])
+        #expect(onOff.status == 2 && onOff.err.contains("sound takes on or off (or true/false, yes/no)"), "\(onOff)")
+        // An option before the command: said where it goes.
+        let before = try interlude(["--json", "status"])
+        #expect(before.status == 2 && before.err.contains("unknown command --json (options go after the command"), "\(before)")
         // Given twice: a setting, the socket (both before any daemon is asked).
         let twice = try interlude(["--socket", "/nonexistent/socket", "settings", "org.example.Chat", "sound=on", "badge=on", "sound=off"])
-        #expect(twice.status == 2 && twice.err.contains("sound is given twice"), "\(twice)")
+        #expect(twice.status == 2 && twice.err.contains("sound is given twice; it takes one value"), "\(twice)")
         for args in [["--socket", "/nonexistent/a", "--socket", "/nonexistent/b", "status"],
                      ["--socket=/nonexistent/a", "session", "--app", "a.b", "--socket=/nonexistent/b"]] {
             let r = try interlude(args)
-            #expect(r.status == 2 && r.err.contains("--socket is given twice"), "\(args): \(r)")
+            #expect(r.status == 2 && r.err.contains("--socket is given twice; it takes one value"), "\(args): \(r)")
         }
         // Parsed by interlude-audio: the hand-off keeps the arguments and the exit status.
         let session = try interlude(["session", "--app", "org.example.Music", "--category", "loud"])

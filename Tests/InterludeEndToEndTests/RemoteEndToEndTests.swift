@@ -214,7 +214,7 @@ enum TestBroker {
         // Options that contradict or repeat a value, and other usage errors, are refused before
         // anything is made (read by the CLI's `Arguments`, then the daemon's own checks).
         for (args, said) in [(["--no-bus", "--bus"], "--bus and --no-bus contradict each other"),
-                             (["--state", folder + "/a", "--state=" + folder + "/b"], "--state is given 2 times; it takes one value"),
+                             (["--state", folder + "/a", "--state=" + folder + "/b"], "--state is given twice; it takes one value"),
                              (["--config="], "--config needs a value"), (["--pulse-server"], "--pulse-server needs a value"),
                              (["start"], "unknown argument start"), (["--bus=yes"], "--bus takes no value"),
                              (["--verbose"], "unknown option --verbose")] {

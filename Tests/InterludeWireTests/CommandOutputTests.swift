@@ -70,9 +70,9 @@ import Testing
 /// dropped the first without a word (`interlude push --title a --title b` sent "b").
 @Suite struct RepeatedOptionTests {
     @Test(arguments: [
-        (["--title", "a", "--title", "b"], "--title is given 2 times; it takes one value"),
+        (["--title", "a", "--title", "b"], "--title is given twice; it takes one value"),
         (["--title=a", "--title", "b", "--title=c"], "--title is given 3 times; it takes one value"),
-        (["--body", "x", "--title", "a", "--body", "y", "--title", "b"], "--body is given 2 times; it takes one value"),
+        (["--body", "x", "--title", "a", "--body", "y", "--title", "b"], "--body is given twice; it takes one value"),
     ])
     func aSingleValueOptionGivenTwiceIsRefused(argv: [String], message: String) {
         #expect {

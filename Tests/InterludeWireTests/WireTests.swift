@@ -142,6 +142,11 @@ import InterludePolicy
         else { Issue.record("accepted") }
         if case let .failure(e) = parse(#"{"id":1e400,"method":"status"}"#) { #expect(!e.error.message.contains("Dictionary<"), "\(e.error.message)") }
         else { Issue.record("accepted") }
+        // Valid JSON beyond a 64-bit float: said in the protocol's words, not Foundation's ("is not
+        // representable in Swift").
+        if case let .failure(e) = parse(#"{"id":1,"method":"notification.add","params":{"trigger":{"in":1e400}}}"#) {
+            #expect(e.error.message == "a request holds a number beyond ±1.8e308 (what a 64-bit float holds)", "\(e.error.message)")
+        } else { Issue.record("accepted") }
         let volume = try WireRequest.parse(Array(#"{"id":1,"method":"sound.play","params":{"sound":"default","volume":"loud"}}"#.utf8))
         do { _ = try volume.decodeParams(SoundPlayParams.self); Issue.record("accepted") } catch {
             #expect(error.message.contains("\"volume\" must be a number"), "\(error.message)")

@@ -224,10 +224,14 @@ extension NotificationReducer {
             }
             var actionIds: Set<String> = []
             for action in category.actions {
-                guard !action.identifier.isEmpty, action.identifier != NotificationActionResponse.defaultAction,
-                      action.identifier != NotificationActionResponse.dismissAction,
-                      actionIds.insert(action.identifier).inserted else {
-                    return fail(.badRequest, "action identifiers in \"\(category.identifier)\" must be non-empty, unique, and not default/dismiss")
+                guard !action.identifier.isEmpty else {
+                    return fail(.badRequest, "an action identifier in \"\(category.identifier)\" is empty")
+                }
+                guard action.identifier != NotificationActionResponse.defaultAction, action.identifier != NotificationActionResponse.dismissAction else {
+                    return fail(.badRequest, "action \"\(action.identifier)\" in \"\(category.identifier)\": default and dismiss are the system's own actions")
+                }
+                guard actionIds.insert(action.identifier).inserted else {
+                    return fail(.badRequest, "action \"\(action.identifier)\" is given twice in \"\(category.identifier)\"; action identifiers are unique in a category")
                 }
             }
         }

@@ -465,6 +465,23 @@ private func granted(_ config: NotificationPolicyConfig = .init(authorization: .
         }
     }
 
+    /// N14: an action identifier that is empty, the system's own, or given twice is refused, and
+    /// the message names it (it said "must be non-empty, unique, and not default/dismiss" for all
+    /// three, naming none; a stranger's find).
+    @Test(arguments: [
+        (["a", ""], #"an action identifier in "c" is empty"#),
+        (["a", "dismiss"], #"action "dismiss" in "c": default and dismiss are the system's own actions"#),
+        (["a", "b", "a"], #"action "a" is given twice in "c"; action identifiers are unique in a category"#),
+    ])
+    func N14_aBadActionIdentifierIsNamed(ids: [String], says: String) {
+        var h = granted()
+        h.send(.registerCategories(app: chat, [.init(identifier: "c", actions: ids.map { NotificationAction(identifier: $0, title: "T") })]))
+        #expect(h.errorCode == .badRequest)
+        guard case .failed(_, let message, _)? = h.reply else { Issue.record("not refused"); return }
+        #expect(message == says)
+        #expect(h.state.apps[chat]?.categories.isEmpty != false)
+    }
+
     static func withCategory() -> NotificationHarness {
         var h = granted()
         h.send(.registerCategories(app: chat, [.init(identifier: "msg", actions: [
