@@ -130,9 +130,16 @@ public final class InterludeClient: @unchecked Sendable {
             Glibc.close(fd); throw ConnectionError(description: "\(error)")
         }
         guard rc == 0 else {
-            let e = String(cString: strerror(errno))
+            let code = errno
             Glibc.close(fd)
-            throw ConnectionError(description: "no daemon at \(path) (\(e)); start one with `interluded`")
+            // A file or folder that is not a socket: say so ("Connection refused" read as a daemon
+            // that went away; a stranger's find).
+            var st = stat()
+            if code == ECONNREFUSED, stat(path, &st) == 0, st.st_mode & S_IFMT != S_IFSOCK {
+                let what = st.st_mode & S_IFMT == S_IFDIR ? "a folder" : "a file"
+                throw ConnectionError(description: "\(path) is \(what), not a daemon's socket; give the socket with --socket PATH")
+            }
+            throw ConnectionError(description: "no daemon at \(path) (\(String(cString: strerror(code)))); start one with `interluded`")
         }
         return fd
     }

@@ -73,7 +73,8 @@ enum Daemon {
     /// Reads the daemon's arguments (without the program name) with the CLI's reader
     /// (``Arguments``: `--name value` or `--name=value`, an option that takes a value given twice
     /// refused, an unknown one named), then the daemon's own checks: no positional argument, no
-    /// empty path (`--state ""` put the state in the root folder), not `--bus` with `--no-bus`.
+    /// empty path (`--state ""` put the state in the root folder), not `--bus` with `--no-bus`, not
+    /// `--replace` off the bus.
     static func readOptions(_ args: [String]) -> CommandLineOutcome {
         let parsed: Arguments
         do {
@@ -87,6 +88,11 @@ enum Daemon {
             }
             // Which one was meant? (It ran with one of them.)
             if parsed.has("bus"), parsed.has("no-bus") { throw Arguments.UsageError(description: "--bus and --no-bus contradict each other; give one") }
+            // --replace takes the bus name from another daemon: off the bus there is none to take.
+            if parsed.has("replace"), parsed.has("no-bus") || (parsed.has("private") && !parsed.has("bus")) {
+                throw Arguments.UsageError(description: "--replace takes org.freedesktop.Notifications on the session bus; with "
+                    + (parsed.has("no-bus") ? "--no-bus" : "--private (without --bus)") + " the daemon is not on it")
+            }
         } catch {
             log("\(error)")
             for line in usage.split(separator: "\n", omittingEmptySubsequences: false) { log(String(line)) }

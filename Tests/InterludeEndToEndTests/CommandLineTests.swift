@@ -127,6 +127,15 @@ import InterludeTestSupport
         let r = try interlude(["--socket", "/nonexistent/interlude/socket", "play", "default"])
         #expect(r.status == 1)
         #expect(r.err.contains("no daemon at /nonexistent/interlude/socket"), "\(r.err)")
+        // A file or a folder given as the socket is named as what it is (it read "Connection refused").
+        let folder = NSTemporaryDirectory() + "interlude-notsocket-\(getpid())"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        FileManager.default.createFile(atPath: folder + "/plain", contents: Data("x".utf8))
+        for (path, what) in [(folder + "/plain", "a file"), (folder, "a folder")] {
+            let r = try interlude(["--socket", path, "status"])
+            #expect(r.status == 1 && r.err.contains("\(path) is \(what), not a daemon's socket"), "\(path): \(r)")
+        }
     }
 
     @Test(.enabled(if: AudioServer.required()))

@@ -217,7 +217,9 @@ enum TestBroker {
                              (["--state", folder + "/a", "--state=" + folder + "/b"], "--state is given twice; it takes one value"),
                              (["--config="], "--config needs a value"), (["--pulse-server"], "--pulse-server needs a value"),
                              (["start"], "unknown argument start"), (["--bus=yes"], "--bus takes no value"),
-                             (["--verbose"], "unknown option --verbose")] {
+                             (["--verbose"], "unknown option --verbose"),
+                             (["--replace", "--no-bus"], "--replace takes org.freedesktop.Notifications on the session bus; with --no-bus"),
+                             (["--replace"], "--replace takes org.freedesktop.Notifications on the session bus; with --private (without --bus) the daemon is not on it")] {
             let r = try ChildProcess.run(daemon, ["--private", "--socket", folder + "/s"] + args, timeout: 30)
             #expect(r.status == 2 && r.stderr.contains("interluded: " + said) && r.stderr.contains("usage: interluded"),
                     "interluded \(args): \(r.status) \(r.stderr)")
