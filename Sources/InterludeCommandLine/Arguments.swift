@@ -1,4 +1,5 @@
 import Foundation
+import InterludePolicy
 
 /// A tiny argument reader shared by `interlude` and `interlude-audio`: `--name value`,
 /// `--name=value`, repeated `--option X`, flags, positionals.
@@ -79,9 +80,6 @@ public struct Arguments: Sendable {
         return nil
     }
 
-    /// A number as a person types it: a whole number without ".0" ("315576000", not "315576000.0").
-    static func plain(_ x: Double) -> String { x.isFinite && x.rounded() == x && abs(x) < 1e15 ? String(Int(x)) : String(x) }
-
     public func value(_ name: String) -> String? { values[name]?.last }
     public func all(_ name: String) -> [String] { values[name] ?? [] }
     public func has(_ name: String) -> Bool { flags.contains(name) || values[name] != nil }
@@ -92,7 +90,7 @@ public struct Arguments: Sendable {
         guard let s = value(name) else { return nil }
         guard let d = Double(s), d.isFinite else { throw UsageError(description: "--\(name) must be a number, not \(CommandOutput.text(s))") }
         if let range, !range.contains(d) {
-            throw UsageError(description: "--\(name) must be within \(Self.plain(range.lowerBound))…\(Self.plain(range.upperBound)), not \(CommandOutput.text(s))")
+            throw UsageError(description: "--\(name) must be within \(plainNumber(range.lowerBound))…\(plainNumber(range.upperBound)), not \(CommandOutput.text(s))")
         }
         return d
     }

@@ -463,7 +463,7 @@ extension ConfigValue {
         switch self {
         case .null: return "null"
         case let .bool(b): return b ? "true" : "false"
-        case let .number(n): return n.rounded() == n && abs(n) < 1e15 ? String(Int64(n)) : String(n)
+        case let .number(n): return plainNumber(n)
         case let .string(s):
             let data = try? JSONEncoder().encode(s)
             return data.map { String(decoding: $0, as: UTF8.self) } ?? "\"\""

@@ -133,7 +133,7 @@ public struct RemoteMessage: Sendable, Equatable {
             RemoteMessageError(WireError(code, message), id: idText, app: appText)
         }
         guard case let .number(n)? = v else { throw fail(.badRequest, "\"v\" (the format version, 1) is missing or not a number") }
-        guard n == Double(version) else { throw fail(.badRequest, "format version \(n == n.rounded() && abs(n) < 1e15 ? String(Int(n)) : String(n)) is not supported (this device reads version \(version))") }
+        guard n == Double(version) else { throw fail(.badRequest, "format version \(plainNumber(n)) is not supported (this device reads version \(version))") }
         guard let idText, (1...128).contains(idText.utf8.count) else {
             throw fail(.badRequest, "\"id\" must be a string of 1…128 bytes (the provider's message id)")
         }

@@ -335,9 +335,3 @@ extension NotificationPolicy {
         return nil
     }
 }
-
-/// A number for a message as a person would type it: a whole number without ".0" ("60", not
-/// "60.0"), any other as Swift prints it.
-func plainNumber(_ x: Double) -> String {
-    x.isFinite && x.rounded() == x && abs(x) < 1e15 ? String(Int(x)) : String(x)
-}
