@@ -110,6 +110,14 @@ public struct CommandInvocation: Sendable {
     /// given twice: which socket was meant is not ours to guess).
     public var socketGivenTwice = false
 
+    /// The usage error of the line's `--socket`, as the executables print it (exit 2); nil when
+    /// there is none.
+    public var usageProblem: String? {
+        if socketWithoutPath { return "--socket needs a PATH" }
+        if socketGivenTwice { return "--socket is given twice; it takes one value" }
+        return nil
+    }
+
     /// Splits `argv` (without the program name).
     public init(_ argv: [String]) {
         var args = argv

@@ -83,8 +83,7 @@ enum CLI {
 
     static func run(_ argv: [String]) async -> Int32 {
         let line = CommandInvocation(argv)
-        if line.socketWithoutPath { return CommandOutput.fail("--socket needs a PATH", code: 2) }
-        if line.socketGivenTwice { return CommandOutput.fail("--socket is given twice; it takes one value", code: 2) }
+        if let problem = line.usageProblem { return CommandOutput.fail(problem, code: 2) }
         guard let command = line.command else { CommandOutput.write(Data((usage + "\n").utf8), to: STDERR_FILENO); return 2 }
         let (socket, rest) = (line.socket, line.rest)
         if rest.contains("--help") || rest.contains("-h"), let help = help(for: command) { print(help); return 0 }
