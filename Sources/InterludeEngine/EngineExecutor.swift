@@ -45,7 +45,9 @@ public final class EngineExecutor: SerialExecutor, @unchecked Sendable {
     private var runningAudio = false
     /// Work the running thread does once it has released the engine (``runAfterRelease(_:otherwise:)``),
     /// each with what to do instead if another job comes first.
-    private var afterRelease: [(body: @Sendable () -> Void, otherwise: @Sendable () -> Void)] = []
+    private var afterRelease: [AfterRelease] = []
+    /// Work for after the release, with what to do instead if another job comes first.
+    private typealias AfterRelease = (body: @Sendable () -> Void, otherwise: @Sendable () -> Void)
     private var counts: (audio: Int, other: Int) = (0, 0)
 
     public init() {}
@@ -132,8 +134,7 @@ public final class EngineExecutor: SerialExecutor, @unchecked Sendable {
     /// The next job, audio lane first; nil (and the engine free) when both lanes are empty. With
     /// it, the work kept for after the release: to hand off (a job came first) or to run now (the
     /// engine is free).
-    private func nextOrStop() -> (UnownedJob?, handOff: [(body: @Sendable () -> Void, otherwise: @Sendable () -> Void)],
-                                  run: [(body: @Sendable () -> Void, otherwise: @Sendable () -> Void)]) {
+    private func nextOrStop() -> (UnownedJob?, handOff: [AfterRelease], run: [AfterRelease]) {
         lock.lock()
         defer { lock.unlock() }
         let kept = afterRelease

@@ -122,9 +122,8 @@ public final class SQLiteNotificationStore: NotificationStoring, Sendable {
             // Started after the lock is released: a committer woken under it would wait for it at
             // once (two more thread switches per request for one waiting client; issue 9).
             if startCommitter {
-                if !offerLeader || leaders?.runAfterRelease({ self.commitQueued(rounds: 1) },
-                                                            otherwise: { self.committer.async { self.commitQueued() } }) != true {
-                    committer.async { self.commitQueued() }
+                if !offerLeader || leaders?.runAfterRelease({ self.commitQueued(rounds: 1) }, otherwise: commitOnQueue) != true {
+                    commitOnQueue()
                 }
             }
         }
@@ -172,6 +171,10 @@ public final class SQLiteNotificationStore: NotificationStoring, Sendable {
 
     // MARK: The committer
 
+    /// Hands the committing to the store's own queue (no leader, a leader handing off, or a
+    /// leader's one round done with more queued).
+    @Sendable private func commitOnQueue() { committer.async { self.commitQueued() } }
+
     /// The committer (on `committer`, or a leader's thread; one at a time, `committing`): writes
     /// everything queued, one transaction per round, until the queue is empty or `rounds` are
     /// done; then what is queued is left to `committer`.
@@ -189,7 +192,7 @@ public final class SQLiteNotificationStore: NotificationStoring, Sendable {
             }
             guard let batch else { return }
             guard let first = batch.first, let last = batch.last else {
-                committer.async { self.commitQueued() }
+                commitOnQueue()
                 return
             }
             roundsLeft -= 1
