@@ -56,8 +56,11 @@ extension Engine {
     /// the commit queue (single requests, batches of adds, remote batches, the daemon's own events).
     func settle(_ step: NotificationStep, waiter: CommitWaiter?) {
         if awaitingCommit.isEmpty, case .some(nil) = step.commit.known {
-            carryOut(step.effects)
-            waiter?.resume(returning: step.reply)
+            // Its events and its reply leave together, as from ``settleCommittedSteps()``.
+            OutputGathering.gather {
+                carryOut(step.effects)
+                waiter?.resume(returning: step.reply)
+            }
             return
         }
         awaitingCommit.append(step, waiter: waiter)
@@ -81,7 +84,7 @@ extension Engine {
     }
 
     /// Who waits for an event's reply: a request's task, or a pipelined `notification.add`
-    /// (``beginAddNotifications(client:_:)``) whose reply is taken later.
+    /// (``beginAddNotifications(client:_:whenSettled:)``) whose reply is taken later.
     enum CommitWaiter: Sendable {
         case continuation(CheckedContinuation<NotificationReply?, any Error>)
         case promise(NotificationReplyPromise)
@@ -388,7 +391,7 @@ extension Engine {
     }
 
     /// `notification.add`: the decision comes back with the rules that made it (N16). A batch of
-    /// one (``beginAddNotifications(client:_:)``): one way for every add to be decided.
+    /// one (``beginAddNotifications(client:_:whenSettled:)``): one way for every add to be decided.
     public func addNotification(client: Int, _ p: AddNotificationParams) async throws(WireError) -> AddNotificationResult {
         try await beginAddNotifications(client: client, [.success(p)])[0].result()
     }
@@ -405,15 +408,25 @@ extension Engine {
     /// An audio request that arrives while the batch is decided does not wait for the whole batch
     /// (16 decisions can take half a millisecond): the requests decided so far are handed to the
     /// store as a batch of their own, the audio request runs, and the rest follow as another.
-    /// - Parameter batch: the params in the order the requests came; a params that could not be
-    ///   decoded is its error.
+    /// - Parameters:
+    ///   - batch: the params in the order the requests came; a params that could not be decoded
+    ///     is its error.
+    ///   - whenSettled: called with each request's index in `batch` and its outcome, as
+    ///     ``PendingNotificationAdd/whenSettled(_:)`` but registered before the request is decided:
+    ///     it runs on the thread that settles the commit, inside the settle's ``OutputGathering``
+    ///     scope, so a reply written there leaves in one `send` with the events of the same
+    ///     request (registered after this call returns, it ran once the handler was back, and the
+    ///     reply was a `send` and a client wake-up of its own; issue 9). Short, and must not wait.
+    ///     With it, the pending replies returned must not be asked again.
     /// - Returns: one pending reply per request, in order.
-    public func beginAddNotifications(client: Int, _ batch: [Result<AddNotificationParams, WireError>]) async -> [PendingNotificationAdd] {
+    public func beginAddNotifications(client: Int, _ batch: [Result<AddNotificationParams, WireError>],
+                                      whenSettled: (@Sendable (Int, Result<AddNotificationResult, WireError>) -> Void)? = nil) async -> [PendingNotificationAdd] {
         var pendings: [PendingNotificationAdd] = []
         pendings.reserveCapacity(batch.count)
         var next = batch.startIndex
         while next < batch.endIndex {
-            next = decideAdds(client: client, batch, from: next, into: &pendings, pauseWhen: { notificationBatchPause(executor) })
+            next = decideAdds(client: client, batch, from: next, into: &pendings, whenSettled: whenSettled,
+                              pauseWhen: { notificationBatchPause(executor) })
             if next < batch.endIndex { await Task.yield() }  // the audio lane first
         }
         return pendings
@@ -426,18 +439,23 @@ extension Engine {
 
     /// Decides `batch[from...]` in order until all are decided or `pauseWhen` says to stop (checked
     /// after each decision, so at least one is decided), hands their state to the store as one
-    /// commit, and appends their pending replies. Returns where the rest begins.
+    /// commit, and appends their pending replies (each with `whenSettled` registered, if given,
+    /// before it is decided). Returns where the rest begins.
     func decideAdds(client: Int, _ batch: [Result<AddNotificationParams, WireError>], from start: Int,
-                    into pendings: inout [PendingNotificationAdd], pauseWhen: () -> Bool) -> Int {
+                    into pendings: inout [PendingNotificationAdd],
+                    whenSettled: (@Sendable (Int, Result<AddNotificationResult, WireError>) -> Void)? = nil,
+                    pauseWhen: () -> Bool) -> Int {
         let before = notifState
         let now = NotificationTime(clock.wallTime)
         var decided: [(effects: [NotificationEffect], reply: NotificationReply?, promise: NotificationReplyPromise)] = []
         var i = start
         while i < batch.endIndex {
-            let params = batch[i]
+            let params = batch[i], index = i
             i += 1
             let promise = NotificationReplyPromise()
-            pendings.append(PendingNotificationAdd(engine: self, promise: promise))
+            let pending = PendingNotificationAdd(engine: self, promise: promise)
+            if let whenSettled { pending.whenSettled { whenSettled(index, $0) } }
+            pendings.append(pending)
             do throws(WireError) {
                 let p = try params.get()
                 let app = try appOf(client)
@@ -689,7 +707,7 @@ struct PlayedSounds {
     }
 }
 
-/// A reply that comes later, once (a pipelined request's, ``Engine/beginAddNotifications(client:_:)``).
+/// A reply that comes later, once (a pipelined request's, ``Engine/beginAddNotifications(client:_:whenSettled:)``).
 /// Taken either by one waiting task (``value()``) or by one callback (``onFulfill(_:)``).
 /// Under NSLock, not `Mutex`: ThreadSanitizer cannot see Mutex's futex on Linux (the store's note).
 public final class NotificationReplyPromise: @unchecked Sendable {
@@ -745,7 +763,7 @@ public final class NotificationReplyPromise: @unchecked Sendable {
     }
 }
 
-/// A `notification.add` decided and on its way to the disk (``Engine/beginAddNotifications(client:_:)``).
+/// A `notification.add` decided and on its way to the disk (``Engine/beginAddNotifications(client:_:whenSettled:)``).
 public struct PendingNotificationAdd: Sendable {
     let engine: Engine
     let promise: NotificationReplyPromise

@@ -116,7 +116,7 @@ public actor Engine {
     /// Whether the daemon is stopping (``beginStopping()``): no sound starts from then on.
     var stopping = false
     /// Whether a batch of `notification.add`s stops after the decision in hand and commits what it
-    /// has (``beginAddNotifications(client:_:)``): when an audio job waits. Tests set their own.
+    /// has (``beginAddNotifications(client:_:whenSettled:)``): when an audio job waits. Tests set their own.
     var notificationBatchPause: @Sendable (EngineExecutor) -> Bool = { $0.audioJobWaiting }
     var generatedIDs = 0
     /// What the latest sound of each notification actually played (S1), for `notification.explain`:

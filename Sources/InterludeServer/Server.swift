@@ -294,7 +294,7 @@ struct RequestHandler {
 
     /// Requests are taken in order, one at a time, except that `notification.add`s are pipelined
     /// (issue 9): the adds that have arrived back to back are decided at once, together
-    /// (``Engine/beginAddNotifications(client:_:)``), and the handler goes on reading while their
+    /// (``Engine/beginAddNotifications(client:_:whenSettled:)``), and the handler goes on reading while their
     /// state is committed; each reply is written, in request order, by the thread that settles it
     /// (``ReplySequencer``), once its state is durable. At most ``maxPipelined`` adds wait for
     /// their commit; before any other request the handler waits until every add's reply is
@@ -334,16 +334,14 @@ struct RequestHandler {
                 }
                 let numbers = batch.map { _ in replies.reserve() }
                 let params = batch.map { r in Result { () throws(WireError) in try r.decodeParams(AddNotificationParams.self) } }
-                let pendings = await engine.beginAddNotifications(client: client, params)
-                for (i, p) in pendings.enumerated() {
-                    let id = batch[i].id, number = numbers[i]
-                    p.whenSettled { r in
-                        replies.settle(number, id: id, r.flatMap { v in
-                            Result { () throws(WireError) in
-                                do { return try WireCoding.encode(v) } catch { throw WireError(.internalError, "cannot encode result") }
-                            }
-                        })
-                    }
+                // Each reply is written where its request is settled, with its events (one send).
+                let ids = batch.map(\.id)
+                _ = await engine.beginAddNotifications(client: client, params) { i, r in
+                    replies.settle(numbers[i], id: ids[i], r.flatMap { v in
+                        Result { () throws(WireError) in
+                            do { return try WireCoding.encode(v) } catch { throw WireError(.internalError, "cannot encode result") }
+                        }
+                    })
                 }
                 continue
             }
