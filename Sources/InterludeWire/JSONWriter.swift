@@ -97,9 +97,9 @@ public enum JSONWriter {
 
 extension WireCoding {
     /// `value` as the protocol's JSON text: the same bytes as ``encoder`` writes, faster
-    /// (``JSONWriter``).
+    /// (``JSONValueEncoder/text(_:)``, written as ``JSONWriter`` writes values).
     /// - Throws: `EncodingError.invalidValue` for a non-finite number, as `JSONEncoder` does.
     public static func encode<T: Encodable>(_ value: T) throws -> Data {
-        JSONWriter.data(try JSONValue(encoding: value))
+        Data(try JSONValueEncoder.text(value))
     }
 }

@@ -49,6 +49,42 @@ import InterludeWire
         #expect(try JSONValue(encoding: n) == (try viaText(n)))
     }
 
+    /// A type that writes one key twice, a nested container and a super encoder: the text keeps
+    /// the last value of a key (as the dictionary of `JSONValue(encoding:)` and `JSONEncoder` do).
+    struct Twice: Encodable {
+        enum K: String, CodingKey { case b, a, é = "é", z, nested, `super` }
+        func encode(to encoder: any Encoder) throws {
+            var c = encoder.container(keyedBy: K.self)
+            try c.encode(1, forKey: .b)
+            try c.encode("first", forKey: .a)
+            try c.encode(2, forKey: .é)
+            var n = c.nestedContainer(keyedBy: K.self, forKey: .nested)
+            try n.encode(true, forKey: .z)
+            try n.encodeNil(forKey: .a)
+            try c.encode("last", forKey: .a)
+            try Inner(a: 5, b: "s", c: [1.5]).encode(to: c.superEncoder())
+        }
+    }
+
+    /// ``WireCoding/encode(_:)`` writes its text straight from the encoder's tree (issue 9): the
+    /// bytes `JSONEncoder` writes (sorted keys, slashes as they are) and the ones `JSONWriter`
+    /// writes for `JSONValue(encoding:)`, for every shape above, non-ASCII keys sorted by bytes
+    /// and a key written twice.
+    @Test func textIsTheBytesJSONEncoderWrites() throws {
+        let v = Outer(name: "n/é\u{1}\"", flag: false, missing: nil, present: 0, inner: Inner(a: 3, b: "q", c: [-2, 1e-7, 123456789012345678]),
+                      shapes: [.square(Inner(a: 1, b: nil, c: [2])), .circle(radius: 0.3)],
+                      map: ["é": [1], "e": [2], "E": [], "ee": [3]], byNumber: [10: "ten", 9: "nine"],
+                      value: .object(["b": .number(1), "a": .object(["y": .string("x")])]), big: -(1 << 53), fraction: 2.5e-300)
+        #expect(try WireCoding.encode(v) == WireCoding.encoder.encode(v))
+        #expect(try WireCoding.encode(v) == JSONWriter.data(JSONValue(encoding: v)))
+        let twice = try WireCoding.encode(Twice())
+        #expect(String(decoding: twice, as: UTF8.self)
+                == #"{"a":"last","b":1,"nested":{"a":null,"z":true},"super":{"a":5,"b":"s","c":[1.5]},"é":2}"#)
+        #expect(twice == JSONWriter.data(try JSONValue(encoding: Twice())))
+        #expect(twice == (try WireCoding.encoder.encode(Twice())))
+        #expect(throws: EncodingError.self) { try WireCoding.encode(Inner(a: 1, b: nil, c: [.nan])) }
+    }
+
     @Test func aNonFiniteNumberThrowsAsJSONEncoderDoes() {
         #expect(throws: EncodingError.self) { try JSONValue(encoding: [Double.infinity]) }
     }
