@@ -140,12 +140,20 @@ public enum ProcStats {
 
     /// CPU time used so far, user + system (`utime` + `stime` of /proc/PID/stat), seconds.
     public static func cpuSeconds(_ pid: Int32) -> Double? {
+        cpuTimes(pid).map { $0.user + $0.system }
+    }
+
+    /// CPU time used so far in user space and in the kernel for the process (`utime` and `stime`
+    /// of /proc/PID/stat), seconds; counted in clock ticks (10 ms here), so a difference is only
+    /// as good as a second or so of work.
+    public static func cpuTimes(_ pid: Int32) -> (user: Double, system: Double)? {
         guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
               let close = text.lastIndex(of: ")") else { return nil }
         // Fields after the command name (which may hold spaces): state is field 3; utime 14, stime 15.
         let fields = text[text.index(after: close)...].split(separator: " ")
         guard fields.count > 12, let utime = Double(fields[11]), let stime = Double(fields[12]) else { return nil }
-        return (utime + stime) / Double(sysconf(Int32(_SC_CLK_TCK)))
+        let tick = Double(sysconf(Int32(_SC_CLK_TCK)))
+        return (utime / tick, stime / tick)
     }
 
     /// Context switches (voluntary + involuntary) of each of the process's threads, by thread id,

@@ -186,7 +186,7 @@ enum Bench {
         }
 
         if o.sections.contains("throughput") {
-            let bench = ThroughputBench(socket: o.socket, log: log)
+            let bench = ThroughputBench(socket: o.socket, daemonPID: o.daemonPID, log: log)
             var rows: [ThroughputBench.Result] = []
             for (clients, inFlight, each, library) in o.throughputRows {
                 log("throughput: \(clients) client(s), \(inFlight) in flight each\(library ? ", through the client library" : "")")
@@ -204,7 +204,7 @@ enum Bench {
             let commitRate = try? ThroughputBench.sqliteCommitRate(directory: o.commitDirectory)
             let shapedCommitRate = try? ThroughputBench.sqliteCommitRate(directory: o.commitDirectory, daemonShape: true)
             log("throughput: one waiting client's focus.status, the floor")
-            let floorRate = try? await bench.floorRate(count: 2000)
+            let floor = try? await bench.floorRate(count: 2000)
             log("throughput: session.activate idle and during an 8-client burst")
             let activation = !o.activationDuringBurst ? nil : await { () async -> (idle: Stats, idleBackToBack: Stats, duringBurst: Stats, burstRate: Double, underCPULoad: Stats, spinThreads: Int)? in
                 do { return try await bench.activation(runs: o.activationRuns) } catch {
@@ -212,7 +212,8 @@ enum Bench {
                     return nil
                 }
             }()
-            out.append(ThroughputBench.table(rows, commitRate: commitRate, shapedCommitRate: shapedCommitRate, floorRate: floorRate, activation: activation))
+            out.append(ThroughputBench.table(rows, commitRate: commitRate, shapedCommitRate: shapedCommitRate, floorRate: floor?.rate,
+                                             floorCPU: floor?.daemonCPU, activation: activation))
         }
 
         if o.sections.contains("remote"), let broker = o.remoteBroker, let dir = o.remoteDir, let daemon = o.remoteDaemon {

@@ -14,6 +14,8 @@ import InterludeWire
 /// Notifications carry no sound, so only the delivery path is timed.
 struct ThroughputBench {
     let socket: String
+    /// The daemon's pid, for its CPU time per request (/proc); nil: not measured.
+    var daemonPID: Int32? = nil
     let log: (String) -> Void
 
     struct Result {
@@ -21,6 +23,17 @@ struct ThroughputBench {
         var requests: Int
         var seconds: Double
         var latency: Stats
+        /// The daemon's CPU time per request during the row, user and system, seconds.
+        var daemonCPU: (user: Double, system: Double)? = nil
+    }
+
+    /// Runs `body` and returns its result with the daemon's CPU time over it divided by `requests`
+    /// (user and system, seconds per request), when the daemon's pid is known.
+    func measuringDaemonCPU<T>(requests: Int, _ body: () async throws -> T) async rethrows -> (T, (user: Double, system: Double)?) {
+        let before = daemonPID.flatMap(ProcStats.cpuTimes)
+        let value = try await body()
+        guard let before, let after = daemonPID.flatMap(ProcStats.cpuTimes), requests > 0 else { return (value, nil) }
+        return (value, ((after.user - before.user) / Double(requests), (after.system - before.system) / Double(requests)))
     }
 
     /// `clients` apps authorized by the user (N1's setting), to connect as.
@@ -63,22 +76,27 @@ struct ThroughputBench {
         let tag = "\(clients)x\(inFlight)\(library ? "lib" : "")"
         let latencies: [Double]
         let t0: Double
+        let cpu: (user: Double, system: Double)?
         if library {
             let apps = try await apps(clients, tag: tag)
             defer { apps.forEach { $0.close() } }
             t0 = now()
-            latencies = try await Self.burst(apps, inFlight: inFlight, requestsPerClient: requestsPerClient, tag: tag)
+            (latencies, cpu) = try await measuringDaemonCPU(requests: clients * requestsPerClient) {
+                try await Self.burst(apps, inFlight: inFlight, requestsPerClient: requestsPerClient, tag: tag)
+            }
         } else {
             let apps = try await rawApps(clients, tag: tag)
             defer { apps.forEach { $0.close() } }
             t0 = now()
-            latencies = try await RawLoadClient.burst(apps, inFlight: inFlight, requestsPerClient: requestsPerClient, tag: tag)
+            (latencies, cpu) = try await measuringDaemonCPU(requests: clients * requestsPerClient) {
+                try await RawLoadClient.burst(apps, inFlight: inFlight, requestsPerClient: requestsPerClient, tag: tag)
+            }
         }
         let seconds = now() - t0
         var label = inFlight == 1 ? "\(clients) client\(clients == 1 ? "" : "s"), each waiting for each reply"
                                   : "\(clients) client\(clients == 1 ? "" : "s"), each pipelining up to \(inFlight)"
         if library { label += ", through the client library (InterludeClient)" }
-        return Result(label: label, requests: clients * requestsPerClient, seconds: seconds, latency: Stats(latencies))
+        return Result(label: label, requests: clients * requestsPerClient, seconds: seconds, latency: Stats(latencies), daemonCPU: cpu)
     }
 
     /// The floor under one waiting client's round trip: `count` `focus.status` requests (read only,
@@ -86,16 +104,19 @@ struct ThroughputBench {
     /// rate per second. With the one-row commit rate this gives the most one waiting client could
     /// reach on this machine: `1 / (1/floor + 1/commits)` (a request that did no work but one
     /// one-row commit).
-    func floorRate(count: Int) async throws -> Double {
+    /// Also returns the daemon's CPU time per `focus.status` (user, system; seconds).
+    func floorRate(count: Int) async throws -> (rate: Double, daemonCPU: (user: Double, system: Double)?) {
         let apps = try await rawApps(1, tag: "floor")
         defer { apps.forEach { $0.close() } }
         let c = apps[0]
-        let seconds = try await c.line.onThread { () throws -> Double in
-            let t0 = now()
-            _ = try c.run(inFlight: 1, requests: count) { _ in #""method":"focus.status""# }
-            return now() - t0
+        let (seconds, cpu) = try await measuringDaemonCPU(requests: count) {
+            try await c.line.onThread { () throws -> Double in
+                let t0 = now()
+                _ = try c.run(inFlight: 1, requests: count) { _ in #""method":"focus.status""# }
+                return now() - t0
+            }
         }
-        return Double(count) / seconds
+        return (Double(count) / seconds, cpu)
     }
 
     /// `clients` apps, authorized, connected as ``RawLoadClient``s and asked for authorization.
@@ -284,7 +305,8 @@ struct ThroughputBench {
         return Double(n) / (now() - t0)
     }
 
-    static func table(_ rows: [Result], commitRate: Double?, shapedCommitRate: Double? = nil, floorRate: Double? = nil, activation: (idle: Stats, idleBackToBack: Stats, duringBurst: Stats, burstRate: Double,
+    static func table(_ rows: [Result], commitRate: Double?, shapedCommitRate: Double? = nil, floorRate: Double? = nil,
+                      floorCPU: (user: Double, system: Double)? = nil, activation: (idle: Stats, idleBackToBack: Stats, duringBurst: Stats, burstRate: Double,
                                                                                 underCPULoad: Stats, spinThreads: Int)?) -> String {
         var t = "| notification throughput (N15: acknowledged = durable) | requests | per second | median ack | p95 ack |\n"
         t += "|---|---:|---:|---:|---:|\n"
@@ -308,6 +330,16 @@ struct ThroughputBench {
                 t += String(format: "| this machine's ceiling for one waiting client: 1 / (that round trip + one one-row commit) | | %.0f | | |\n", ceiling)
                 t += String(format: "| that ceiling / one-row commits (the best ratio this machine allows) | | %.2f | | |\n", ceiling / commitRate)
                 t += String(format: "| one waiting client / that ceiling | | %.2f | | |\n", rate / ceiling)
+            }
+        }
+        let cpuRows = rows.compactMap { r in r.daemonCPU.map { (r.label, $0) } }
+            + (floorCPU.map { [("1 client waiting for each `focus.status` (nothing saved: the floor above)", $0)] } ?? [])
+        if !cpuRows.isEmpty {
+            // What one request costs the daemon: for one waiting client all of it is on the round
+            // trip (the system time includes the commit's fdatasync work in ext4 and the block layer).
+            t += "\n| the daemon's CPU time per request (/proc, 10 ms ticks) | user | system |\n|---|---:|---:|\n"
+            for (label, cpu) in cpuRows {
+                t += "| \(label) | \(us(cpu.user)) | \(us(cpu.system)) |\n"
             }
         }
         if let a = activation {
