@@ -111,13 +111,28 @@ import InterludePolicy
             return e
         }
 
+        /// Starts the world's parts in order; if one cannot start (the audio server gone, say),
+        /// the ones started before it are stopped before the error is thrown: a private bus and a
+        /// daemon left running outlived the test run (seen when `pipewire-pulse` died mid-run).
         init(_ name: String, config: String? = nil) async throws {
-            bus = try PrivateBus("mpris-\(name)")
-            work = try WorkFolder("mpris-\(name)")
-            if let config { try work.config(config) }
-            daemon = try DaemonProcess(socket: work.socket, work: work.path, config: config != nil, environment: bus.environment, bus: true)
-            try pulse.connect()
-            recorder = try PulseRecorder(connection: pulse, source: try pulse.defaultSinkName() + ".monitor")
+            let bus = try PrivateBus("mpris-\(name)")
+            var undo: [() -> Void] = [bus.stop]
+            do {
+                let work = try WorkFolder("mpris-\(name)")
+                undo.append(work.remove)
+                if let config { try work.config(config) }
+                let daemon = try DaemonProcess(socket: work.socket, work: work.path, config: config != nil, environment: bus.environment, bus: true)
+                undo.append(daemon.stop)
+                try pulse.connect()
+                undo.append(pulse.disconnect)
+                recorder = try PulseRecorder(connection: pulse, source: try pulse.defaultSinkName() + ".monitor")
+                self.bus = bus
+                self.work = work
+                self.daemon = daemon
+            } catch {
+                for u in undo.reversed() { u() }
+                throw error
+            }
         }
 
         func stop() {

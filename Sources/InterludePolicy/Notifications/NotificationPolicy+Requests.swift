@@ -93,7 +93,7 @@ extension NotificationReducer {
         func problem(_ rule: String?, _ message: String) -> Result<NotificationTime?, RequestProblem> {
             .failure(RequestProblem(rule: rule, message: message))
         }
-        guard !request.identifier.isEmpty else { return problem(nil, "identifier is empty") }
+        guard !request.identifier.isEmpty else { return problem(nil, "param \"identifier\" must not be empty") }
         guard (0...1).contains(c.relevanceScore) else { return problem("N9", "relevance must be 0…1") }
         if let v = c.criticalVolume, !(0...1).contains(v) { return problem("N3", "criticalVolume must be 0…1") }
         if let b = c.badge, !(0...NotificationPolicy.maximumBadge).contains(b) { return problem("N12", "badge \(b) is not 0…\(NotificationPolicy.maximumBadge)") }

@@ -376,6 +376,16 @@ private func granted(_ config: NotificationPolicyConfig = .init(authorization: .
         #expect(h.state.apps[chat]?.badge == 0)
     }
 
+    /// An empty identifier is refused in the words of the other params' errors (a stranger's
+    /// find: it read "identifier is empty", unlike `param "title" must be a string`).
+    @Test func anEmptyIdentifierIsBadRequestNamingTheParam() {
+        var h = granted()
+        h.post("", from: chat, .test())
+        #expect(h.errorCode == .badRequest)
+        guard case .failed(_, let message, _)? = h.reply else { Issue.record("not refused: \(String(describing: h.reply))"); return }
+        #expect(message == #"param "identifier" must not be empty"#)
+    }
+
     @Test func N12_negativeBadgeIsBadRequest() {
         var h = granted()
         h.send(.setBadge(app: chat, count: -1))
