@@ -57,6 +57,13 @@ public struct WireRequest: Sendable, Equatable {
                 if where_.contains("is not representable") {
                     throw WireError(.badRequest, "\(named) holds a number beyond ±1.8e308 (what a 64-bit float holds)")
                 }
+                // Foundation says "Unexpected end of file … (expected low-surrogate …)" for a
+                // `\ud800` alone, though the line did not end there, and "no high character" for a
+                // `\udc00` alone: a half of a UTF-16 pair, which no Unicode text holds.
+                if where_.contains("low-surrogate") || where_.contains("no high character") {
+                    throw WireError(.badRequest, "\(named) holds a \\u escape of half a UTF-16 surrogate pair "
+                                    + "(\\ud800…\\udfff not in a high-low pair); JSON strings must be Unicode text")
+                }
                 detail = ": " + where_
             }
             throw WireError(.badRequest, "not valid JSON" + String(detail.prefix(200)))

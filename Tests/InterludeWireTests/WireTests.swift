@@ -147,6 +147,17 @@ import InterludePolicy
         if case let .failure(e) = parse(#"{"id":1,"method":"notification.add","params":{"trigger":{"in":1e400}}}"#) {
             #expect(e.error.message == "a request holds a number beyond ±1.8e308 (what a 64-bit float holds)", "\(e.error.message)")
         } else { Issue.record("accepted") }
+        // Half a surrogate pair (a stranger's find): Foundation said "Unexpected end of file" for
+        // a line that went on; said in the protocol's words, a high half and a low half alone.
+        for half in [#"\ud800"#, #"x\ud83d\u0041"#, #"\udc00x"#] {
+            if case let .failure(e) = parse(#"{"id":1,"method":"notification.add","params":{"title":""# + half + #""}}"#) {
+                #expect(e.error.message == #"a request holds a \u escape of half a UTF-16 surrogate pair (\ud800…\udfff not in a high-low pair); JSON strings must be Unicode text"#,
+                        "\(e.error.message)")
+            } else { Issue.record("accepted \(half)") }
+        }
+        if case let .success(r) = parse(#"{"id":1,"method":"notification.add","params":{"title":"\ud83c\udfb5"}}"#) {
+            #expect(r.params["title"] == .string("🎵"), "a whole pair is one character")
+        } else { Issue.record("a whole pair refused") }
         let volume = try WireRequest.parse(Array(#"{"id":1,"method":"sound.play","params":{"sound":"default","volume":"loud"}}"#.utf8))
         do { _ = try volume.decodeParams(SoundPlayParams.self); Issue.record("accepted") } catch {
             #expect(error.message.contains("\"volume\" must be a number"), "\(error.message)")
