@@ -71,9 +71,9 @@ enum JSONValueEncoder {
             let members = object ?? []
             // By key bytes, then by the order encoded: of equal keys, the last is written.
             let order = members.indices.sorted { a, b in
-                let ka = members[a].key.utf8, kb = members[b].key.utf8
-                if ka.elementsEqual(kb) { return a < b }
-                return ka.lexicographicallyPrecedes(kb)
+                let ka = members[a].key, kb = members[b].key
+                if ka.utf8.elementsEqual(kb.utf8) { return a < b }
+                return JSONWriter.keyPrecedes(ka, kb)
             }
             out.append(UInt8(ascii: "{"))
             var first = true

@@ -43,7 +43,7 @@ public enum JSONWriter {
         case let .object(o):
             out.append(UInt8(ascii: "{"))
             var first = true
-            for (k, v) in o.sorted(by: { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }) {
+            for (k, v) in o.sorted(by: { keyPrecedes($0.key, $1.key) }) {
                 if !first { out.append(UInt8(ascii: ",")) }
                 first = false
                 appendString(k, to: &out)
@@ -52,6 +52,12 @@ public enum JSONWriter {
             }
             out.append(UInt8(ascii: "}"))
         }
+    }
+
+    /// The order of an object's keys as written: by their UTF-8 bytes (as `JSONEncoder`'s
+    /// `.sortedKeys` writes them).
+    static func keyPrecedes(_ a: String, _ b: String) -> Bool {
+        a.utf8.lexicographicallyPrecedes(b.utf8)
     }
 
     static func appendNumber(_ n: Double, to out: inout [UInt8]) {
