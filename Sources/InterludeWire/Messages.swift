@@ -66,6 +66,10 @@ public struct WireRequest: Sendable, Equatable {
                 }
                 detail = ": " + where_
             }
+            // Where the text breaks JSON's grammar, in the protocol's words (Foundation's read
+            // "Unexpected end of file during JSON parse." for a line that ends inside a string, or
+            // "Invalid hex encoded sequence" for `\ud83"`).
+            if let problem = JSONSyntax.problem(in: bytes) { detail = ": " + problem.message }
             throw WireError(.badRequest, "not valid JSON" + String(detail.prefix(200)))
         }
         guard let obj = value.objectValue else { throw WireError(.badRequest, "\(named) must be a JSON object") }
@@ -84,7 +88,7 @@ public struct WireRequest: Sendable, Equatable {
     ///   ``JSONDepth/maximum``, not an object, no method, bad id or params type) or `unknownField` (a top-level key other than id, method, params).
     public static func parse(_ line: [UInt8]) throws(WireParseError) -> WireRequest {
         let obj: [String: JSONValue]
-        do { obj = try jsonObjectAllowingDuplicateKeys(line, named: "a request") } catch { throw WireParseError(id: nil, error: error) }
+        do { obj = try jsonObjectAllowingDuplicateKeys(line, named: "a request") } catch { throw WireParseError(id: readableID(line), error: error) }
         let id = obj["id"]
         switch id {
         case let .number(n)? where !(abs(n) <= 9_007_199_254_740_991):
@@ -113,6 +117,21 @@ public struct WireRequest: Sendable, Equatable {
         default: throw WireParseError(id: id, error: WireError(.badRequest, "\"params\" must be an object"))
         }
         return WireRequest(id: id!, method: method, params: params)
+    }
+
+    /// The `id` of a line the parser refused, when it can still be echoed exactly: the line is UTF-8
+    /// and well-formed JSON (``JSONSyntax``; refused for a value no reader takes, such as half a
+    /// surrogate pair in a title or `1e400`), an object whose `id` is given once, as a string the
+    /// parser reads or a number within ±(2^53 − 1). Else nil (the reply's `"id": null`).
+    static func readableID(_ line: [UInt8]) -> JSONValue? {
+        guard String(validating: line, as: UTF8.self) != nil else { return nil }
+        let ids = JSONSyntax.topLevelMembers(of: line).filter { $0.key == "id" }
+        guard ids.count == 1, let id = try? JSONValue.parse(Data(line[ids[0].value])) else { return nil }
+        switch id {
+        case let .number(n) where abs(n) <= 9_007_199_254_740_991: return id
+        case .string: return id
+        default: return nil
+        }
     }
 
     /// Decodes the params as `P`, refusing fields `P` does not define.

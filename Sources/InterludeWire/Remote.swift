@@ -155,8 +155,8 @@ public struct RemoteMessage: Sendable, Equatable {
 }
 
 extension RemoteMessage {
-    /// The `id` and `app` of a message that cannot be read as a whole (too large, invalid UTF-8
-    /// or nesting too deep somewhere else in it), for its receipt, so that the provider can match
+    /// The `id` and `app` of a message that cannot be read as a whole (too large, invalid UTF-8,
+    /// nesting too deep or a value no parser takes somewhere else in it), for its receipt, so that the provider can match
     /// the receipt: read when the message is a JSON object of at most 256 KiB nested at most 128
     /// levels, its invalid UTF-8 taken as U+FFFD. A
     /// value that holds U+FFFD where the message had invalid bytes, is not a string, or is out of
@@ -167,7 +167,16 @@ extension RemoteMessage {
         guard bytes.count <= largestMaxBytes, (try? JSONDepth.check(bytes, limit: 4 * JSONDepth.maximum)) != nil else { return (nil, nil) }
         let valid = String(validating: bytes, as: UTF8.self) != nil
         let text = String(decoding: bytes, as: UTF8.self)
-        guard let o = (try? JSONValue.parse(Data(text.utf8)))?.objectValue else { return (nil, nil) }
+        // A message the parser refuses for a value elsewhere in it (half a surrogate pair in the
+        // body, 1e400) is still well-formed: its top-level members are read one by one.
+        let o: [String: JSONValue]
+        if let whole = (try? JSONValue.parse(Data(text.utf8)))?.objectValue { o = whole } else {
+            var read: [String: JSONValue] = [:]
+            let utf8 = Array(text.utf8)
+            for m in JSONSyntax.topLevelMembers(of: utf8) { read[m.key] = try? JSONValue.parse(Data(utf8[m.value])) }
+            guard !read.isEmpty else { return (nil, nil) }
+            o = read
+        }
         func readable(_ s: String) -> Bool { valid || !s.unicodeScalars.contains("\u{FFFD}") }
         // An `id` or `app` given twice is ambiguous: not named.
         let twice = JSONDuplicateKeys.topLevelKeysGivenTwice(in: Array(text.utf8))

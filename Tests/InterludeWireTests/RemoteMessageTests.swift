@@ -36,6 +36,10 @@ import Testing
         (#"{"v":1,"id":"m","app":"a.b","title":"t","level":"loud"}"#, .badRequest, "m"),
         (#"{"v":1,"id":"m","app":"a.b","title":"t","colour":"red"}"#, .unknownField, "m"),
         (#"{"v":1,"id":"m","app":"a.b","title":"t","trigger":{"soon":1}}"#, .unknownField, "m"),
+        // Well-formed, refused by the parser for a value elsewhere: the id is still read (it was not).
+        (#"{"v":1,"id":"m","app":"a.b","title":"\ud800"}"#, .badRequest, "m"),
+        (#"{"v":1,"app":"a.b","title":"t","relevance":1e400,"id":"m"}"#, .badRequest, "m"),
+        (#"{"v":1,"id":"m","app":"a.b","title":"t"#, .badRequest, nil),             // broken: not read
     ])
     func malformedMessagesAreRefusedWithWhatCouldBeRead(text: String, code: WireErrorCode, id: String?) {
         #expect {

@@ -155,6 +155,20 @@ import InterludePolicy
                         "\(e.error.message)")
             } else { Issue.record("accepted \(half)") }
         }
+        // The refusals above are of well-formed lines: the id is echoed (it was null).
+        for line in [#"{"id":"r1","method":"notification.add","params":{"title":"\ud800"}}"#,
+                     #"{"method":"notification.add","params":{"trigger":{"in":1e400}},"id":"r1"}"#] {
+            if case let .failure(e) = parse(line) { #expect(e.id == .string("r1"), "\(line)") } else { Issue.record("accepted \(line)") }
+        }
+        // Not echoed: an id that is itself unreadable, given twice, or in a broken line.
+        for line in [#"{"id":"\ud800","method":"status"}"#, #"{"id":1e400,"method":"status"}"#,
+                     #"{"id":1,"id":2,"method":"status","params":{"t":"\ud800"}}"#, #"{"id":1,"method":"sta"#] {
+            if case let .failure(e) = parse(line) { #expect(e.id == nil, "\(line)") } else { Issue.record("accepted \(line)") }
+        }
+        // A broken line says where, in the protocol's words (it read Foundation's "Unexpected end of file").
+        if case let .failure(e) = parse(#"{"id":1,"method":"sta"#) {
+            #expect(e.error.message == "not valid JSON: the line ends inside the string opened at byte 17", "\(e.error.message)")
+        }
         if case let .success(r) = parse(#"{"id":1,"method":"notification.add","params":{"title":"\ud83c\udfb5"}}"#) {
             #expect(r.params["title"] == .string("🎵"), "a whole pair is one character")
         } else { Issue.record("a whole pair refused") }
