@@ -81,7 +81,8 @@ extension NotificationReducer {
         effects.append(.reply(.authorization(status: record.settings.authorization, options: granted)))
     }
 
-    /// What makes a request malformed whatever the state and the app: an empty identifier, a
+    /// What makes a request malformed whatever the state and the app: an empty identifier, one
+    /// longer than ``NotificationPolicy/maximumIdentifierBytes`` or holding a control character, a
     /// number out of its range (relevance 0…1, N9; criticalVolume 0…1, N3; badge 0…
     /// ``NotificationPolicy/maximumBadge``, N12), a trigger that never fires, fires more than
     /// 10 years after `now`, or repeats faster than `minimumRepeatingInterval` (N8). On success,
@@ -94,6 +95,13 @@ extension NotificationReducer {
             .failure(RequestProblem(rule: rule, message: message))
         }
         guard !request.identifier.isEmpty else { return problem(nil, "param \"identifier\" must not be empty") }
+        guard request.identifier.utf8.count <= NotificationPolicy.maximumIdentifierBytes else {
+            return problem(nil, "param \"identifier\" has \(request.identifier.utf8.count) bytes; at most \(NotificationPolicy.maximumIdentifierBytes)")
+        }
+        if let control = request.identifier.unicodeScalars.first(where: { $0.value < 0x20 || $0.value == 0x7F }) {
+            let hex = String(control.value, radix: 16, uppercase: true)
+            return problem(nil, "param \"identifier\" holds a control character (U+\(String(repeating: "0", count: 4 - hex.count))\(hex)); an identifier is one line of text")
+        }
         guard (0...1).contains(c.relevanceScore) else { return problem("N9", "relevance must be 0…1") }
         if let v = c.criticalVolume, !(0...1).contains(v) { return problem("N3", "criticalVolume must be 0…1") }
         if let b = c.badge, !(0...NotificationPolicy.maximumBadge).contains(b) { return problem("N12", "badge \(b) is not 0…\(NotificationPolicy.maximumBadge)") }

@@ -13,6 +13,13 @@ public enum NotificationPolicy {
     /// the largest stays there when a notification would count it up.
     public static let maximumBadge = Int(Int32.max)
 
+    /// The longest notification identifier, in UTF-8 bytes (1 KiB): room for a URL or a hash with
+    /// a prefix, while a list of pending or delivered ones and a log line stay readable. A longer
+    /// `identifier` is `badRequest`, as is one holding a control character (U+0000…U+001F, U+007F:
+    /// an identifier is shown and logged on one line). A stranger's find: a 60 KB identifier was
+    /// taken and logged whole.
+    public static let maximumIdentifierBytes = 1024
+
     /// Applies one event at `now` and returns what the engine must do, in order.
     ///
     /// First advances to `now`: everything due since `state.clock` (fired triggers, schedule

@@ -386,6 +386,29 @@ private func granted(_ config: NotificationPolicyConfig = .init(authorization: .
         #expect(message == #"param "identifier" must not be empty"#)
     }
 
+    @Test("an identifier too long or holding a control character is refused, naming why", arguments: [
+        (String(repeating: "x", count: 1025), #"param "identifier" has 1025 bytes; at most 1024"#),
+        (String(repeating: "é", count: 513), #"param "identifier" has 1026 bytes; at most 1024"#),
+        ("a\u{0}b", #"param "identifier" holds a control character (U+0000); an identifier is one line of text"#),
+        ("line\nbreak", #"param "identifier" holds a control character (U+000A); an identifier is one line of text"#),
+        ("del\u{7F}", #"param "identifier" holds a control character (U+007F); an identifier is one line of text"#),
+    ])
+    func anUnreadableIdentifierIsBadRequest(identifier: String, said: String) {
+        var h = granted()
+        h.post(identifier, from: chat, .test())
+        guard case .failed(_, let message, _)? = h.reply else { Issue.record("not refused: \(String(describing: h.reply))"); return }
+        #expect(h.errorCode == .badRequest)
+        #expect(message == said)
+    }
+
+    @Test("identifiers at the limits are taken", arguments: [String(repeating: "x", count: 1024), " ", "tab\u{A0}nbsp", "🎵/é:ok"])
+    func aLongOrUnusualIdentifierWithinTheLimitsIsTaken(identifier: String) {
+        var h = granted()
+        h.post(identifier, from: chat, .test())
+        #expect(h.errorCode == nil, "\(String(describing: h.reply))")
+        #expect(h.state.delivered.contains { $0.request.identifier == identifier })
+    }
+
     @Test func N12_negativeBadgeIsBadRequest() {
         var h = granted()
         h.send(.setBadge(app: chat, count: -1))
