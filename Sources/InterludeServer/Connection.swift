@@ -105,6 +105,9 @@ final class Connection: GatheredOutput, @unchecked Sendable {
     private var readPaused = false
     /// Whether reading stopped for good while replies may still be written (``stopReading()``).
     private var readingStopped = false
+    /// Whether the peer shut its writing side (`shutdown(SHUT_WR)`) and waits for the replies:
+    /// the lines it sent are still handled, then the connection closes once they are written.
+    private var peerHalfClosed = false
 
     init(fd: Int32, pid: Int32, limits: ConnectionLimits, log: @escaping @Sendable (String) -> Void,
          onClose: (@Sendable () -> Void)? = nil) {
@@ -162,6 +165,7 @@ final class Connection: GatheredOutput, @unchecked Sendable {
             let now: [UInt8]?? = lock.withLock {
                 if phase != .open || readingStopped { return .some(nil) }
                 if let line = takeLineLocked(&resumeReading) { return .some(line) }
+                if peerHalfClosed { return .some(nil) }  // every line it sent has been handed over
                 waiting = k
                 return .none
             }
@@ -228,7 +232,12 @@ final class Connection: GatheredOutput, @unchecked Sendable {
                 }
                 if n < 0 && errno == EINTR { continue }
                 if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) { return }
-                // EOF or error: the peer is gone (requests not yet handled and a partial one are dropped).
+                if n == 0 && !peerHasClosed(fd) {
+                    peerEndedWriting()
+                    return
+                }
+                // Closed or an error: the peer is gone (requests not yet handled and a partial one
+                // are dropped, its sessions end at once, A9).
                 closeNow()
                 return
             }
@@ -259,6 +268,40 @@ final class Connection: GatheredOutput, @unchecked Sendable {
         if let (k, line) = handOff { k.resume(returning: line) }
         for a in after { a() }
     }
+
+    /// The peer shut its writing side but reads (`shutdown(SHUT_WR)`, as `nc -N` or `socat` do
+    /// at the end of their input): reading stops, the complete lines it sent are still handed to
+    /// the handler, whose next request after them is nil; the handler then closes the connection
+    /// once their replies are written (``closeWhenFlushed()``). A last line without its `\n` is
+    /// not a request (PROTOCOL.md "Framing") and is dropped.
+    private func peerEndedWriting() {
+        var after: [() -> Void] = []
+        lock.withLock {
+            guard phase == .open, !peerHalfClosed else { return }
+            peerHalfClosed = true
+            readPaused = false
+            reader?.cancel()
+            if let k = waiting {
+                var ignored = false
+                let line = takeLineLocked(&ignored)
+                waiting = nil
+                after.append { k.resume(returning: line) }
+            }
+        }
+        for a in after { a() }
+    }
+
+    /// Whether the peer shut the writing side and stopped reading (`close`, an exit, a crash) or
+    /// shut only the writing side. For a Unix stream socket the kernel reports `POLLHUP` once both
+    /// directions are shut: a peer that closed; without it, a peer that still reads.
+    private func peerHasClosed(_ fd: Int32) -> Bool {
+        var p = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
+        return poll(&p, 1, 0) != 1 || p.revents & Int16(POLLHUP | POLLERR) != 0
+    }
+
+    /// Whether the peer half-closed (``peerEndedWriting()``): then the handler closes the
+    /// connection after its last reply.
+    var peerFinishedSending: Bool { lock.withLock { peerHalfClosed } }
 
     /// Over the line cap: one `tooLarge` reply, then close once it is written. Requests not yet
     /// handled are dropped (PROTOCOL.md "Framing").

@@ -263,6 +263,8 @@ public final class SocketServer: @unchecked Sendable {
             let handler = Task(executorPreference: conn.taskExecutor, priority: RequestHandler.handlerPriority) {
                 let client = await engine.connect(peer: peer) { [weak conn] event in conn?.send { .event(event.wire) } }
                 await RequestHandler(engine: engine, client: client, connection: conn, log: log).run()
+                // A peer that half-closed has had every reply (run drains them): closed now.
+                if conn.peerFinishedSending { conn.closeWhenFlushed() }
                 // When the daemon stops, a connection stays the engine's client (a user's tool keeps
                 // receiving the events of the commits still in flight) until every handler is done.
                 await stopping.handlerDone()

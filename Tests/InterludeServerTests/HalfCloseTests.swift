@@ -1,0 +1,55 @@
+import Foundation
+import Testing
+import InterludeServer
+import InterludeWire
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A peer that shuts its writing side (`shutdown(SHUT_WR)`, as `nc -N`, `socat` and a script's
+/// `printf … | nc` do at the end of their input) and reads gets every reply, then the end of the
+/// stream (PROTOCOL.md "End of a connection"). A stranger's find (2026-12-04): it got none, the
+/// daemon closed at its end of file, and an add being decided then was saved unacknowledged.
+@Suite(.serialized) struct HalfCloseTests {
+    /// Every line until the end of the stream; nil if the stream did not end within 10 s.
+    static func linesUntilEOF(_ fd: Int32) -> [String]? {
+        var tv = timeval(tv_sec: 10, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+        var bytes: [UInt8] = []
+        var buf = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let n = buf.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n == 0 { break }
+            if n < 0 { return nil }
+            bytes += buf[0..<n]
+        }
+        return String(decoding: bytes, as: UTF8.self).split(separator: "\n").map(String.init)
+    }
+
+    @Test func aPeerThatHalfClosesGetsEveryReplyInOrderThenTheEnd() throws {
+        let d = try TestDaemon()
+        let user = try d.rawConnect()
+        _ = user.readLine()
+        user.send(#"{"id":1,"method":"hello","params":{"app":"org.interlude.CLI"}}"# + "\n"
+                  + #"{"id":2,"method":"notification.setSettings","params":{"app":"org.example.H","authorization":"authorized"}}"# + "\n")
+        #expect(user.reply()?.error == nil && user.reply()?.error == nil)
+        let p = try d.rawConnect()
+        var text = #"{"id":1,"method":"hello","params":{"app":"org.example.H"}}"# + "\n"
+            + #"{"id":2,"method":"notification.requestAuthorization","params":{"options":["alert","sound"]}}"# + "\n"
+        for i in 3..<23 { text += #"{"id":\#(i),"method":"notification.add","params":{"identifier":"n\#(i)","title":"t"}}"# + "\n" }
+        text += #"{"id":23,"method":"notification.delivered","params":{"limit":1000}}"# + "\n"
+        text += #"{"id":24,"method":"stat"#  // no \n: not a request
+        p.send(text)
+        #expect(shutdown(p.fd, Int32(SHUT_WR)) == 0)
+        guard let lines = Self.linesUntilEOF(p.fd) else { Issue.record("the daemon did not end the stream"); return }
+        let replies = lines.compactMap { try? ServerMessage.parse(Array($0.utf8)) }.compactMap { m -> WireReply? in
+            if case let .reply(r) = m { return r } else { return nil }
+        }
+        #expect(replies.map(\.id) == (1...23).map { .number(Double($0)) }, "\(lines.suffix(3))")
+        #expect(replies.allSatisfy { $0.error == nil }, "\(lines.prefix(5))")
+        // Every add acknowledged is in the center (N15), read in the same stream.
+        guard case let .array(listed)? = replies.last?.result?.objectValue?["notifications"] else { Issue.record("no listing"); return }
+        #expect(listed.count == 20)
+    }
+
+}
