@@ -91,8 +91,9 @@ public enum JSONDuplicateKeys {
     }
 
     /// A key with escapes as it reads (`\u0069d` → `id`), read by the JSON parser; the raw text
-    /// if it cannot read it.
-    private static func unescaped(_ raw: [UInt8]) -> String {
+    /// if it cannot read it (half a surrogate pair). Also ``JSONSyntax``'s reading of a key.
+    static func unescaped(_ raw: [UInt8]) -> String {
+        if !raw.contains(UInt8(ascii: "\\")) { return String(decoding: raw, as: UTF8.self) }
         guard case let .string(s)? = try? JSONValue.parse(Data([UInt8(ascii: "\"")] + raw + [UInt8(ascii: "\"")])) else {
             return String(decoding: raw, as: UTF8.self)
         }

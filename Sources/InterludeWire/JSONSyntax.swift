@@ -1,7 +1,7 @@
 import Foundation
 
 /// The grammar of JSON text (RFC 8259 §2–§7), checked on the raw bytes when the parser has refused
-/// a line, to say where and why in the protocol's words ("the line ends inside a string opened at
+/// a line, to say where and why in the protocol's words ("the text ends inside the string opened at
 /// byte 40") instead of the parser's ("Unexpected end of file during JSON parse."), and to tell a
 /// broken line from one that is well-formed but holds a value no reader can take (half a UTF-16
 /// surrogate pair, a number beyond a 64-bit float). In a well-formed line the top-level members can
@@ -16,7 +16,7 @@ import Foundation
 /// bounded before by ``JSONDepth``; the stack would hold any depth anyway).
 public enum JSONSyntax {
     /// Where the text stops being JSON: the byte offset (0-based) and what is wrong there, as the
-    /// end of a sentence ("the line ends inside a string opened at byte 12").
+    /// end of a sentence ("the text ends inside the string opened at byte 12").
     public struct Problem: Sendable, Equatable, Error {
         public var offset: Int
         public var message: String
@@ -88,7 +88,7 @@ public enum JSONSyntax {
                 }
                 let start = i
                 i = try string(b, from: i)
-                if stack.count == 1 { pendingKey = key(b[(start + 1)..<(i - 1)]) }
+                if stack.count == 1 { pendingKey = JSONDuplicateKeys.unescaped(Array(b[(start + 1)..<(i - 1)])) }
                 expect = .colon
             case .value:
                 if stack.count == 1 { valueStart = i }
@@ -120,9 +120,9 @@ public enum JSONSyntax {
             }
         }
         if let open = stack.last {
-            throw Problem(offset: b.count, message: "the line ends inside the \(open.kind == .object ? "object" : "array") opened at byte \(open.opened)")
+            throw Problem(offset: b.count, message: "the text ends inside the \(open.kind == .object ? "object" : "array") opened at byte \(open.opened)")
         }
-        if !sawValue { throw Problem(offset: b.count, message: "the line holds no JSON value") }
+        if !sawValue { throw Problem(offset: b.count, message: "the text holds no JSON value") }
         return members
     }
 
@@ -154,7 +154,7 @@ public enum JSONSyntax {
             }
             i += 1
         }
-        throw Problem(offset: b.count, message: "the line ends inside the string opened at byte \(start)")
+        throw Problem(offset: b.count, message: "the text ends inside the string opened at byte \(start)")
     }
 
     /// The offset after the number that starts at `start`: `-? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?`.
@@ -178,15 +178,5 @@ public enum JSONSyntax {
             while digit(i) { i += 1 }
         }
         return i
-    }
-
-    /// A key's text as it reads (`\u0069d` → `id`), by the JSON parser; the raw text if it cannot
-    /// read it (half a surrogate pair).
-    private static func key(_ raw: ArraySlice<UInt8>) -> String {
-        if !raw.contains(UInt8(ascii: "\\")) { return String(decoding: raw, as: UTF8.self) }
-        guard case let .string(s)? = try? JSONValue.parse(Data([UInt8(ascii: "\"")] + raw + [UInt8(ascii: "\"")])) else {
-            return String(decoding: raw, as: UTF8.self)
-        }
-        return s
     }
 }

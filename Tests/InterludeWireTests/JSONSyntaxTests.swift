@@ -11,9 +11,9 @@ import Testing
     func problem(_ s: String) -> String? { JSONSyntax.problem(in: Array(s.utf8))?.message }
 
     @Test("each break of the grammar is named with its byte", arguments: [
-        (#"{"id":1,"method":"sta"#, "the line ends inside the string opened at byte 17"),
-        (#"{"id":1,"method":"status""#, "the line ends inside the object opened at byte 0"),
-        (#"{"id":1,"p":[1,2"#, "the line ends inside the array opened at byte 12"),
+        (#"{"id":1,"method":"sta"#, "the text ends inside the string opened at byte 17"),
+        (#"{"id":1,"method":"status""#, "the text ends inside the object opened at byte 0"),
+        (#"{"id":1,"p":[1,2"#, "the text ends inside the array opened at byte 12"),
         (#"{"id":1,"t":"\ud83"}"#, #"a \u escape at byte 13 needs four hex digits (\u00e9)"#),
         (#"{"id":1,"t":"a\qb"}"#, #"\q at byte 14 is not a JSON escape (\" \\ \/ \b \f \n \r \t \uXXXX)"#),
         ("{\"id\":1,\"t\":\"a\tb\"}", #"a control character (U+0009) inside the string opened at byte 12, at byte 14; JSON writes it as an escape (\n, \t, \u00XX)"#),
@@ -29,7 +29,7 @@ import Testing
         (#"{"id":tru}"#, "expected a value at byte 6 (true?)"),
         (#"{"id":1}}"#, "text after the JSON value ('}' at byte 8)"),
         (#"{"id":1} {"id":2}"#, "text after the JSON value ('{' at byte 9)"),
-        ("   ", "the line holds no JSON value"),
+        ("   ", "the text holds no JSON value"),
     ])
     func grammarBreaks(line: String, said: String) {
         #expect(problem(line) == said)

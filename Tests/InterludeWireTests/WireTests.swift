@@ -167,7 +167,7 @@ import InterludePolicy
         }
         // A broken line says where, in the protocol's words (it read Foundation's "Unexpected end of file").
         if case let .failure(e) = parse(#"{"id":1,"method":"sta"#) {
-            #expect(e.error.message == "not valid JSON: the line ends inside the string opened at byte 17", "\(e.error.message)")
+            #expect(e.error.message == "not valid JSON: the text ends inside the string opened at byte 17", "\(e.error.message)")
         }
         if case let .success(r) = parse(#"{"id":1,"method":"notification.add","params":{"title":"\ud83c\udfb5"}}"#) {
             #expect(r.params["title"] == .string("🎵"), "a whole pair is one character")
