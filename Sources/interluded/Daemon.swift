@@ -18,8 +18,8 @@ import Synchronization
 enum Daemon {
     static let version = "0.1.0"
     /// Exit status when another daemon of this user already manages the audio server's streams
-    /// (`interlude.manager`, ``managerClaimKey``) or holds the state folder (``StateFolderLock``):
-    /// EX_TEMPFAIL, "try again once it is gone".
+    /// (`interlude.manager`, ``managerClaimKey``), holds the state folder (``StateFolderLock``) or
+    /// listens on the socket: EX_TEMPFAIL, "try again once it is gone".
     static let anotherManagerStatus: Int32 = 75
     /// The client property a managing daemon announces itself with on the audio server
     /// (``PulseClaim``: value the socket path, with `.uid` and `.since`).
@@ -141,8 +141,8 @@ enum Daemon {
             return 1
         }
         if SocketServer.isLive(path) {
-            log("another daemon is listening on \(path)")
-            return 1
+            log("another daemon is listening on \(path); one daemon per socket: stop the other or give this one its own --socket [socketInUse]")
+            return anotherManagerStatus
         }
         // One daemon per state folder: a second one on the same --state (another socket) would
         // overwrite the first's notifications and undo its ducks (A7's ledger). Held until exit.

@@ -277,6 +277,23 @@ extension SoundEndToEndTests {
         #expect(SocketProbe.live(w.path + "/third"), "after a SIGKILL of the holder: \((try? String(contentsOfFile: w.path + "/third.log", encoding: .utf8)) ?? "")")
     }
 
+    /// A socket another daemon serves: exit 75 as the other conflicts (state folder, audio
+    /// server), named, before the state folder or the audio server is touched; the first goes on.
+    /// (It exited 1, a stranger's find.)
+    @Test func aSecondDaemonOnALiveSocketExits75() throws {
+        guard let path = ScenarioRunner.siblingExecutable("interluded") else { throw CocoaError(.fileNoSuchFile) }
+        let w = try WorkFolder("e2e-socket-live")
+        defer { w.remove() }
+        let first = try DaemonProcess(socket: w.path + "/socket", work: w.path, config: false, log: "first.log")
+        defer { first.stop() }
+        try #require(SocketProbe.live(w.path + "/socket"))
+        let r = try ChildProcess.run(path, ["--socket", w.path + "/socket", "--state", w.path + "/second-state", "--private", "--no-bus"], timeout: 20)
+        #expect(r.exit == .exited(75), "\(r.stderr)")
+        #expect(r.stderr.contains("another daemon is listening on \(w.path)/socket") && r.stderr.contains("[socketInUse]"), "\(r.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: w.path + "/second-state/interlude.lock"), "the state folder was taken first")
+        #expect(first.isRunning && SocketProbe.live(w.path + "/socket"))
+    }
+
     /// A socket path longer than an address holds is refused before anything else (exit 1, "too
     /// long"), also by a managing daemon, which joined the audio server first and could exit 75
     /// ("another manager") over a path it could never have listened on.
