@@ -165,7 +165,16 @@ public struct WireRequest: Sendable, Equatable {
             }
         }
         for (k, v) in params.sorted(by: { $0.key < $1.key }) { try walk(v, keys: k, path: k) }
-        if let outOfRange { throw WireError(.badRequest, "\(method): param \"\(outOfRange)\" is out of range (no number of the protocol is beyond ±9e15)") }
+        if let outOfRange {
+            // A huge number where no number belongs (`"title": 1e300`) is of the wrong kind, as
+            // `"title": 7` is: said so (it read "out of range"). Decoded once more, on this error path only.
+            do { _ = try JSONValue.object(params).decode(P.self) } catch let DecodingError.typeMismatch(t, c)
+                where c.codingPath.map({ $0.intValue.map(String.init) ?? $0.stringValue }).joined(separator: ".") == outOfRange
+                    && !["Double", "Float", "Int", "Int64", "Int32", "UInt32", "UInt64"].contains(String(describing: t)) {
+                throw WireError(.badRequest, "\(method): param \"\(outOfRange)\" must be \(Self.plain(t))")
+            } catch {}
+            throw WireError(.badRequest, "\(method): param \"\(outOfRange)\" is out of range (no number of the protocol is beyond ±9e15)")
+        }
         do { return try JSONValue.object(params).decode(P.self) } catch let e as DecodingError {
             if case let .dataCorrupted(c) = e, c.codingPath.isEmpty,
                let key = Self.fractionWhereWholeNumberBelongs(params, as: P.self) {

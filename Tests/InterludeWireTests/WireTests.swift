@@ -181,6 +181,15 @@ import InterludePolicy
         do { _ = try category.decodeParams(RegisterParams.self); Issue.record("accepted") } catch {
             #expect(error.message.contains("unknown value \"Ambient\" (one of: ambient, soloAmbient"), "\(error.message)")
         }
+        // A huge number where a string belongs is of the wrong kind, not out of range (a stranger's find).
+        let title = try WireRequest.parse(Array(#"{"id":1,"method":"notification.add","params":{"title":1e300}}"#.utf8))
+        do { _ = try title.decodeParams(AddNotificationParams.self); Issue.record("accepted") } catch {
+            #expect(error.message == #"notification.add: param "title" must be a string"#, "\(error.message)")
+        }
+        let sound = try WireRequest.parse(Array(#"{"id":1,"method":"sound.play","params":{"sound":-1e20}}"#.utf8))
+        do { _ = try sound.decodeParams(SoundPlayParams.self); Issue.record("accepted") } catch {
+            #expect(error.message == #"sound.play: param "sound" must be a string"#, "\(error.message)")
+        }
         let year = try WireRequest.parse(Array(#"{"id":1,"method":"notification.add","params":{"title":"t","trigger":{"calendar":{"year":1e300}}}}"#.utf8))
         do { _ = try year.decodeParams(AddNotificationParams.self); Issue.record("accepted") } catch {
             #expect(error.message.contains("\"trigger.calendar.year\" is out of range"), "\(error.message)")
