@@ -362,6 +362,21 @@ import InterludePolicy
         #expect(try ConfigLoader.load(folders: [builtin]).contradictions.isEmpty)
     }
 
+    /// N7: a focus mode named "" or with a control character was taken (a stranger's find): no
+    /// name a user can type or a log line can hold. Refused with the file and the line.
+    @Test("a focus mode's name must be a name", arguments: [
+        ("{\n  focusModes: { '': {} },\n}", "key 'focusModes': a focus mode's name must not be empty"),
+        ("{\n  focusModes: { 'a\\nb': {} },\n}", #"key 'focusModes': the focus mode name "a\u{a}b" holds a control character"#),
+    ])
+    func N7_aFocusModeNameMustBeAName(text: String, says: String) throws {
+        let dir = try tempDir(text)
+        do { _ = try ConfigLoader.load(folders: [builtin, dir]); Issue.record("accepted \(text)") } catch {
+            #expect(error.description.contains(says) && error.file == dir + "/interlude.json5" && error.line == 2
+                    && error.code == "configBadValue", "\(error)")
+        }
+        #expect(throws: Never.self) { try ConfigLoader.load(folders: [builtin, try tempDir("{ focusModes: { 'reading time': {}, 'Lesezeit 📖': {} } }")]) }
+    }
+
     /// Numbers in config errors read as written: `1000`, not `1000.0` (a stranger's find).
     @Test func numbersInConfigErrorsReadAsWritten() throws {
         for (text, says) in [("{ bursts: { audibleAlertInterval: 5000 } }", "5000 is out of range 0…3600 s"),
