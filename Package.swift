@@ -35,6 +35,8 @@ let package = Package(
         .target(name: "InterludeSound", dependencies: ["CSndfile"]),
         // Remote notifications (issue 11): an MQTT client on libmosquitto's own thread.
         .target(name: "InterludeRemote", dependencies: ["CMosquitto"]),
+        // The broker's messages -> engine decisions -> receipts back, and the `remote` config section read.
+        .target(name: "InterludeRemoteBridge", dependencies: ["InterludeRemote", "InterludeEngine", "InterludeConfig", "InterludePolicy", "InterludeWire"]),
         // Notification state persistence (N15): SQLite in WAL mode, group commit; the engine's store port.
         .target(name: "InterludeStore", dependencies: ["CSQLite", "InterludePolicy", "InterludeEngine", "InterludeWire"]),
         // Engine: owns state, feeds the policies, carries out effects through ports.
@@ -57,7 +59,7 @@ let package = Package(
         .executableTarget(name: "interluded", dependencies: [
             "InterludeServer", "InterludeEngine", "InterludePolicy", "InterludePulse", "InterludeSound", "InterludeStore", "InterludeConfig", "InterludeWire",
             "InterludeAudioPorts", "InterludeBus", "CInterludeSys",
-            "InterludeRemote", "InterludeCommandLine",
+            "InterludeRemote", "InterludeRemoteBridge", "InterludeCommandLine",
         ]),
         // The CLI links the client library only (fast start for `interlude play`); the commands that
         // play audio of their own run in `interlude-audio`, which `interlude` execs for them.
@@ -95,6 +97,7 @@ let package = Package(
         .testTarget(name: "InterludePulseTests", dependencies: ["InterludePulse", "InterludeScenario", "InterludeTestSupport"]),
         .testTarget(name: "InterludeMeasureTests", dependencies: ["InterludeMeasure", "InterludeTestSupport"]),
         .testTarget(name: "InterludeRemoteTests", dependencies: ["InterludeRemote"]),
+        .testTarget(name: "InterludeRemoteBridgeTests", dependencies: ["InterludeRemoteBridge", "InterludeRemote", "InterludeConfig"]),
         .testTarget(name: "InterludeSoundTests", dependencies: ["InterludeSound", "CSndfile", "InterludeTestSupport"]),  // CSndfile: tests write MP3/Opus/float files with libsndfile
         .testTarget(name: "InterludeEndToEndTests", dependencies: [
             "InterludeClient", "InterludeScenario", "InterludePulse", "InterludeServer", "InterludeEngine", "InterludeTestSupport",

@@ -8,6 +8,7 @@ import InterludeConfig
 import InterludeEngine
 import InterludePulse
 import InterludeRemote
+import InterludeRemoteBridge
 import InterludeServer
 import InterludeSound
 import InterludeStore
@@ -215,7 +216,7 @@ enum Daemon {
                 // Read at start only, but a section the next start would refuse is refused now
                 // (taken, it left no daemon after that start: exit 78).
                 do { _ = try RemoteBridge.settings(config: fresh) } catch {
-                    throw ConfigProblem(message: "\(error) (the next start would refuse it)")
+                    throw RemoteConfigProblem(message: "\(error) (the next start would refuse it)")
                 }
             } catch {
                 log("reload refused, the running config stays: \(error)")

@@ -18,8 +18,10 @@ import Synchronization
 /// PUBACK: delivered again and recognized by its id (`duplicate`), so it is never delivered
 /// twice. Receipts are owed in the engine's state from the decision's commit until the broker
 /// acknowledges them, and the ones a start finds owed are published again (REMOTE.md "Receipts are owed until the broker has them").
-/// Written outside main.swift (the callback trap).
-final class RemoteBridge: Sendable {
+/// A library target of its own (it was in `interluded`), so that its config reading and batching
+/// are tested without starting a daemon (`InterludeRemoteBridgeTests`); the live path is tested end
+/// to end (`RemoteEndToEndTests`).
+public final class RemoteBridge: Sendable {
     let client: MQTTClient
     let engine: Engine
     let topics: RemoteTopics
@@ -33,13 +35,13 @@ final class RemoteBridge: Sendable {
 
     /// Reads the `remote` config; nil when it names no broker.
     /// - Throws: a message for `bad config` (exit 78), see ``settings(config:)``.
-    static func make(config: InterludeConfig, engine: Engine, log: @escaping @Sendable (String) -> Void) async throws -> RemoteBridge? {
+    public static func make(config: InterludeConfig, engine: Engine, log: @escaping @Sendable (String) -> Void) async throws -> RemoteBridge? {
         guard let (options, topics) = try settings(config: config) else { return nil }
         let client: MQTTClient
         do { client = try MQTTClient(options, log: log) } catch {
             let key = error.code == .badCredentials ? "caFile" : "broker"   // a CA file, or libmosquitto itself
             let (file, line) = config.place(of: "remote.\(key)")
-            throw ConfigProblem(message: "\(file):\(line): key 'remote.\(key)': \(error.message) [configBadValue]")
+            throw RemoteConfigProblem(message: "\(file):\(line): key 'remote.\(key)': \(error.message) [configBadValue]")
         }
         await engine.setRemote(.init(topics: topics, maxMessageBytes: Int(config.number("remote.maxMessageBytes")),
                                      dedupeWindow: Int(config.number("remote.dedupeWindow"))))
@@ -50,14 +52,14 @@ final class RemoteBridge: Sendable {
     /// start, and on a reload (the section is read at start only, but a reload that takes a
     /// section the next start would refuse left no daemon after that start). Nil when it names no
     /// broker.
-    /// - Throws: ``ConfigProblem`` naming file, line and key: a broker without a device id, a bad
+    /// - Throws: ``RemoteConfigProblem`` naming file, line and key: a broker without a device id, a bad
     ///   URL, device id or topic prefix (MQTT wildcards `+` `#`, an empty level), a password or CA
     ///   file that cannot be read.
-    static func settings(config: InterludeConfig) throws -> (MQTTOptions, RemoteTopics)? {
+    public static func settings(config: InterludeConfig) throws(RemoteConfigProblem) -> (MQTTOptions, RemoteTopics)? {
         /// `at`: the key whose place is named (a missing key's is where the broker was set).
-        func bad(_ key: String, _ why: String, at: String? = nil) -> ConfigProblem {
+        func bad(_ key: String, _ why: String, at: String? = nil) -> RemoteConfigProblem {
             let (file, line) = config.place(of: "remote.\(at ?? key)")
-            return ConfigProblem(message: "\(file):\(line): key 'remote.\(key)': \(why) [configBadValue]")
+            return RemoteConfigProblem(message: "\(file):\(line): key 'remote.\(key)': \(why) [configBadValue]")
         }
         guard let broker = config.string("remote.broker") else {
             // Without a broker nothing of it is used; a CA file or a topic prefix named anyway
@@ -116,7 +118,7 @@ final class RemoteBridge: Sendable {
     /// Connects (retrying while the broker is away) and subscribes on every connection. The
     /// receipts the last run owed (saved with their decisions, not acknowledged by the broker
     /// before it ended) go out first, in order, once connected.
-    func start() async throws {
+    public func start() async throws {
         let owed = await engine.owedReceipts()
         for r in owed { publish(r) }
         if !owed.isEmpty { log("publishing again \(owed.count) receipt(s) the broker had not acknowledged before the last stop") }
@@ -129,7 +131,7 @@ final class RemoteBridge: Sendable {
             + " on \(topics.notifications)")
     }
 
-    func stop() { client.stop() }
+    public func stop() { client.stop() }
 
     /// On the network thread: hands the message to the worker (started if it does not run).
     func handle(_ m: MQTTMessage, _ delivery: MQTTDelivery) {
@@ -214,8 +216,10 @@ final class BatchInbox<Item: Sendable>: Sendable {
     }
 }
 
-/// A config problem found after loading (printed as `bad config: …`, exit 78).
-struct ConfigProblem: Error, CustomStringConvertible {
-    var message: String
-    var description: String { message }
+/// A `remote` config problem found after loading, as one line: `FILE:LINE: key 'remote.KEY': why
+/// [configBadValue]` (`interluded` prints it as `bad config: …` and exits 78).
+public struct RemoteConfigProblem: Error, CustomStringConvertible, Equatable {
+    public var message: String
+    public var description: String { message }
+    public init(message: String) { self.message = message }
 }
