@@ -89,28 +89,35 @@ import Glibc
         // task that long (seen with the suites run in parallel at load average 8): then the writer
         // was right to call, and the check is only made when no gap reached the quiet time.
         var last = ContinuousClock.now, longestGap = Duration.zero
+        var lastLine = ContinuousClock.now
         for i in 0..<10 {
-            log.write("busy \(i)")
+            if i > 0 { try await Task.sleep(nanoseconds: 50_000_000) }
             longestGap = max(longestGap, ContinuousClock.now - last)
             last = ContinuousClock.now
-            try await Task.sleep(nanoseconds: 50_000_000)
+            lastLine = ContinuousClock.now  // taken before the line: its quiet call comes after
+            log.write("busy \(i)")
         }
-        if longestGap < .milliseconds(400) { #expect(calls.value == 0, "called while lines kept coming") }
-        let before = calls.value
+        if longestGap < .milliseconds(400) { #expect(calls.value - calls.calls(after: lastLine) == 0, "called while lines kept coming") }
+        // Counted by when they came, not by a count read after the last line: a stall of this
+        // task after it let the call come before such a read, and the test then waited for a
+        // second call that was not owed (seen once in a parallel run).
         let deadline = Date().addingTimeInterval(5)
-        while calls.value == before, Date() < deadline { try await Task.sleep(nanoseconds: 10_000_000) }
-        #expect(calls.value == before + 1)
+        while calls.calls(after: lastLine) == 0, Date() < deadline { try await Task.sleep(nanoseconds: 10_000_000) }
+        #expect(calls.calls(after: lastLine) == 1)
         try await Task.sleep(nanoseconds: 1_200_000_000)
-        #expect(calls.value == before + 1, "called again with no line in between")
+        #expect(calls.calls(after: lastLine) == 1, "called again with no line in between")
+        let again = ContinuousClock.now
         log.write("again")
-        while calls.value == before + 1, Date() < deadline.addingTimeInterval(5) { try await Task.sleep(nanoseconds: 10_000_000) }
-        #expect(calls.value == before + 2)
+        while calls.calls(after: again) == 0, Date() < deadline.addingTimeInterval(5) { try await Task.sleep(nanoseconds: 10_000_000) }
+        #expect(calls.calls(after: again) == 1)
     }
 
+    /// Calls counted with the instant each came.
     final class Counter: @unchecked Sendable {
         private let lock = NSLock()
-        private var n = 0
-        func add() { lock.withLock { n += 1 } }
-        var value: Int { lock.withLock { n } }
+        private var times: [ContinuousClock.Instant] = []
+        func add() { lock.withLock { times.append(.now) } }
+        var value: Int { lock.withLock { times.count } }
+        func calls(after t: ContinuousClock.Instant) -> Int { lock.withLock { times.filter { $0 > t }.count } }
     }
 }
