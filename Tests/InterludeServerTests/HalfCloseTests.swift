@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import InterludeClient
 import InterludeServer
 import InterludeWire
 #if canImport(Glibc)
@@ -52,4 +53,49 @@ import Glibc
         #expect(listed.count == 20)
     }
 
+
+    /// The two ends told apart, deterministically: the handler is held in a `sound.play` (a gated
+    /// player) while a `focus.set` waits behind it, and the peer ends; the daemon serves one
+    /// connection at most. A peer that closes: its connection ends at once (its place is free for
+    /// the next client while the sound still plays) and the waiting request is never decided
+    /// (A9, PROTOCOL.md "End of a connection"). A peer that half-closes: its connection stays
+    /// until the sound is done and the waiting request is decided and answered.
+    @Test(arguments: [false, true])
+    func aPeerThatClosesEndsAtOnceAndOneThatHalfClosesIsServed(halfClose: Bool) async throws {
+        let sounds = GatedSoundPlayer()
+        let d = try GatedDaemon(sounds: sounds, maxClients: 1)
+        let p = try RawPeer(path: d.socket)
+        _ = p.readLine()
+        p.send(#"{"id":1,"method":"hello","params":{"app":"org.interlude.CLI"}}"# + "\n")
+        #expect(p.reply()?.error == nil)
+        p.send(#"{"id":2,"method":"sound.play","params":{"sound":"default"}}"# + "\n")
+        for _ in 0..<200 { guard !sounds.waiting else { break }; try await Task.sleep(nanoseconds: 10_000_000) }
+        try #require(sounds.waiting)
+        p.send(#"{"id":3,"method":"focus.set","params":{"name":"sleep"}}"# + "\n")
+        if halfClose { _ = shutdown(p.fd, Int32(SHUT_WR)) } else { p.closeNow() }
+        try await Task.sleep(nanoseconds: 300_000_000)  // the daemon reads the end meanwhile
+        // While the sound plays: the next client finds the place free only if the first closed.
+        let next = try RawPeer(path: d.socket)
+        _ = next.readLine()
+        next.send(#"{"id":1,"method":"hello","params":{"app":"org.interlude.CLI"}}"# + "\n")
+        let answer = next.reply()
+        #expect(answer?.error?.code == (halfClose ? .rateLimited : nil), "\(String(describing: answer))")
+        next.closeNow()
+        sounds.open()
+        if halfClose {
+            let lines = Self.linesUntilEOF(p.fd) ?? []
+            #expect(lines.count == 2 && lines[1].contains(#""id":3"#) && !lines[1].contains("error"), "\(lines)")
+        }
+        // Then a client of its own asks for the focus (the place is free once both have gone).
+        var focus: String?? = .none
+        for _ in 0..<100 where focus == nil {
+            if let c = try? await InterludeClient.connect(socket: d.socket, app: "org.interlude.CLI", replyTimeout: 5),
+               let f = try? await c.call(NotificationMethod.focusStatus, StatusParams(), as: FocusStatusResult.self) {
+                focus = .some(f.focus)
+            } else {
+                try await Task.sleep(nanoseconds: 50_000_000)
+            }
+        }
+        #expect(focus == .some(halfClose ? "sleep" : nil), "focus \(String(describing: focus))")
+    }
 }
