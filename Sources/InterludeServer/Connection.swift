@@ -293,10 +293,14 @@ final class Connection: GatheredOutput, @unchecked Sendable {
 
     /// Whether the peer shut the writing side and stopped reading (`close`, an exit, a crash) or
     /// shut only the writing side. For a Unix stream socket the kernel reports `POLLHUP` once both
-    /// directions are shut: a peer that closed; without it, a peer that still reads.
+    /// directions are shut: a peer that closed; without it, a peer that still reads. `POLLHUP` is
+    /// reported whatever is asked for, so nothing is asked: a peer that reads but has let the
+    /// replies fill its socket (no `POLLOUT`) is no closed peer (a stranger's find: taken for one,
+    /// it lost every reply past the first 36 KB).
     private func peerHasClosed(_ fd: Int32) -> Bool {
-        var p = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
-        return poll(&p, 1, 0) != 1 || p.revents & Int16(POLLHUP | POLLERR) != 0
+        var p = pollfd(fd: fd, events: 0, revents: 0)
+        // -1 (EINTR): taken as a peer that reads; if it has gone, the next write says so (EPIPE).
+        return poll(&p, 1, 0) == 1 && p.revents & Int16(POLLHUP | POLLERR) != 0
     }
 
     /// Whether the peer half-closed (``peerEndedWriting()``): then the handler closes the

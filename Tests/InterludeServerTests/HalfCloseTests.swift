@@ -54,6 +54,24 @@ import Glibc
     }
 
 
+    /// A half-closed peer that does not read for a while: the replies fill its socket and wait,
+    /// and all come once it reads (a stranger's find: the daemon took a peer whose socket was
+    /// full for a closed one, and its 1000 replies stopped at 167).
+    @Test func aHalfClosedPeerThatReadsLateGetsEveryReply() async throws {
+        let d = try TestDaemon()
+        let p = try d.rawConnect()
+        var text = #"{"id":0,"method":"hello","params":{"app":"org.interlude.CLI"}}"# + "\n"
+        for i in 1...1000 { text += #"{"id":\#(i),"method":"status"}"# + "\n" }
+        p.send(text)
+        #expect(shutdown(p.fd, Int32(SHUT_WR)) == 0)
+        try await Task.sleep(nanoseconds: 500_000_000)
+        guard let lines = Self.linesUntilEOF(p.fd) else { Issue.record("the daemon did not end the stream"); return }
+        let ids = lines.compactMap { try? ServerMessage.parse(Array($0.utf8)) }.compactMap { m -> JSONValue? in
+            if case let .reply(r) = m { return r.id } else { return nil }
+        }
+        #expect(ids == (0...1000).map { .number(Double($0)) }, "\(ids.count) replies, the last \(String(describing: ids.last))")
+    }
+
     /// The two ends told apart, deterministically: the handler is held in a `sound.play` (a gated
     /// player) while a `focus.set` waits behind it, and the peer ends; the daemon serves one
     /// connection at most. A peer that closes: its connection ends at once (its place is free for
