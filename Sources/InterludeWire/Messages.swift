@@ -40,8 +40,8 @@ public struct WireRequest: Sendable, Equatable {
     /// last value, as `JSONSerialization` takes it), for a reader that wants the rest of the object
     /// first: ``parse(_:)`` reads the id, to echo it with the duplicate's error.
     static func jsonObjectAllowingDuplicateKeys(_ bytes: [UInt8], named: String) throws(WireError) -> [String: JSONValue] {
-        guard String(validating: bytes, as: UTF8.self) != nil else {
-            throw WireError(.badRequest, "not valid JSON: not UTF-8 text")
+        if let at = firstInvalidUTF8(bytes) {
+            throw WireError(.badRequest, "not valid JSON: not UTF-8 text (at byte \(at))")
         }
         do { try JSONDepth.check(bytes) } catch {
             throw WireError(.badRequest,
@@ -49,31 +49,42 @@ public struct WireRequest: Sendable, Equatable {
         }
         let value: JSONValue
         do { value = try JSONValue.parse(Data(bytes)) } catch {
-            // Foundation's own words for where the JSON went wrong ("around line 1, column 5"), if any.
-            var detail = ": a value JSON cannot hold here (e.g. a number out of range)"
-            if let where_ = (error as NSError).userInfo["NSDebugDescription"] as? String {
-                // Foundation says "Number 1e400 is not representable in Swift.": valid JSON, but
-                // beyond what a 64-bit float holds; said in the protocol's words.
-                if where_.contains("is not representable") {
-                    throw WireError(.badRequest, "\(named) holds a number beyond ±1.8e308 (what a 64-bit float holds)")
+            // Said in the protocol's words, with the byte (Foundation said "Unexpected end of file
+            // during JSON parse." for a line that ends inside a string, and for a `\ud800` alone
+            // though the line went on; "Invalid hex encoded sequence" for `\ud83"`; "Number 1e400
+            // is not representable in Swift."). A break of the grammar first: a broken line is not
+            // JSON, whatever it holds.
+            if let problem = JSONSyntax.problem(in: bytes) {
+                switch problem.kind {
+                case .grammar: throw WireError(.badRequest, "not valid JSON: " + problem.message)
+                case .halfSurrogatePair, .numberBeyondDouble: throw WireError(.badRequest, "\(named) holds " + problem.message)
                 }
-                // Foundation says "Unexpected end of file … (expected low-surrogate …)" for a
-                // `\ud800` alone, though the line did not end there, and "no high character" for a
-                // `\udc00` alone: a half of a UTF-16 pair, which no Unicode text holds.
-                if where_.contains("low-surrogate") || where_.contains("no high character") {
-                    throw WireError(.badRequest, "\(named) holds a \\u escape of half a UTF-16 surrogate pair "
-                                    + "(\\ud800…\\udfff not in a high-low pair); JSON strings must be Unicode text")
-                }
-                detail = ": " + where_
             }
-            // Where the text breaks JSON's grammar, in the protocol's words (Foundation's read
-            // "Unexpected end of file during JSON parse." for a line that ends inside a string, or
-            // "Invalid hex encoded sequence" for `\ud83"`).
-            if let problem = JSONSyntax.problem(in: bytes) { detail = ": " + problem.message }
-            throw WireError(.badRequest, "not valid JSON" + String(detail.prefix(200)))
+            // What Foundation refused and the grammar check did not find: its own words.
+            let said = (error as NSError).userInfo["NSDebugDescription"] as? String ?? "a value JSON cannot hold here"
+            throw WireError(.badRequest, "not valid JSON: " + String(said.prefix(200)))
+        }
+        // What Foundation reads but JSON's grammar does not have (a comma before `}` or `]`).
+        if let problem = JSONSyntax.problem(in: bytes), problem.kind == .grammar {
+            throw WireError(.badRequest, "not valid JSON: " + problem.message)
         }
         guard let obj = value.objectValue else { throw WireError(.badRequest, "\(named) must be a JSON object") }
         return obj
+    }
+
+    /// The byte offset (0-based) where `bytes` stops being UTF-8 text, or nil when it is.
+    static func firstInvalidUTF8(_ bytes: [UInt8]) -> Int? {
+        guard String(validating: bytes, as: UTF8.self) == nil else { return nil }
+        var parser = Unicode.UTF8.ForwardParser()
+        var it = bytes.makeIterator()
+        var offset = 0
+        while true {
+            switch parser.parseScalar(from: &it) {
+            case let .valid(encoded): offset += encoded.count
+            case .error: return offset
+            case .emptyInput: return offset
+            }
+        }
     }
 
     /// The `badRequest` for the first key given twice in one object of `bytes` (parsed JSON), or nil.

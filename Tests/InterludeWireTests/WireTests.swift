@@ -145,13 +145,13 @@ import InterludePolicy
         // Valid JSON beyond a 64-bit float: said in the protocol's words, not Foundation's ("is not
         // representable in Swift").
         if case let .failure(e) = parse(#"{"id":1,"method":"notification.add","params":{"trigger":{"in":1e400}}}"#) {
-            #expect(e.error.message == "a request holds a number beyond ±1.8e308 (what a 64-bit float holds)", "\(e.error.message)")
+            #expect(e.error.message == "a request holds a number beyond ±1.8e308 (what a 64-bit float holds) at byte 62", "\(e.error.message)")
         } else { Issue.record("accepted") }
         // Half a surrogate pair (a stranger's find): Foundation said "Unexpected end of file" for
         // a line that went on; said in the protocol's words, a high half and a low half alone.
-        for half in [#"\ud800"#, #"x\ud83d\u0041"#, #"\udc00x"#] {
+        for (half, at) in [(#"\ud800"#, 55), (#"x\ud83d\u0041"#, 56), (#"\udc00x"#, 55)] {
             if case let .failure(e) = parse(#"{"id":1,"method":"notification.add","params":{"title":""# + half + #""}}"#) {
-                #expect(e.error.message == #"a request holds a \u escape of half a UTF-16 surrogate pair (\ud800…\udfff not in a high-low pair); JSON strings must be Unicode text"#,
+                #expect(e.error.message == #"a request holds a \u escape of half a UTF-16 surrogate pair at byte "# + "\(at)" + #" (\ud800…\udfff not in a high-low pair); JSON strings must be Unicode text"#,
                         "\(e.error.message)")
             } else { Issue.record("accepted \(half)") }
         }
@@ -164,6 +164,20 @@ import InterludePolicy
         for line in [#"{"id":"\ud800","method":"status"}"#, #"{"id":1e400,"method":"status"}"#,
                      #"{"id":1,"id":2,"method":"status","params":{"t":"\ud800"}}"#, #"{"id":1,"method":"sta"#] {
             if case let .failure(e) = parse(line) { #expect(e.id == nil, "\(line)") } else { Issue.record("accepted \(line)") }
+        }
+        // A comma before the end is no JSON, though Foundation reads it (a stranger's find): refused,
+        // id null as for every break of the grammar; a byte order mark before the text is ignored
+        // (RFC 8259 §8.1); text that is not UTF-8 is named with its byte.
+        for (line, said) in [(#"{"id":6,"method":"status",}"#, "not valid JSON: a comma before '}' at byte 26; JSON has no comma after the last member"),
+                             (#"{"id":7,"method":"status","params":{"a":[1,]}}"#, "not valid JSON: a comma before ']' at byte 43; JSON has no comma after the last element"),
+                             (#"[1,2,]"#, "not valid JSON: a comma before ']' at byte 5; JSON has no comma after the last element")] {
+            if case let .failure(e) = parse(line) {
+                #expect(e.error.message == said && e.id == nil, "\(e.error.message) id \(String(describing: e.id))")
+            } else { Issue.record("accepted \(line)") }
+        }
+        if case let .success(r) = parse("\u{FEFF}" + #"{"id":8,"method":"status"}"#) { #expect(r.id == .number(8)) } else { Issue.record("a BOM refused") }
+        do { _ = try WireRequest.parse(Array(#"{"id":9,"t":""#.utf8) + [0xC0, 0xAF] + Array(#""}"#.utf8)); Issue.record("accepted") } catch {
+            #expect(error.error.message == "not valid JSON: not UTF-8 text (at byte 13)", "\(error.error.message)")
         }
         // A broken line says where, in the protocol's words (it read Foundation's "Unexpected end of file").
         if case let .failure(e) = parse(#"{"id":1,"method":"sta"#) {

@@ -15,10 +15,17 @@ public enum NotificationPolicy {
 
     /// The longest notification identifier, in UTF-8 bytes (1 KiB): room for a URL or a hash with
     /// a prefix, while a list of pending or delivered ones and a log line stay readable. A longer
-    /// `identifier` is `badRequest`, as is one holding a control character (U+0000…U+001F, U+007F:
-    /// an identifier is shown and logged on one line). A stranger's find: a 60 KB identifier was
-    /// taken and logged whole.
+    /// `identifier` is `badRequest`, as is one holding a control character or a line separator
+    /// (``breaksALine(_:)``: an identifier is shown and logged on one line). A stranger's find: a
+    /// 60 KB identifier was taken and logged whole.
     public static let maximumIdentifierBytes = 1024
+
+    /// Whether `u` has no place in one line of text: the C0 controls (U+0000…U+001F), DEL, the C1
+    /// controls (U+0080…U+009F, NEL among them) and the Unicode line and paragraph separators
+    /// (U+2028, U+2029). What a notification identifier may not hold.
+    public static func breaksALine(_ u: Unicode.Scalar) -> Bool {
+        u.value < 0x20 || (0x7F...0x9F).contains(u.value) || u.value == 0x2028 || u.value == 0x2029
+    }
 
     /// Applies one event at `now` and returns what the engine must do, in order.
     ///

@@ -389,9 +389,11 @@ private func granted(_ config: NotificationPolicyConfig = .init(authorization: .
     @Test("an identifier too long or holding a control character is refused, naming why", arguments: [
         (String(repeating: "x", count: 1025), #"param "identifier" has 1025 bytes; at most 1024"#),
         (String(repeating: "é", count: 513), #"param "identifier" has 1026 bytes; at most 1024"#),
-        ("a\u{0}b", #"param "identifier" holds a control character (U+0000); an identifier is one line of text"#),
-        ("line\nbreak", #"param "identifier" holds a control character (U+000A); an identifier is one line of text"#),
-        ("del\u{7F}", #"param "identifier" holds a control character (U+007F); an identifier is one line of text"#),
+        ("a\u{0}b", #"param "identifier" holds U+0000 (a control character or line separator); an identifier is one line of text"#),
+        ("line\nbreak", #"param "identifier" holds U+000A (a control character or line separator); an identifier is one line of text"#),
+        ("del\u{7F}", #"param "identifier" holds U+007F (a control character or line separator); an identifier is one line of text"#),
+        ("nel\u{85}", #"param "identifier" holds U+0085 (a control character or line separator); an identifier is one line of text"#),
+        ("ls\u{2028}x", #"param "identifier" holds U+2028 (a control character or line separator); an identifier is one line of text"#),
     ])
     func anUnreadableIdentifierIsBadRequest(identifier: String, said: String) {
         var h = granted()
