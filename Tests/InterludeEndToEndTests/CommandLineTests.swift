@@ -535,7 +535,7 @@ import InterludeTestSupport
     @Test func appIDsAndModeNamesArePrintedEscapedEverywhere() async throws {
         let w = try WorkFolder("cli-escaped")
         defer { w.remove() }
-        try w.config(#"{ authorization: { default: "grant" }, focusModes: { "night\u202Ekrow\nfocus: off": {} } }"#)
+        try w.config(#"{ authorization: { default: "grant" }, focusModes: { "night\u202Ekrow focus: off": {} } }"#)
         let daemon = try DaemonProcess(socket: w.socket, work: w.path, environment: w.environment)
         defer { daemon.stop() }
         let app = "org.example.\u{202E}tahC"
@@ -546,15 +546,16 @@ import InterludeTestSupport
         _ = try await c.call(NotificationMethod.add, AddNotificationParams(identifier: "m1", title: "t"), as: AddNotificationResult.self)
         let badge = try interlude(["--socket", w.socket, "badge", app, "4"])
         let center = try interlude(["--socket", w.socket, "center"])
-        let focus = try interlude(["--socket", w.socket, "focus", "on", "night\u{202E}krow\nfocus: off"])
+        let focus = try interlude(["--socket", w.socket, "focus", "on", "night\u{202E}krow focus: off"])
         for r in [badge, center, focus] {
             #expect(r.status == 0, "\(r.err)")
             #expect(!r.out.unicodeScalars.contains { $0.value == 0x202E }, "raw: \(r.out)")
         }
         #expect(badge.out.contains("org.example.\\u{202E}tahC: badge 4"), "\(badge.out)")
         #expect(center.out.contains("badge  org.example.\\u{202E}tahC  4"), "\(center.out)")
-        #expect(focus.out.contains("focus: night\\u{202E}krow\\nfocus: off (manual)"), "\(focus.out)")
-        #expect(!focus.out.split(separator: "\n").contains("focus: off"), "a forged line: \(focus.out)")
+        #expect(focus.out.contains("focus: night\\u{202E}krow focus: off (manual)"), "\(focus.out)")
+        // (A mode name with a line break, which forged a line here, is refused by the config since
+        // 2026-12-04: ConfigLoaderTests.N7_aFocusModeNameMustBeAName.)
 
         // And every other command that names an app, and what `focus off` says was missed, and
         // the daemon's errors that quote an identifier (the same stranger's second look).
@@ -567,7 +568,7 @@ import InterludeTestSupport
             #expect(r.status == 0, "\(r.err)")
             #expect(!r.out.unicodeScalars.contains { $0.value == 0x202E } && !r.err.unicodeScalars.contains { $0.value == 0x202E }, "raw: \(r.out) \(r.err)")
         }
-        #expect(others[3].out.contains("missed during night\\u{202E}krow\\nfocus: off: 1 notification (org.example.\\u{202E}tahC: 1)"), "\(others[3].out)")
+        #expect(others[3].out.contains("missed during night\\u{202E}krow focus: off: 1 notification (org.example.\\u{202E}tahC: 1)"), "\(others[3].out)")
         // notify's warning for an app denied (or not yet authorized) names the app escaped too.
         let unasked = try interlude(["--socket", w.socket, "auth", "org.example.\u{202E}wen", "deny"])
         let warned = try interlude(["--socket", w.socket, "notify", "--app", "org.example.\u{202E}wen", "--title", "t"])
