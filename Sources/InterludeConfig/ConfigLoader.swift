@@ -266,6 +266,7 @@ public enum ConfigLoader {
             config.recordSources(of: overlay.value, from: overlay.name)
         }
         try decodeNotificationPolicy(&config)
+        try checkFocusModeNames(config)
         // The focus a desktop app's Inhibit turns on, when a file sets it, must be one of the focus
         // modes: else each Inhibit was refused as the app's mistake (InvalidArgs) for a config
         // error. (Not the schema's default alone: a scenario's config may define other modes and
@@ -278,6 +279,26 @@ public enum ConfigLoader {
                               code: "configBadValue")
         }
         return config
+    }
+
+    /// N7: a focus mode is turned on by its name (`focus.set`, `interlude focus NAME`) and shown in
+    /// `status` and the log: a name that is empty, only spaces, or holds a control character or a
+    /// line separator (``NotificationPolicy/breaksALine(_:)``) is no name a user can type or read.
+    /// Refused with the file and line of the name (a stranger's find: such names were taken).
+    static func checkFocusModeNames(_ config: InterludeConfig) throws(ConfigError) {
+        guard case let .object(top) = config.document, let modes = top.last(where: { $0.key == "focusModes" }),
+              case let .object(named) = modes.value else { return }
+        for m in named {
+            let why: String
+            if m.key.allSatisfy({ $0 == " " }) {
+                why = "a focus mode's name must not be empty or only spaces"
+            } else if let u = m.key.unicodeScalars.first(where: NotificationPolicy.breaksALine) {
+                let hex = String(u.value, radix: 16, uppercase: true)
+                why = "a focus mode's name holds U+\(String(repeating: "0", count: max(0, 4 - hex.count)))\(hex) (a control character or line separator); a name is one line of text"
+            } else { continue }
+            throw ConfigError(file: config.keySources["focusModes.\(m.key)"] ?? config.place(of: "focusModes").file, line: m.line,
+                              key: "focusModes", message: why, code: "configBadValue")
+        }
     }
 
     /// Decodes the notification keys as `NotificationPolicyConfig` and checks what the schema

@@ -227,8 +227,12 @@ public final class SocketServer: @unchecked Sendable {
             box.id = ObjectIdentifier(conn)
             open += 1
             live[ObjectIdentifier(conn)] = (conn, nil)
-            conn.start()
+            // The greeting is written before the connection reads: a first line over the cap,
+            // read at once, closed it with `tooLarge` before the greeting was queued, and the
+            // greeting was lost (a stranger's find). A socket accept()ed is empty: the line
+            // goes out whole, without blocking.
             conn.send(.greeting(Greeting(version: engine.version)))
+            conn.start()
             guard credOK, uid == geteuid() else {
                 log("refused a client of uid \(uid) (pid \(pid)): not ours")
                 conn.send(.reply(WireReply(id: nil, error: WireError(.notAuthorized, "peer uid \(uid) is not the daemon's uid \(geteuid())"))))

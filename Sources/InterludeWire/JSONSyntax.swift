@@ -146,7 +146,7 @@ public enum JSONSyntax {
         if let open = stack.last {
             throw grammar(b.count, "the text ends inside the \(open.kind == .object ? "object" : "array") opened at byte \(open.opened)")
         }
-        if !sawValue { throw grammar(b.count, "the text holds no JSON value") }
+        if !sawValue { throw grammar(b.count, "the text holds no JSON value (it is empty or only whitespace)") }
         if let valueProblem { throw valueProblem }
         return members
     }

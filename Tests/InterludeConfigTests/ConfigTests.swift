@@ -362,16 +362,20 @@ import InterludePolicy
         #expect(try ConfigLoader.load(folders: [builtin]).contradictions.isEmpty)
     }
 
-    /// N7: a focus mode named "" or with a control character was taken (a stranger's find): no
-    /// name a user can type or a log line can hold. Refused with the file and the line.
+    /// N7: a focus mode named "", only spaces, or with a control character or line separator was
+    /// taken (strangers' finds): no name a user can type or a log line can hold. Refused with the
+    /// file and the line of the name.
     @Test("a focus mode's name must be a name", arguments: [
-        ("{\n  focusModes: { '': {} },\n}", "key 'focusModes': a focus mode's name must not be empty"),
-        ("{\n  focusModes: { 'a\\nb': {} },\n}", #"key 'focusModes': the focus mode name "a\u{a}b" holds a control character"#),
+        ("{\n  focusModes: {\n    '': {},\n  },\n}", "a focus mode's name must not be empty or only spaces"),
+        ("{\n  focusModes: {\n    '  ': {},\n  },\n}", "a focus mode's name must not be empty or only spaces"),
+        ("{\n  focusModes: {\n    'a\\nb': {},\n  },\n}", "a focus mode's name holds U+000A (a control character or line separator); a name is one line of text"),
+        ("{\n  focusModes: {\n    'a\\u0085b': {},\n  },\n}", "a focus mode's name holds U+0085 (a control character or line separator); a name is one line of text"),
+        ("{\n  focusModes: {\n    'a\\u2028b': {},\n  },\n}", "a focus mode's name holds U+2028 (a control character or line separator); a name is one line of text"),
     ])
     func N7_aFocusModeNameMustBeAName(text: String, says: String) throws {
         let dir = try tempDir(text)
         do { _ = try ConfigLoader.load(folders: [builtin, dir]); Issue.record("accepted \(text)") } catch {
-            #expect(error.description.contains(says) && error.file == dir + "/interlude.json5" && error.line == 2
+            #expect(error.message == says && error.key == "focusModes" && error.file == dir + "/interlude.json5" && error.line == 3
                     && error.code == "configBadValue", "\(error)")
         }
         #expect(throws: Never.self) { try ConfigLoader.load(folders: [builtin, try tempDir("{ focusModes: { 'reading time': {}, 'Lesezeit 📖': {} } }")]) }

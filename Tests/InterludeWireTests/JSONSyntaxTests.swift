@@ -31,7 +31,7 @@ import Testing
         (#"{"id":tru}"#, "expected a value at byte 6 (true?)"),
         (#"{"id":1}}"#, "text after the JSON value ('}' at byte 8)"),
         (#"{"id":1} {"id":2}"#, "text after the JSON value ('{' at byte 9)"),
-        ("   ", "the text holds no JSON value"),
+        ("   ", "the text holds no JSON value (it is empty or only whitespace)"),
     ])
     func grammarBreaks(line: String, said: String) {
         #expect(problem(line) == said)

@@ -126,15 +126,6 @@ public struct NotificationPolicyConfig: Codable, Sendable, Equatable {
         // N9: with no summary time, what an app in the summary sends would be held for ever.
         if summaryTimes.isEmpty { out.append("summaryTimes: needs at least one time (HH:MM); an app in the scheduled summary would never get its notifications") }
         for (i, time) in summaryTimes.enumerated() where !time.isValid { out.append("summaryTimes[\(i)]: not a time of day") }
-        // N7: a focus mode is turned on by its name (`focus.set`, `interlude focus NAME`) and shown
-        // in `status` and the log: an empty name, or one with a control character (a line break
-        // in a log line), is no name a user can type or read.
-        for name in focusModes.keys.sorted() {
-            if name.isEmpty { out.append("focusModes: a focus mode's name must not be empty") }
-            else if name.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) {
-                out.append("focusModes: the focus mode name \"\(name.unicodeScalars.map { $0.value < 0x20 || $0.value == 0x7F ? "\\u{\(String($0.value, radix: 16))}" : String($0) }.joined())\" holds a control character")
-            }
-        }
         for (name, mode) in focusModes {
             for (i, w) in mode.schedule.enumerated() where !w.start.isValid || !w.end.isValid {
                 out.append("focusModes.\(name).schedule[\(i)]: not a time of day")
