@@ -54,9 +54,9 @@ public enum JSONSyntax {
     /// twice), when the text is well-formed (values no reader takes allowed); empty when it is
     /// not an object or breaks the grammar.
     public static func topLevelMembers(of bytes: [UInt8]) -> [Member] {
-        do { return try scan(bytes, members: true) } catch {
-            return error.kind == .grammar ? [] : ((try? scan(bytes, members: true, judgeValues: false)) ?? [])
-        }
+        // Values are not judged: only a break of the grammar stops the members (one pass, where
+        // judging them first scanned a text with a bad value twice).
+        (try? scan(bytes, members: true, judgeValues: false)) ?? []
     }
 
     private enum Container { case object, array }
