@@ -180,8 +180,7 @@ public struct WireRequest: Sendable, Equatable {
             // A huge number where no number belongs (`"title": 1e300`) is of the wrong kind, as
             // `"title": 7` is: said so (it read "out of range"). Decoded once more, on this error path only.
             do { _ = try JSONValue.object(params).decode(P.self) } catch let DecodingError.typeMismatch(t, c)
-                where c.codingPath.map({ $0.intValue.map(String.init) ?? $0.stringValue }).joined(separator: ".") == outOfRange
-                    && !["Double", "Float", "Int", "Int64", "Int32", "UInt32", "UInt64"].contains(String(describing: t)) {
+                where Self.pathText(c.codingPath) == outOfRange && !["a number", "a whole number"].contains(Self.plain(t)) {
                 throw WireError(.badRequest, "\(method): param \"\(outOfRange)\" must be \(Self.plain(t))")
             } catch {}
             throw WireError(.badRequest, "\(method): param \"\(outOfRange)\" is out of range (no number of the protocol is beyond ±9e15)")
@@ -260,9 +259,12 @@ public struct WireRequest: Sendable, Equatable {
         }
     }
 
+    /// A coding path as the errors name a param: `categories.0.actions.1.title`.
+    static func pathText(_ p: [CodingKey]) -> String { p.map { $0.intValue.map(String.init) ?? $0.stringValue }.joined(separator: ".") }
+
     /// A short human description of a decoding error: which key, what was wrong.
     public static func describe(_ e: DecodingError) -> String {
-        func path(_ p: [CodingKey]) -> String { p.map { $0.intValue.map(String.init) ?? $0.stringValue }.joined(separator: ".") }
+        let path = pathText
         switch e {
         case let .keyNotFound(k, c): return "missing param \"\(path(c.codingPath + [k]))\""
         case let .typeMismatch(t, c): return "param \"\(path(c.codingPath))\" must be \(plain(t))"
