@@ -76,6 +76,7 @@ let package = Package(
         // Scripts/bench: onset, duck reaction, arbitration cost and resources of a running daemon.
         .executableTarget(name: "interlude-bench", dependencies: ["CSQLite",
             "InterludeClient", "InterludePulse", "InterludeScenario", "InterludePolicy", "InterludeConfig", "InterludeMeasure", "InterludeRemote", "InterludeWire",
+            "InterludeStore",
         ]),
         // Scripts/torture: faults and load against private daemons and audio servers (README "Torture").
         .executableTarget(name: "interlude-torture", dependencies: [

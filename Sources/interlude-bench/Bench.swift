@@ -11,7 +11,7 @@ import InterludePulse
 enum Bench {
     static let usage = """
     usage: interlude-bench --daemon-pid PID [--socket PATH] [--cli PATH] [--runs N] [--arbitration-runs N] [--activation-runs N]
-                           [--idle-seconds S] [--only onset,duck,arbitration,throughput,remote,resources] [--build TEXT]
+                           [--idle-seconds S] [--only onset,duck,arbitration,center,throughput,remote,resources] [--build TEXT]
                            [--remote-broker URL --remote-dir DIR --remote-daemon PATH [--remote-backlog N]]
 
     Measures a running interluded (socket: --socket, else $INTERLUDE_SOCKET, else the default) on the
@@ -44,7 +44,7 @@ enum Bench {
         /// `session.activate` rounds idle and during the burst (each 5 ms apart).
         var activationRuns = 200
         var idleSeconds = 60.0
-        var sections: Set<String> = ["onset", "duck", "arbitration", "throughput", "remote", "resources"]
+        var sections: Set<String> = ["onset", "duck", "arbitration", "center", "throughput", "remote", "resources"]
         var build = "?"
         var sound = "Sounds/default.wav"
         var sample = "interlude-bench-default"
@@ -183,6 +183,16 @@ enum Bench {
             log("arbitration: the pure policy at 10…10,000 sessions")
             let pure = [10, 100, 1000, 10000].map { ($0, bench.pure(sessions: $0, runs: max(200, o.arbitrationRuns))) }
             out.append(pureArbitrationTable(pure, runs: max(200, o.arbitrationRuns)))
+        }
+
+        if o.sections.contains("center") {
+            let bench = CenterBench(directory: o.commitDirectory, log: log)
+            var rows: [CenterBench.Result] = []
+            for n in [0, 1000, 10000, 60000] {
+                log("center: an add with \(n) notifications in the center")
+                rows.append(try bench.run(delivered: n, runs: 200))
+            }
+            out.append(centerTable(rows, runs: 200))
         }
 
         if o.sections.contains("throughput") {
@@ -333,6 +343,24 @@ enum Bench {
         ]
         for (n, p) in rows {
             lines.append("| \(n) | \(us(p.reduce.median)) | \(us(p.reduceAndDeadline.median)) | \(us(p.register)) |")
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    static func centerTable(_ rows: [CenterBench.Result], runs: Int) -> String {
+        var lines = [
+            "**An add as the center fills** (in-process, no socket): the center holds N delivered notifications of 100 "
+            + "apps and is full (`maxDeliveredTotal` = N, so each add also drops the oldest, N11); one more add, median of "
+            + "\(runs): the policy's decision (`NotificationPolicy.reduce`), the engine's check that the state changed "
+            + "(`NotificationState ==`), and `NotificationStore.save` (the row diff and one SQLite commit, WAL, "
+            + "`synchronous=FULL`). N = 1,000 is the default limit; beyond it the limits were raised.",
+            "",
+            "| in the center | `reduce` of the add | p90 | state changed? | `save` (diff + commit) | p90 | rows written |",
+            "|---:|---:|---:|---:|---:|---:|---:|",
+        ]
+        for r in rows {
+            lines.append("| \(r.delivered) | \(us(r.reduce.median)) | \(us(r.reduce.quantile(0.9))) | \(us(r.compare.median)) | "
+                         + "\(us(r.save.median)) | \(us(r.save.quantile(0.9))) | \(r.rowsPerSave) |")
         }
         return lines.joined(separator: "\n")
     }

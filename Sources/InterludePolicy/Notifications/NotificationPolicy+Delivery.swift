@@ -154,7 +154,7 @@ extension NotificationReducer {
         notes += quiet.notes
 
         // N10: the same identifier replaces the delivered one; it alerts again unless alertOnce.
-        let existing = state.delivered.firstIndex { $0.app == app && $0.request.identifier == id }
+        let existing = state.deliveredIndex(of: id, app: app)
         // A badge-only request (a badge, and no title, subtitle or body) is an N12 update, not an
         // alert: no sound gate, and no N11 limit cited for a sound it was never meant to make.
         let badgeOnly = content.isEmpty && content.badge != nil
@@ -305,7 +305,7 @@ extension NotificationReducer {
         let id = request.identifier
         var e = DeliveredNotification(app: app, request: request, deliveredAt: t, late: late, decision: decision)
         // Found again, not taken at `existing`: N12's badge 0 may have cleared entries before it since.
-        if existing != nil, let i = state.delivered.firstIndex(where: { $0.app == app && $0.request.identifier == id }) {
+        if existing != nil, let i = state.deliveredIndex(of: id, app: app) {
             let old = state.delivered.remove(at: i)
             e.earlierDecisions = Array(((old.earlierDecisions ?? []) + [NotificationDecisionRecord(
                 app: app, identifier: id, time: old.deliveredAt, decision: old.decision)])
@@ -327,11 +327,16 @@ extension NotificationReducer {
     /// first, and it is told which (reason `N11`). One walk of the center: an app at its limit
     /// drops one per new notification, so this runs on almost every `add` of a busy app (issue 9).
     mutating func dropOldestOverPerApp(_ app: String) {
-        var mine: [Int] = []
-        for (i, n) in state.delivered.enumerated() where n.app == app { mine.append(i) }
-        let excess = mine.count - config.bursts.maxDeliveredPerApp
+        let key = CenterKey(app: app, identifier: "")
+        var count = 0
+        for n in state.delivered where n.isOf(key, app: app) { count += 1 }
+        let excess = count - config.bursts.maxDeliveredPerApp
         guard excess > 0 else { return }
-        let dropped = mine.prefix(excess)
+        var dropped: [Int] = []
+        for (i, n) in state.delivered.enumerated() where n.isOf(key, app: app) {
+            dropped.append(i)
+            if dropped.count == excess { break }
+        }
         let identifiers = dropped.map { state.delivered[$0].request.identifier }
         for i in dropped.reversed() { state.delivered.remove(at: i) }
         effects.append(.emit(.removed(app: app, identifiers: identifiers, reason: "N11")))

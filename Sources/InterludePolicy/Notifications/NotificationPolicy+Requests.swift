@@ -167,7 +167,7 @@ extension NotificationReducer {
 
         // N11: updates of a delivered notification above the per-second limit are coalesced; the
         // last one is released when the window allows.
-        if state.delivered.contains(where: { $0.app == app && $0.request.identifier == id }) {
+        if state.deliveredIndex(of: id, app: app) != nil {
             var recent = (state.history.updates[app] ?? []).filter { $0 > now - 1 && $0 <= now }
             if recent.count >= config.bursts.coalesceAbovePerSecond {
                 let until = max(now, recent.min()! + 1)
@@ -250,7 +250,7 @@ extension NotificationReducer {
     /// N14: the user's response goes to the app now if it is connected, else it is queued until it
     /// connects. The answered notification leaves the center.
     mutating func respond(app: String, notification id: String, action: String, text: String?, at now: NotificationTime) {
-        guard let n = state.delivered.first(where: { $0.app == app && $0.request.identifier == id }) else {
+        guard let n = state.deliveredIndex(of: id, app: app).map({ state.delivered[$0] }) else {
             return fail(.notFound, "no delivered notification \"\(id)\" of \(app)")
         }
         if action != NotificationActionResponse.defaultAction, action != NotificationActionResponse.dismissAction {

@@ -67,7 +67,7 @@ public enum NotificationPolicy {
     /// keeps rejections and holds), else from the center. Nil if none is known.
     public static func explain(app: String, identifier: String, in state: NotificationState) -> NotificationDecision? {
         if let r = state.decisionLog.last(where: { $0.app == app && $0.identifier == identifier }) { return r.decision }
-        return state.delivered.last(where: { $0.app == app && $0.request.identifier == identifier })?.decision
+        return state.lastDeliveredIndex(of: identifier, app: app).map { state.delivered[$0].decision }
     }
 
     /// Every decision known about one notification, oldest first (N16): those of the center entry
@@ -75,7 +75,7 @@ public enum NotificationPolicy {
     /// refusals, deliveries), each once.
     public static func history(app: String, identifier: String, in state: NotificationState) -> [NotificationDecisionRecord] {
         var records: [NotificationDecisionRecord] = []
-        if let e = state.delivered.last(where: { $0.app == app && $0.request.identifier == identifier }) {
+        if let e = state.lastDeliveredIndex(of: identifier, app: app).map({ state.delivered[$0] }) {
             records = (e.earlierDecisions ?? []) + [NotificationDecisionRecord(app: app, identifier: identifier, time: e.deliveredAt, decision: e.decision)]
         }
         for r in state.decisionLog where r.app == app && r.identifier == identifier && !records.contains(r) { records.append(r) }
@@ -263,9 +263,10 @@ struct NotificationReducer {
     /// tells watchers why. Returns the identifiers removed.
     @discardableResult
     mutating func removeDelivered(app: String, where matches: (DeliveredNotification) -> Bool, reason: String) -> [String] {
-        let removed = state.delivered.filter { $0.app == app && matches($0) }.map(\.request.identifier)
+        let key = CenterKey(app: app, identifier: "")
+        let removed = state.delivered.filter { $0.isOf(key, app: app) && matches($0) }.map(\.request.identifier)
         guard !removed.isEmpty else { return [] }
-        state.delivered.removeAll { $0.app == app && matches($0) }
+        state.delivered.removeAll { $0.isOf(key, app: app) && matches($0) }
         effects.append(.emit(.removed(app: app, identifiers: removed, reason: reason)))
         return removed
     }

@@ -213,6 +213,41 @@ public struct HeldNotification: Codable, Sendable, Equatable {
     }
 }
 
+extension NotificationState {
+    /// The index in `delivered` of `app`'s notification `identifier` (N10: at most one), if any.
+    func deliveredIndex(of identifier: String, app: String) -> Int? {
+        let key = CenterKey(app: app, identifier: identifier)
+        return delivered.firstIndex { $0.isEntry(key, app: app, identifier: identifier) }
+    }
+
+    /// The last such index (the newest, should a loaded state hold two).
+    func lastDeliveredIndex(of identifier: String, app: String) -> Int? {
+        let key = CenterKey(app: app, identifier: identifier)
+        return delivered.lastIndex { $0.isEntry(key, app: app, identifier: identifier) }
+    }
+}
+
+/// Hashes of an app id and of an app's notification identifier, so that a walk of the center
+/// (N10's search for an identifier, N11's count of an app's entries: on every add) compares a
+/// number per entry, not two strings read through the entry's box (issue 9: an add cost 39 µs at
+/// the default 1,000 entries against 13 µs in an empty center, and 1.7 ms at 60,000). Per
+/// process (Swift's hashing is seeded at start): never saved.
+struct CenterKey: Sendable, Equatable {
+    /// Hash of the app id.
+    let app: Int
+    /// Hash of the app id and the identifier together.
+    let entry: Int
+    init(app: String, identifier: String) {
+        var a = Hasher()
+        a.combine(app)
+        self.app = a.finalize()
+        var e = Hasher()
+        e.combine(app)
+        e.combine(identifier)
+        entry = e.finalize()
+    }
+}
+
 /// A notification in the center.
 ///
 /// Its fields live in one immutable, reference-counted box that copies share until one of them
@@ -235,9 +270,28 @@ public struct DeliveredNotification: Codable, Sendable, Equatable {
     /// Immutable: a change of a field makes a new box, so a box is never changed while shared.
     final class Storage: Sendable {
         let fields: Fields
-        init(_ fields: Fields) { self.fields = fields }
+        /// The entry's ``CenterKey``, made once per box: derived from `fields`, not saved, not compared.
+        let key: CenterKey
+        init(_ fields: Fields) {
+            self.fields = fields
+            key = CenterKey(app: fields.app, identifier: fields.request.identifier)
+        }
     }
     private var storage: Storage
+
+    /// Whether this is `app`'s notification `identifier` (N10's key: an app's identifier names one
+    /// entry). `key` is `CenterKey(app: app, identifier: identifier)`, made once for a walk of the
+    /// center: the hashes are compared first, the strings only where they match.
+    @inline(__always)
+    func isEntry(_ key: CenterKey, app: String, identifier: String) -> Bool {
+        storage.key.entry == key.entry && storage.fields.app == app && storage.fields.request.identifier == identifier
+    }
+
+    /// Whether this entry is `app`'s (`key` made from `app`, as for ``isEntry(_:app:identifier:)``).
+    @inline(__always)
+    func isOf(_ key: CenterKey, app: String) -> Bool {
+        storage.key.app == key.app && storage.fields.app == app
+    }
 
     /// App id.
     public var app: String {

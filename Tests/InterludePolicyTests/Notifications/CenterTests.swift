@@ -251,6 +251,33 @@ private func granted(_ config: NotificationPolicyConfig = .init(authorization: .
         #expect(h.center(news) == ["other"])
     }
 
+    /// N10, N11: an identifier names an entry of its app only. The walks of the center compare
+    /// hashes of the app and identifier first (issue 9), then the strings: the same identifier
+    /// from another app is another entry, an app id that extends another's is another app, and the
+    /// per-app limit counts only the app's own entries, however they interleave.
+    @Test func N10_N11_anIdentifierIsPerAppAndTheLimitCountsTheAppsOwnEntries() {
+        var config = NotificationPolicyConfig(authorization: .init(default: .grant), timeZone: "UTC")
+        config.bursts.maxDeliveredPerApp = 3
+        var h = granted(config)
+        let chat2 = chat + "2"
+        h.authorize(chat2)
+        for i in 0..<4 {
+            h.post("n\(i)", from: chat, .test(sound: nil))
+            h.post("n\(i)", from: chat2, .test(sound: nil))
+        }
+        #expect(h.center(chat) == ["n1", "n2", "n3"])
+        #expect(h.center(chat2) == ["n1", "n2", "n3"])
+        let d = h.post("n2", from: chat2, .test(sound: nil, body: "again"))
+        #expect(d?.rules.contains("N10") == true)
+        #expect(h.center(chat) == ["n1", "n2", "n3"])
+        #expect(h.center(chat2) == ["n1", "n3", "n2"])
+        #expect(h.state.delivered.filter { $0.request.identifier == "n2" }.map(\.app) == [chat, chat2])
+        #expect(h.state.delivered.last?.request.content.body == "again")
+        #expect(h.post("n9", from: chat, .test(sound: nil))?.rules.contains("N10") == false)
+        #expect(h.center(chat) == ["n2", "n3", "n9"])
+        #expect(h.center(chat2) == ["n1", "n3", "n2"])
+    }
+
     /// N10 with N12: a replacement whose badge 0 clears the app's other notifications finds the
     /// entry it replaces again (its old place moved when those before it went) and keeps its
     /// decision (N16). Taken from the old place, the reducer read past the end of the center.
