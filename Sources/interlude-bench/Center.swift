@@ -3,9 +3,9 @@ import InterludeMeasure
 import InterludePolicy
 import InterludeStore
 
-/// What one `notification.add` costs as the notification center fills (issue 9: an event costs in
-/// proportion to what it changes, not to what sits idle). In-process, no socket: the center holds
-/// N delivered notifications of 100 apps, with `bursts.maxDeliveredTotal` = N (so a full center,
+/// What one `notification.add` costs as the notification center fills, and as the apps the policy
+/// knows grow (issue 9: an event costs in proportion to what it changes, not to what sits idle).
+/// In-process, no socket: the center holds N delivered notifications of 100 apps (or of more), with `bursts.maxDeliveredTotal` = N (so a full center,
 /// as a desktop's is after a day at the default 1,000: each add drops the oldest, N11) and
 /// `maxDeliveredPerApp` = N. Timed per add, the three steps the engine runs for it:
 /// `NotificationPolicy.reduce` of the add, the engine's check whether the state changed
@@ -17,6 +17,8 @@ struct CenterBench {
 
     struct Result {
         var delivered: Int
+        /// Apps known to the policy (each with its record: settings, badge).
+        var apps: Int
         var reduce: Stats
         var compare: Stats
         var save: Stats
@@ -24,8 +26,8 @@ struct CenterBench {
         var rowsPerSave: Int
     }
 
-    func run(delivered n: Int, runs: Int) throws -> Result {
-        let apps = (0..<100).map { "org.interlude.bench.Center\($0)" }
+    func run(delivered n: Int, apps appCount: Int = 100, runs: Int) throws -> Result {
+        let apps = (0..<appCount).map { "org.interlude.bench.Center\($0)" }
         var config = NotificationPolicyConfig(timeZone: "UTC")
         config.bursts.maxDeliveredTotal = max(1, n)
         config.bursts.maxDeliveredPerApp = max(1, n)
@@ -44,7 +46,7 @@ struct CenterBench {
                                   request: NotificationRequest(identifier: "old-\(k)", content: NotificationContent(title: "message \(k)", body: "body \(k)")),
                                   deliveredAt: t, late: false, decision: decision)
         }
-        let folder = directory + "/center-\(n)-\(getpid())"
+        let folder = directory + "/center-\(n)-\(appCount)-\(getpid())"
         try? FileManager.default.removeItem(atPath: folder)
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: folder) }
@@ -69,6 +71,6 @@ struct CenterBench {
             rows = store.lastSave.rowsWritten
             if i >= 10 { reduce.append(b - a); compare.append(c - b); save.append(d - c) }
         }
-        return Result(delivered: n, reduce: Stats(reduce), compare: Stats(compare), save: Stats(save), rowsPerSave: rows)
+        return Result(delivered: n, apps: appCount, reduce: Stats(reduce), compare: Stats(compare), save: Stats(save), rowsPerSave: rows)
     }
 }
