@@ -327,7 +327,7 @@ extension NotificationReducer {
     /// first, and it is told which (reason `N11`). One walk of the center: an app at its limit
     /// drops one per new notification, so this runs on almost every `add` of a busy app (issue 9).
     mutating func dropOldestOverPerApp(_ app: String) {
-        let key = CenterKey(app: app, identifier: "")
+        let key = CenterKey(app: app)
         var count = 0
         for n in state.delivered where n.isOf(key, app: app) { count += 1 }
         let excess = count - config.bursts.maxDeliveredPerApp

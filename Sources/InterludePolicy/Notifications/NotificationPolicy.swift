@@ -263,7 +263,7 @@ struct NotificationReducer {
     /// tells watchers why. Returns the identifiers removed.
     @discardableResult
     mutating func removeDelivered(app: String, where matches: (DeliveredNotification) -> Bool, reason: String) -> [String] {
-        let key = CenterKey(app: app, identifier: "")
+        let key = CenterKey(app: app)
         let removed = state.delivered.filter { $0.isOf(key, app: app) && matches($0) }.map(\.request.identifier)
         guard !removed.isEmpty else { return [] }
         state.delivered.removeAll { $0.isOf(key, app: app) && matches($0) }

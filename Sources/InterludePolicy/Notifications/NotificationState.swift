@@ -238,13 +238,24 @@ struct CenterKey: Sendable, Equatable {
     /// Hash of the app id and the identifier together.
     let entry: Int
     init(app: String, identifier: String) {
-        var a = Hasher()
-        a.combine(app)
-        self.app = a.finalize()
+        self.app = Self.hash(app)
         var e = Hasher()
         e.combine(app)
         e.combine(identifier)
         entry = e.finalize()
+    }
+
+    /// The key of an app alone, for ``DeliveredNotification/isOf(_:app:)`` (its `entry` is 0 and
+    /// means nothing).
+    init(app: String) {
+        self.app = Self.hash(app)
+        entry = 0
+    }
+
+    private static func hash(_ app: String) -> Int {
+        var a = Hasher()
+        a.combine(app)
+        return a.finalize()
     }
 }
 
@@ -287,7 +298,7 @@ public struct DeliveredNotification: Codable, Sendable, Equatable {
         storage.key.entry == key.entry && storage.fields.app == app && storage.fields.request.identifier == identifier
     }
 
-    /// Whether this entry is `app`'s (`key` made from `app`, as for ``isEntry(_:app:identifier:)``).
+    /// Whether this entry is `app`'s (`key` is `CenterKey(app: app)`, made once for a walk).
     @inline(__always)
     func isOf(_ key: CenterKey, app: String) -> Bool {
         storage.key.app == key.app && storage.fields.app == app
