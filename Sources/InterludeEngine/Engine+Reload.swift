@@ -18,8 +18,9 @@ extension Engine {
     /// Puts a new config in force at once: focus modes and schedules (N7, N8), summary times (N9),
     /// entitlements (N3), burst limits (N11), the audio numbers (A2 duck level and ramps, A8 grace,
     /// A9 expiry) and the user's tools. The notification policy re-evaluates now (a schedule that
-    /// now covers the present turns its focus on), the audio deadlines are re-armed. Sessions,
-    /// ducks in effect and the notification state are untouched. Server limits (clients, bytes)
+    /// now covers the present turns its focus on; a center over a lowered N11 limit drops its
+    /// oldest, ``NotificationEvent/limitsChanged``), the audio deadlines are re-armed. Sessions,
+    /// ducks in effect and the rest of the notification state are kept. Server limits (clients, bytes)
     /// and the socket keep the values they started with (``ConfigSchema/restartOnly``).
     /// - Returns: what was read, the restart-only keys whose new value differs from the one
     ///   the daemon started with, and the limits set against each other
@@ -37,7 +38,8 @@ extension Engine {
             + (kept.isEmpty ? "" : "; until a restart these keep the values the daemon started with: \(kept.joined(separator: ", "))"))
         let warnings = new.contradictions(runningSince: startedWith)
         for w in warnings { log("config: \(w)") }
-        _ = try? notify(.tick)  // a failed save is logged; the next event tries again
+        // Limits lowered apply at once (N11); a failed save is logged, the next event tries again.
+        _ = try? notify(.limitsChanged)
         scheduleTick()
         return ReloadResult(files: new.files, keptUntilRestart: kept.isEmpty ? nil : kept, warnings: warnings.isEmpty ? nil : warnings)
     }

@@ -177,15 +177,16 @@ public actor Engine {
 
     /// Starts consuming the audio backend's events and the notification timers. Returns at once.
     /// After a restart, apps count as disconnected, the ringer switch is where it was (it is
-    /// saved with the notification state, A12), and triggers missed while the daemon was down are
-    /// delivered once, marked late (N15).
+    /// saved with the notification state, A12), triggers missed while the daemon was down are
+    /// delivered once, marked late (N15), and N11's limits, if lowered while it was down, apply.
     public func start() {
         for (app, record) in notifState.apps where record.connected { _ = try? notify(.appDisconnected(app: app)) }
         if notifState.ringerSilent != audioState.ringerSilent {
             log("ringer silent, as it was before the restart [A12]")
             reduce(.ringer(silent: notifState.ringerSilent))
         }
-        _ = try? notify(.tick)
+        // Time passed while the daemon was down (N15), and limits lowered since apply now (N11).
+        _ = try? notify(.limitsChanged)
         guard let audio else { return }
         let events = audio.events
         // The audio server's stream events take the audio lane. The stream is read on Swift's

@@ -350,7 +350,8 @@ enum Bench {
     static func centerTable(_ rows: [CenterBench.Result], runs: Int) -> String {
         var lines = [
             "**An add as the center fills** (in-process, no socket): the center holds N delivered notifications of 100 "
-            + "apps (the last row: of 10,000 apps, each with its record) and is full (`maxDeliveredTotal` = N, so each add also drops the oldest, N11); one more add, median of "
+            + "apps (the last row: of 10,000 apps, each with its record) and is full (`maxDeliveredTotal` = N, so each add also drops the oldest, N11; "
+            + "for N = 0 the limit is 1, and each add drops the one before); one more add, median of "
             + "\(runs): the policy's decision (`NotificationPolicy.reduce`), the engine's check that the state changed "
             + "(`NotificationState ==`), and `NotificationStore.save` (the row diff and one SQLite commit, WAL, "
             + "`synchronous=FULL`). N = 1,000 is the default limit; beyond it the limits were raised.",

@@ -388,6 +388,63 @@ import InterludeTestSupport
     /// `configNotFound` naming the folder, as the start is (exit 78); the running config stays (it
     /// used to reload silently from the remaining files, the user's settings back at their
     /// defaults) and the daemon keeps running.
+    /// N11: a lowered center limit applies at once, on `interlude reload` and when the daemon
+    /// starts with a config lowered while it was stopped (a stranger's find: the center stayed over
+    /// the new limit until the next add, and the apps were told nothing until then).
+    @Test func N11_aLoweredCenterLimitAppliesAtReloadAndAtStart() async throws {
+        let w = try WorkFolder("cli-reload-limits")
+        defer { w.remove() }
+        func limits(perApp: Int, total: Int) throws {
+            try w.config(#"{ timeZone: "UTC", authorization: { default: "grant" }, bursts: { maxDeliveredPerApp: \#(perApp), maxDeliveredTotal: \#(total) } }"#)
+        }
+        try limits(perApp: 10, total: 10)
+        var daemon: DaemonProcess? = try DaemonProcess(socket: w.socket, work: w.path, environment: w.environment)
+        defer { daemon?.stop() }
+        let s = w.socket
+        let chat = try await InterludeClient.connect(socket: s, app: "org.example.Chat")
+        let news = try await InterludeClient.connect(socket: s, app: "org.example.News")
+        for app in [chat, news] {
+            _ = try await app.call(NotificationMethod.requestAuthorization, RequestAuthorizationParams(options: [.alert]), as: AuthorizationResult.self)
+        }
+        for i in 0..<5 { _ = try await chat.call(NotificationMethod.add, AddNotificationParams(identifier: "c\(i)", title: "c"), as: AddNotificationResult.self) }
+        for i in 0..<3 { _ = try await news.call(NotificationMethod.add, AddNotificationParams(identifier: "n\(i)", title: "n"), as: AddNotificationResult.self) }
+        let chatEvents = chat.events
+        func center() async throws -> [String] {
+            let user = try await InterludeClient.connect(socket: s, app: "org.interlude.CLI")
+            defer { user.close() }
+            return try await user.wholeCenter(all: true).notifications.map { "\($0.app)/\($0.identifier)" }
+        }
+        #expect(try await center().count == 8)
+
+        try limits(perApp: 3, total: 4)
+        let reload = try interlude(["--socket", s, "reload"])
+        #expect(reload.status == 0, "\(reload)")
+        // Per app 3 (Chat's c0, c1 go), then 4 in all (Chat's c2, c3 go): the oldest first.
+        #expect(try await center() == ["org.example.Chat/c4", "org.example.News/n0", "org.example.News/n1", "org.example.News/n2"])
+        let told = await withTaskGroup(of: [String]?.self) { g in
+            g.addTask {
+                var told: [String] = []
+                for await e in chatEvents where e.event == NotificationEventName.removed {
+                    if case let .array(ids)? = e.data["identifiers"] { told += ids.compactMap(\.stringValue) }
+                    if told.count >= 4 { return told }
+                }
+                return told
+            }
+            g.addTask { try? await Task.sleep(nanoseconds: 5_000_000_000); return nil }
+            let first = await g.next() ?? nil
+            g.cancelAll()
+            return first ?? []
+        }
+        #expect(told == ["c0", "c1", "c2", "c3"], "the app is told which of its notifications left (N11)")
+        chat.close()
+        news.close()
+
+        daemon?.stop()
+        try limits(perApp: 3, total: 2)
+        daemon = try DaemonProcess(socket: w.socket, work: w.path, environment: w.environment)
+        #expect(try await center() == ["org.example.News/n1", "org.example.News/n2"], "lowered while stopped: applied at start")
+    }
+
     @Test func configNotFound_aReloadAfterTheConfigFolderWasDeletedIsRefusedAndTheRunningConfigStays() async throws {
         let w = try WorkFolder("cli-reload-gone")
         defer { w.remove() }

@@ -48,6 +48,13 @@ public enum NotificationEvent: Codable, Sendable, Equatable {
     case appDisconnected(app: String)
     /// Time passed (see `NotificationPolicy.nextDeadline`). No reply.
     case tick
+    /// The config's limits may have changed (the daemon started, or reloaded its config): N11's
+    /// limits apply at once, not at the next add. Each app over `maxDeliveredPerApp` drops its
+    /// oldest, then the center over `maxDeliveredTotal` its oldest, and the scheduled summary
+    /// what the center would not keep (N9); each app is told which (`removed`, reason `N11`).
+    /// Notifications waiting for a trigger stay (N8 refuses new ones beyond its limits; it does
+    /// not drop accepted ones). Time passes as for `tick`. No reply.
+    case limitsChanged
     /// The app registers (or unregisters) for remote notifications (issue 11; N1). Replies `.done`.
     case registerRemote(app: String, enabled: Bool)
     /// A remote notification from a provider through the broker (issue 11), with the provider's

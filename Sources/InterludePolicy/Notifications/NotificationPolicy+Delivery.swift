@@ -342,6 +342,41 @@ extension NotificationReducer {
         effects.append(.emit(.removed(app: app, identifiers: identifiers, reason: "N11")))
     }
 
+    /// N11 after a change of the limits (``NotificationEvent/limitsChanged``): every app's oldest
+    /// over `maxDeliveredPerApp`, then the center's oldest over `maxDeliveredTotal`, then the
+    /// scheduled summary's the same way (N9), as adds would have dropped them. One walk of each
+    /// list, whatever the number of apps over their limit (it runs at every start).
+    mutating func n11ApplyLimitsNow() {
+        let perApp = config.bursts.maxDeliveredPerApp, total = max(1, config.bursts.maxDeliveredTotal)
+        /// Drops from `list`, oldest first, each app's entries over `perApp`, then (with
+        /// `total`) the oldest left over `total`; returns what went, in order.
+        func trim<T>(_ list: inout [T], app: (T) -> String, identifier: (T) -> String, total: Int?) -> [(app: String, identifier: String)] {
+            var excess: [String: Int] = [:]
+            for x in list { excess[app(x), default: -perApp] += 1 }
+            let perAppDrops = excess.values.reduce(0) { $0 + max(0, $1) }
+            var overTotal = total.map { list.count - perAppDrops - $0 } ?? 0
+            guard perAppDrops > 0 || overTotal > 0 else { return [] }
+            var kept: [T] = [], dropped: [(app: String, identifier: String)] = []
+            kept.reserveCapacity(list.count)
+            for x in list {
+                let a = app(x)
+                if let left = excess[a], left > 0 {
+                    excess[a] = left - 1
+                    dropped.append((a, identifier(x)))
+                } else if overTotal > 0 {
+                    overTotal -= 1
+                    dropped.append((a, identifier(x)))
+                } else {
+                    kept.append(x)
+                }
+            }
+            list = kept
+            return dropped
+        }
+        emitRemovedByApp(trim(&state.delivered, app: \.app, identifier: \.request.identifier, total: total), reason: "N11")
+        emitRemovedByApp(trim(&state.summaryQueue, app: \.app, identifier: \.request.identifier, total: total), reason: "N11")
+    }
+
     /// N11, N15: the whole center keeps at most `maxDeliveredTotal` notifications over all apps;
     /// the oldest go first, each app told which of its notifications left (reason `N11`).
     mutating func dropOldestOverTotal() {

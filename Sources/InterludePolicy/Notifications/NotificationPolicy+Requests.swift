@@ -40,6 +40,8 @@ extension NotificationReducer {
             state.apps[app]?.connected = false
         case .tick:
             break
+        case .limitsChanged:
+            n11ApplyLimitsNow()
         case .registerRemote(let app, let enabled):
             state.apps[app, default: .init()].remoteRegistered = enabled
             effects.append(.reply(.done))

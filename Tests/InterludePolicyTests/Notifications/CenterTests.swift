@@ -278,6 +278,41 @@ private func granted(_ config: NotificationPolicyConfig = .init(authorization: .
         #expect(h.center(chat2) == ["n1", "n3", "n2"])
     }
 
+    /// N11: limits lowered (a config reload, or a start after the user edited the config) apply at
+    /// once, not at each app's next add: every app's oldest over `maxDeliveredPerApp`, then the
+    /// center's oldest over `maxDeliveredTotal`, each app told which; the scheduled summary keeps
+    /// no more than the center would (N9); notifications waiting for a trigger stay (N8).
+    @Test func N11_loweredLimitsApplyAtOnce() {
+        var h = granted()
+        h.send(.setSettings(app: news, .init(scheduledSummary: true)))
+        for i in 0..<5 { h.post("c\(i)", from: chat, .test(sound: nil)) }
+        for i in 0..<3 { h.post("h\(i)", from: news, .test(sound: nil)) }  // held for the summary (N9)
+        h.post("later", from: chat, .test(sound: nil), trigger: .interval(seconds: 3600, repeats: false))
+        h.authorize("org.example.Radio")
+        for i in 0..<3 { h.post("r\(i)", from: "org.example.Radio", .test(sound: nil)) }
+        #expect(h.center(chat) == ["c0", "c1", "c2", "c3", "c4"])
+        #expect(h.state.summaryQueue.map(\.request.identifier) == ["h0", "h1", "h2"])
+
+        h.send(.tick)
+        #expect(h.events().isEmpty, "nothing changes while the limits stay")
+        h.config.bursts.maxDeliveredPerApp = 2
+        h.config.bursts.maxDeliveredTotal = 3
+        h.send(.limitsChanged)
+        var removed: [String: [String]] = [:]
+        for case .removed(let app, let ids, "N11") in h.events() { removed[app, default: []] += ids }
+        #expect(h.center(chat) == ["c4"])
+        #expect(h.center("org.example.Radio") == ["r1", "r2"])
+        #expect(removed[chat] == ["c0", "c1", "c2", "c3"])
+        #expect(removed["org.example.Radio"] == ["r0"])
+        #expect(h.state.summaryQueue.map(\.request.identifier) == ["h1", "h2"])
+        #expect(removed[news] == ["h0"])
+        #expect(h.state.pending.map(\.request.identifier) == ["later"], "N8: a waiting notification stays")
+        #expect(h.reply == nil)
+
+        h.send(.limitsChanged)
+        #expect(h.events().isEmpty, "applied once: nothing more to drop")
+    }
+
     /// N10 with N12: a replacement whose badge 0 clears the app's other notifications finds the
     /// entry it replaces again (its old place moved when those before it went) and keeps its
     /// decision (N16). Taken from the old place, the reducer read past the end of the center.
