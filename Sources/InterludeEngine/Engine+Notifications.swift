@@ -216,6 +216,38 @@ extension Engine {
         scheduleNotificationTick()
     }
 
+    /// The most identifiers' UTF-8 bytes one `notificationRemoved` event lists (32 KiB): a removal
+    /// of many notifications (a lowered N11 limit, `center clear`) comes as several events, in
+    /// order. As one event, 1,100 identifiers of 1 KB went over `server.maxOutputBytes` and the
+    /// daemon dropped the app and every watcher it was telling (a stranger's find).
+    static let maxRemovedEventBytes = 32 * 1024
+
+    /// `identifiers` in order, cut into runs of at most ``maxRemovedEventBytes`` UTF-8 bytes (at
+    /// least one identifier each; an identifier is at most 1024 bytes).
+    static func removedEventParts(_ identifiers: [String], maxBytes: Int = maxRemovedEventBytes) -> [[String]] {
+        var parts: [[String]] = [], part: [String] = [], bytes = 0
+        for id in identifiers {
+            let n = id.utf8.count
+            if !part.isEmpty, bytes + n > maxBytes {
+                parts.append(part)
+                part = []
+                bytes = 0
+            }
+            part.append(id)
+            bytes += n
+        }
+        if !part.isEmpty || parts.isEmpty { parts.append(part) }
+        return parts
+    }
+
+    /// The log line of an N11 removal: the app, how many, and the first 10 identifiers (a lowered
+    /// limit may drop thousands at once; one line held them all, 1.1 MB).
+    static func removalLogLine(app: String, identifiers ids: [String]) -> String {
+        let shown = ids.prefix(10).joined(separator: ",")
+        let more = ids.count > 10 ? " and \(ids.count - 10) more (\(ids.count) in all)" : ""
+        return "center: removed \(app)/\(shown)\(more), over the center's limits [N11]"
+    }
+
     /// Carries out a notification event's effects (its reply goes back to the caller).
     func carryOut(_ fx: [NotificationEffect]) {
         for e in fx {
@@ -319,8 +351,11 @@ extension Engine {
             // The daemon's own removals are said in the log, as deliveries are (the app's and the
             // user's own removals are theirs to know). Not a "notification APP/ID" line: those say
             // what is in the center now, and log readers count them as deliveries.
-            if reason == "N11" { log("center: removed \(app)/\(ids.joined(separator: ",")), over the center's limits [N11]") }
-            publish(NotificationEventName.removed, .object(["app": .string(app), "identifiers": enc(ids), "reason": .string(reason)]), to: .app(app, always: true))
+            if reason == "N11" { log(Self.removalLogLine(app: app, identifiers: ids)) }
+            for part in Self.removedEventParts(ids) {
+                publish(NotificationEventName.removed, .object(["app": .string(app), "identifiers": enc(part), "reason": .string(reason)]),
+                        to: .app(app, always: true))
+            }
         case let .decided(app, id, decision):
             // Held or refused; a badge-only request (N12) is decided "delivered" but puts nothing in
             // the center.

@@ -44,4 +44,36 @@ import Testing
         }
         #expect(log.all.contains { $0.hasPrefix("not delivered: org.example.Spam/s1 rejected notAuthorized [") }, "\(log.all)")
     }
+
+    /// N11 and the output bound: a lowered limit that drops many notifications tells the app in
+    /// several `notificationRemoved` events of at most 32 KiB of identifiers each, in order (one
+    /// event of 1,100 identifiers of 1 KB was over `server.maxOutputBytes`, and the daemon dropped
+    /// the app and every watcher instead: a stranger's find), and logs one short line.
+    @Test func manyRemovalsComeInPartsUnderTheOutputBound_N11() async throws {
+        let log = StoppingTests.Lines()
+        func config(perApp: Int) throws -> InterludeConfig {
+            try ConfigLoader.load(folders: [], overlay: ("test", try JSON5.parse(
+                #"{"authorization": {"default": "grant"}, "bursts": {"maxDeliveredPerApp": \#(perApp), "maxDeliveredTotal": 2000}}"#)))
+        }
+        let engine = try Engine(config: try config(perApp: 1000), audio: FakeAudioBackend(), sounds: FakeSoundPlayer(),
+                                store: MemoryNotificationStore(), version: "test", log: log.append)
+        let events = StoppingTests.Lines()
+        let chat = await engine.connect(pid: getpid(), sink: { e in
+            guard e.name == NotificationEventName.removed, case let .array(ids)? = e.wire.data["identifiers"] else { return }
+            events.append(ids.compactMap(\.stringValue).joined(separator: "\n"))
+        })
+        _ = try await engine.hello(client: chat, app: "org.example.Chat")
+        _ = try await engine.requestAuthorization(client: chat, RequestAuthorizationParams(options: [.alert]))
+        let ids = (0..<300).map { "n\($0)-" + String(repeating: "x", count: 1000) }
+        for id in ids { _ = try await engine.addNotification(client: chat, AddNotificationParams(identifier: id, title: "hi")) }
+        #expect(events.all.isEmpty)
+
+        await engine.reload(config: try config(perApp: 1))
+        let parts = events.all.map { $0.split(separator: "\n").map(String.init) }
+        #expect(parts.count >= 9, "300 KB of identifiers in parts of at most 32 KiB: \(parts.count)")
+        #expect(parts.allSatisfy { $0.reduce(0) { $0 + $1.utf8.count } <= 32 * 1024 })
+        #expect(parts.flatMap { $0 } == Array(ids.dropLast()), "every dropped identifier once, oldest first")
+        let line = log.all.first { $0.hasPrefix("center: removed org.example.Chat/") } ?? ""
+        #expect(line.hasSuffix(" and 289 more (299 in all), over the center's limits [N11]") && line.utf8.count < 12_000, "\(line.prefix(200))")
+    }
 }

@@ -61,8 +61,10 @@ import InterludeWire
     /// N11 counts what was heard: an app's sound that failed (the audio server away) does not
     /// make its next sound within the second `rateLimited`; one that played does.
     @Test func N11_aSoundPlayThatFailedDoesNotHoldTheNextOneBack() async throws {
-        // No cooldown steps: only the one-audible-alert-per-second limit is at work.
-        let d = try TestDaemon(overlay: #"{"authorization": {"default": "grant"}, "bursts": {"cooldown": []}}"#)
+        // No cooldown steps: only the one-audible-alert-per-interval limit is at work, its interval
+        // a minute so that a stall of the test (it took 1.6 s once, in a parallel run) cannot let
+        // the third sound through.
+        let d = try TestDaemon(overlay: #"{"authorization": {"default": "grant"}, "bursts": {"cooldown": [], "audibleAlertInterval": 60}}"#)
         let game = try await app(d, "org.example.Game")
         d.sounds.failure = WireError(.audioUnavailable, "the audio server is away")
         let failed = await #expect(throws: WireError.self) {
