@@ -225,7 +225,7 @@ extension NotificationReducer {
         let id = request.identifier
         state.summaryQueue.removeAll { $0.app == app && $0.request.identifier == id }
         state.summaryQueue.append(HeldNotification(app: app, request: request, peerExecutablePath: peerPath, heldAt: t, until: nil))
-        n9DropOldestHeldOverLimits(app)
+        n9DropOldestHeldOverLimits()
         let d = NotificationDecision(outcome: .held(until: nextSummaryTime(after: t - 0.001)),
                                      requestedLevel: request.content.interruptionLevel, level: level,
                                      rules: rules + ["N9"], notes: notes + ["held for the scheduled summary"])
@@ -237,23 +237,13 @@ extension NotificationReducer {
     /// N9, N11: the summary holds no more than the center would keep of it: at most
     /// `maxDeliveredPerApp` of an app and `maxDeliveredTotal` over all apps, the oldest held going
     /// first (each app told which, reason `N11`), so an app in the summary cannot grow the state
-    /// without bound until the next summary time.
-    mutating func n9DropOldestHeldOverLimits(_ app: String) {
-        var mine: [Int] = []
-        for (i, h) in state.summaryQueue.enumerated() where h.app == app { mine.append(i) }
-        var drop = Set(mine.prefix(max(0, mine.count - config.bursts.maxDeliveredPerApp)))
-        let overTotal = state.summaryQueue.count - drop.count - max(1, config.bursts.maxDeliveredTotal)
-        if overTotal > 0 {
-            var left = overTotal
-            for i in state.summaryQueue.indices where left > 0 && !drop.contains(i) {
-                drop.insert(i)
-                left -= 1
-            }
-        }
-        guard !drop.isEmpty else { return }
-        let dropped = drop.sorted().map { state.summaryQueue[$0] }
-        state.summaryQueue = state.summaryQueue.indices.filter { !drop.contains($0) }.map { state.summaryQueue[$0] }
-        emitRemovedByApp(dropped.map { ($0.app, $0.request.identifier) }, reason: "N11")
+    /// without bound until the next summary time. Only the app that just added can be over its
+    /// limit (a lowered limit is applied at once, ``n11ApplyLimitsNow()``), so this is the same
+    /// walk as after a change of the limits.
+    mutating func n9DropOldestHeldOverLimits() {
+        emitRemovedByApp(Self.n11Trim(&state.summaryQueue, perApp: config.bursts.maxDeliveredPerApp,
+                                      total: max(1, config.bursts.maxDeliveredTotal),
+                                      app: \.app, identifier: \.request.identifier), reason: "N11")
     }
 
     /// Tells each app which of its notifications left (`notificationRemoved`), one event per app
@@ -348,33 +338,37 @@ extension NotificationReducer {
     /// list, whatever the number of apps over their limit (it runs at every start).
     mutating func n11ApplyLimitsNow() {
         let perApp = config.bursts.maxDeliveredPerApp, total = max(1, config.bursts.maxDeliveredTotal)
-        /// Drops from `list`, oldest first, each app's entries over `perApp`, then (with
-        /// `total`) the oldest left over `total`; returns what went, in order.
-        func trim<T>(_ list: inout [T], app: (T) -> String, identifier: (T) -> String, total: Int?) -> [(app: String, identifier: String)] {
-            var excess: [String: Int] = [:]
-            for x in list { excess[app(x), default: -perApp] += 1 }
-            let perAppDrops = excess.values.reduce(0) { $0 + max(0, $1) }
-            var overTotal = total.map { list.count - perAppDrops - $0 } ?? 0
-            guard perAppDrops > 0 || overTotal > 0 else { return [] }
-            var kept: [T] = [], dropped: [(app: String, identifier: String)] = []
-            kept.reserveCapacity(list.count)
-            for x in list {
-                let a = app(x)
-                if let left = excess[a], left > 0 {
-                    excess[a] = left - 1
-                    dropped.append((a, identifier(x)))
-                } else if overTotal > 0 {
-                    overTotal -= 1
-                    dropped.append((a, identifier(x)))
-                } else {
-                    kept.append(x)
-                }
+        emitRemovedByApp(Self.n11Trim(&state.delivered, perApp: perApp, total: total, app: \.app, identifier: \.request.identifier),
+                         reason: "N11")
+        emitRemovedByApp(Self.n11Trim(&state.summaryQueue, perApp: perApp, total: total, app: \.app, identifier: \.request.identifier),
+                         reason: "N11")
+    }
+
+    /// N11's limits on a list, oldest first, in one walk: each app's entries over `perApp`, then
+    /// the oldest left over `total`. Returns what went (app, identifier), in list order.
+    static func n11Trim<T>(_ list: inout [T], perApp: Int, total: Int, app: (T) -> String,
+                           identifier: (T) -> String) -> [(app: String, identifier: String)] {
+        var excess: [String: Int] = [:]
+        for x in list { excess[app(x), default: -perApp] += 1 }
+        let perAppDrops = excess.values.reduce(0) { $0 + max(0, $1) }
+        var overTotal = list.count - perAppDrops - total
+        guard perAppDrops > 0 || overTotal > 0 else { return [] }
+        var kept: [T] = [], dropped: [(app: String, identifier: String)] = []
+        kept.reserveCapacity(list.count)
+        for x in list {
+            let a = app(x)
+            if let left = excess[a], left > 0 {
+                excess[a] = left - 1
+                dropped.append((a, identifier(x)))
+            } else if overTotal > 0 {
+                overTotal -= 1
+                dropped.append((a, identifier(x)))
+            } else {
+                kept.append(x)
             }
-            list = kept
-            return dropped
         }
-        emitRemovedByApp(trim(&state.delivered, app: \.app, identifier: \.request.identifier, total: total), reason: "N11")
-        emitRemovedByApp(trim(&state.summaryQueue, app: \.app, identifier: \.request.identifier, total: total), reason: "N11")
+        list = kept
+        return dropped
     }
 
     /// N11, N15: the whole center keeps at most `maxDeliveredTotal` notifications over all apps;
