@@ -293,8 +293,7 @@ public enum ConfigLoader {
             if m.key.allSatisfy({ $0 == " " }) {
                 why = "a focus mode's name must not be empty or only spaces"
             } else if let u = m.key.unicodeScalars.first(where: NotificationPolicy.breaksALine) {
-                let hex = String(u.value, radix: 16, uppercase: true)
-                why = "a focus mode's name holds U+\(String(repeating: "0", count: max(0, 4 - hex.count)))\(hex) (a control character or line separator); a name is one line of text"
+                why = "a focus mode's name holds \(NotificationPolicy.codePoint(u)) (a control character or line separator); a name is one line of text"
             } else { continue }
             throw ConfigError(file: config.keySources["focusModes.\(m.key)"] ?? config.place(of: "focusModes").file, line: m.line,
                               key: "focusModes", message: why, code: "configBadValue")

@@ -101,8 +101,7 @@ extension NotificationReducer {
             return problem(nil, "param \"identifier\" has \(request.identifier.utf8.count) bytes; at most \(NotificationPolicy.maximumIdentifierBytes)")
         }
         if let control = request.identifier.unicodeScalars.first(where: NotificationPolicy.breaksALine) {
-            let hex = String(control.value, radix: 16, uppercase: true)
-            return problem(nil, "param \"identifier\" holds U+\(String(repeating: "0", count: max(0, 4 - hex.count)))\(hex) (a control character or line separator); an identifier is one line of text")
+            return problem(nil, "param \"identifier\" holds \(NotificationPolicy.codePoint(control)) (a control character or line separator); an identifier is one line of text")
         }
         guard (0...1).contains(c.relevanceScore) else { return problem("N9", "relevance must be 0…1") }
         if let v = c.criticalVolume, !(0...1).contains(v) { return problem("N3", "criticalVolume must be 0…1") }

@@ -27,6 +27,13 @@ public enum NotificationPolicy {
         u.value < 0x20 || (0x7F...0x9F).contains(u.value) || u.value == 0x2028 || u.value == 0x2029
     }
 
+    /// `u` as Unicode writes a code point, at least four hex digits: `U+000A`, `U+2028`. How a
+    /// refusal names a character ``breaksALine(_:)`` finds.
+    public static func codePoint(_ u: Unicode.Scalar) -> String {
+        let hex = String(u.value, radix: 16, uppercase: true)
+        return "U+" + String(repeating: "0", count: max(0, 4 - hex.count)) + hex
+    }
+
     /// Applies one event at `now` and returns what the engine must do, in order.
     ///
     /// First advances to `now`: everything due since `state.clock` (fired triggers, schedule
