@@ -216,18 +216,24 @@ extension Engine {
         scheduleNotificationTick()
     }
 
-    /// The most identifiers' UTF-8 bytes one `notificationRemoved` event lists (32 KiB): a removal
-    /// of many notifications (a lowered N11 limit, `center clear`) comes as several events, in
-    /// order. As one event, 1,100 identifiers of 1 KB went over `server.maxOutputBytes` and the
-    /// daemon dropped the app and every watcher it was telling (a stranger's find).
+    /// The most bytes the identifiers of one `notificationRemoved` event may take as written
+    /// (32 KiB): a removal of many notifications (a lowered N11 limit, `center clear`) comes as
+    /// several events, in order. As one event, 1,100 identifiers of 1 KB went over
+    /// `server.maxOutputBytes` and the daemon dropped the app and every watcher it was telling (a
+    /// stranger's find). Counted as written, not as UTF-8 bytes alone: 32 KiB of one-byte
+    /// identifiers are 130 KB of JSON, above the smallest `maxOutputBytes` (64 KiB).
     static let maxRemovedEventBytes = 32 * 1024
 
-    /// `identifiers` in order, cut into runs of at most ``maxRemovedEventBytes`` UTF-8 bytes (at
-    /// least one identifier each; an identifier is at most 1024 bytes).
+    /// At most what `id` takes in a JSON array: its quotes and comma, and each byte twice (an
+    /// escaped quote or backslash, U+2028 written as a six-byte escape).
+    static func writtenBytes(_ id: String) -> Int { 3 + 2 * id.utf8.count }
+
+    /// `identifiers` in order, cut into runs whose ``writtenBytes(_:)`` add up to at most
+    /// `maxBytes` (at least one identifier each; an identifier is at most 1024 bytes).
     static func removedEventParts(_ identifiers: [String], maxBytes: Int = maxRemovedEventBytes) -> [[String]] {
         var parts: [[String]] = [], part: [String] = [], bytes = 0
         for id in identifiers {
-            let n = id.utf8.count
+            let n = writtenBytes(id)
             if !part.isEmpty, bytes + n > maxBytes {
                 parts.append(part)
                 part = []

@@ -76,4 +76,19 @@ import Testing
         let line = log.all.first { $0.hasPrefix("center: removed org.example.Chat/") } ?? ""
         #expect(line.hasSuffix(" and 289 more (299 in all), over the center's limits [N11]") && line.utf8.count < 12_000, "\(line.prefix(200))")
     }
+
+    /// The parts are bounded as written, not by UTF-8 bytes alone: 20,000 short identifiers (and
+    /// some with quotes and backslashes, escaped on the wire) make events of at most 32 KiB of
+    /// JSON each, above which the smallest `server.maxOutputBytes` (64 KiB) would be neared.
+    @Test func removedEventPartsAreBoundedAsWritten() throws {
+        let ids = (0..<20_000).map { $0 % 7 == 0 ? "q\"\\\($0)" : "\($0)" }
+        let parts = Engine.removedEventParts(ids)
+        #expect(parts.flatMap { $0 } == ids)
+        for part in parts {
+            let written = try WireCoding.encode(JSONValue.array(part.map(JSONValue.string)))
+            #expect(written.count <= Engine.maxRemovedEventBytes, "\(written.count) bytes")
+        }
+        #expect(Engine.removedEventParts([]) == [[]])
+    }
 }
+
