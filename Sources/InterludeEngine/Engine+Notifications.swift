@@ -221,7 +221,9 @@ extension Engine {
     /// several events, in order. As one event, 1,100 identifiers of 1 KB went over
     /// `server.maxOutputBytes` and the daemon dropped the app and every watcher it was telling (a
     /// stranger's find). Counted as written, not as UTF-8 bytes alone: 32 KiB of one-byte
-    /// identifiers are 130 KB of JSON, above the smallest `maxOutputBytes` (64 KiB).
+    /// identifiers are 130 KB of JSON, above the smallest `maxOutputBytes` (64 KiB). Not enough on
+    /// its own: the parts are sent at once and count together toward `maxOutputBytes`, so a
+    /// removal larger than that still closes the connections it tells (README "Known and left").
     static let maxRemovedEventBytes = 32 * 1024
 
     /// At most what `id` takes in a JSON array: its quotes and comma, and each byte twice (an
