@@ -221,9 +221,9 @@ extension Engine {
     /// several events, in order. As one event, 1,100 identifiers of 1 KB went over
     /// `server.maxOutputBytes` and the daemon dropped the app and every watcher it was telling (a
     /// stranger's find). Counted as written, not as UTF-8 bytes alone: 32 KiB of one-byte
-    /// identifiers are 130 KB of JSON, above the smallest `maxOutputBytes` (64 KiB). Not enough on
-    /// its own: the parts are sent at once and count together toward `maxOutputBytes`, so a
-    /// removal larger than that still closes the connections it tells (README "Known and left").
+    /// identifiers are 130 KB of JSON, above the smallest `maxOutputBytes` (64 KiB). The parts are
+    /// paced (``EngineEvent/paced``): those past `maxOutputBytes` wait for the peer to read, up to
+    /// `maxPacedBytes` (8 × `maxOutputBytes`), instead of closing its connection.
     static let maxRemovedEventBytes = 32 * 1024
 
     /// At most what `id` takes in a JSON array: its quotes and comma, and each byte twice (an
@@ -248,10 +248,11 @@ extension Engine {
         return parts
     }
 
-    /// The log line of an N11 removal: the app, how many, and the first 10 identifiers (a lowered
-    /// limit may drop thousands at once; one line held them all, 1.1 MB).
+    /// The log line of an N11 removal: the app, how many, and the first 10 identifiers, each cut
+    /// to its first 64 characters and an ellipsis (a lowered limit may drop thousands at once; one
+    /// line held them all, 1.1 MB, and 10 whole identifiers of 1 KiB were still 10 KB).
     static func removalLogLine(app: String, identifiers ids: [String]) -> String {
-        let shown = ids.prefix(10).joined(separator: ",")
+        let shown = ids.prefix(10).map { $0.count > 64 ? $0.prefix(64) + "…" : $0 }.joined(separator: ",")
         let more = ids.count > 10 ? " and \(ids.count - 10) more (\(ids.count) in all)" : ""
         return "center: removed \(app)/\(shown)\(more), over the center's limits [N11]"
     }
@@ -362,7 +363,7 @@ extension Engine {
             if reason == "N11" { log(Self.removalLogLine(app: app, identifiers: ids)) }
             for part in Self.removedEventParts(ids) {
                 publish(NotificationEventName.removed, .object(["app": .string(app), "identifiers": enc(part), "reason": .string(reason)]),
-                        to: .app(app, always: true))
+                        to: .app(app, always: true), paced: true)
             }
         case let .decided(app, id, decision):
             // Held or refused; a badge-only request (N12) is decided "delivered" but puts nothing in

@@ -16,11 +16,16 @@ public struct EngineEvent: Sendable {
     public let name: String
     /// When it happened, seconds since the Unix epoch.
     public let time: Double
+    /// Whether the event is one part of a removal of many (`notificationRemoved`): it may wait,
+    /// beyond `server.maxOutputBytes`, for the peer to read what came before it, where another
+    /// event past that bound closes the connection (PROTOCOL.md "Slow readers").
+    public let paced: Bool
     private let data: LazyEventData
 
-    init(name: String, time: Double, data: @escaping @Sendable () -> JSONValue) {
+    init(name: String, time: Double, paced: Bool = false, data: @escaping @Sendable () -> JSONValue) {
         self.name = name
         self.time = time
+        self.paced = paced
         self.data = LazyEventData(data)
     }
 
@@ -571,10 +576,11 @@ public actor Engine {
     /// the event is not about (issue 7: an app must not learn another app's data). `data` is
     /// evaluated only if a connection receives the event, and then off the engine, by the first
     /// writer (``EngineEvent``): it must capture values, not the engine's state.
-    func publish(_ name: String, _ data: @autoclosure @escaping @Sendable () -> JSONValue, to audience: EventAudience) {
+    func publish(_ name: String, _ data: @autoclosure @escaping @Sendable () -> JSONValue, to audience: EventAudience,
+                 paced: Bool = false) {
         var event: EngineEvent?
         for c in clients.values where receives(c, audience) {
-            if event == nil { event = EngineEvent(name: name, time: clock.wallTime, data: data) }
+            if event == nil { event = EngineEvent(name: name, time: clock.wallTime, paced: paced, data: data) }
             c.sink(event!)
         }
     }

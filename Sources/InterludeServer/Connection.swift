@@ -19,6 +19,13 @@ public struct ConnectionLimits: Sendable, Equatable {
     /// daemon stops reading the socket. At most one read (16 KiB) more is held.
     public var maxReadAheadBytes: Int
 
+    /// Lines sent paced (``Connection/send(paced:_:)``: the parts of a removal of many, a
+    /// `notification.remove` reply) that wait beyond `maxOutputBytes` for the peer to read what came
+    /// before them, with the lines sent after them (kept in order), in bytes: 8 × `maxOutputBytes`
+    /// (8 MiB at the default; a whole default center, 1,000 identifiers of 1 KiB, is about 1 MiB as
+    /// written). Over it the connection is closed as a peer that does not read.
+    public var maxPacedBytes: Int { 8 * maxOutputBytes }
+
     /// The defaults: 1 MiB out, 64 requests or 128 KiB (two lines at the 64 KiB cap) in.
     public init(maxOutputBytes: Int = 1 << 20, maxQueuedRequests: Int = 64,
                 maxReadAheadBytes: Int = 2 * LineFramer.defaultMaxLineBytes) {
@@ -97,6 +104,16 @@ final class Connection: GatheredOutput, @unchecked Sendable {
     private var inFlight = 0
     /// Messages (`send`) on their way through `queue`, to be encoded there, not yet in `output`.
     private var sendsQueued = 0
+    /// Paced lines waiting for room in `output` (``send(paced:_:)``), with every line sent after
+    /// them; `pacedHead` is the first not yet moved.
+    private var paced: [Data] = []
+    private var pacedHead = 0
+    /// Bytes (with newlines) of the paced lines waiting, bounded by `limits.maxPacedBytes`.
+    private var pacedBytes = 0
+    /// Whether `output` holds lines moved from the paced lane and not yet written: lines sent now
+    /// queue behind them in the paced lane (they may pass `maxOutputBytes`, which those lines
+    /// were not counted against).
+    private var pacedInOutput = false
     private var reader: SourceSwitch?
     private var writer: SourceSwitch?
     /// The request handler waiting for the next line.
@@ -334,6 +351,8 @@ final class Connection: GatheredOutput, @unchecked Sendable {
     func send(_ make: @escaping @Sendable () -> ServerMessage) {
         let idle: Bool? = lock.withLock {
             guard phase == .open else { return nil }
+            // Behind paced lines: encoded now and queued behind them (``enqueue(_:paced:)``).
+            if pacingLocked { return true }
             return inFlight == 0 && sendsQueued == 0 && (outputHead == output.count || gathered)
         }
         guard let idle else { return }
@@ -360,9 +379,26 @@ final class Connection: GatheredOutput, @unchecked Sendable {
         }
     }
 
+    /// Queues a paced message (`paced` true: one part of a removal of many, PROTOCOL.md
+    /// `notificationRemoved`), encoded now on the caller's thread; otherwise as ``send(_:)-(()->ServerMessage)``.
+    ///
+    /// A paced line that would take the output past `maxOutputBytes` does not close the
+    /// connection: it waits in the paced lane, with every line sent after it (in order), and
+    /// moves to the output as the peer reads (when the output is empty, or has room for it). The
+    /// lane is bounded by `maxPacedBytes`; over it the peer is taken for one that does not read
+    /// and the connection is closed. A removal's parts were all counted at once: a removal of
+    /// 1,100 identifiers of 1 KiB (1.1 MB as written) closed the app's connection and every
+    /// watcher's, and 100 did at `maxOutputBytes` 64 KiB (a stranger's find).
+    func send(paced: Bool, _ make: @escaping @Sendable () -> ServerMessage) {
+        guard paced else { return send(make) }
+        guard lock.withLock({ phase == .open }), let data = try? make().encoded() else { return }
+        enqueue(data, paced: true)
+    }
+
     /// Queues the reply `{"id": id, "result": result}` to a request whose result is already
-    /// encoded (the keys in sorted order, as every line the daemon writes).
-    func reply(id: JSONValue, result: Data) {
+    /// encoded (the keys in sorted order, as every line the daemon writes). `paced`: as
+    /// ``send(paced:_:)`` (a `notification.remove` reply lists every identifier removed).
+    func reply(id: JSONValue, result: Data, paced: Bool = false) {
         guard let idBytes = try? WireCoding.encode(id) else { return }
         var line = Data(#"{"id":"#.utf8)
         line.reserveCapacity(idBytes.count + result.count + 12)
@@ -370,7 +406,7 @@ final class Connection: GatheredOutput, @unchecked Sendable {
         line += Data(#","result":"#.utf8)
         line += result
         line += Data("}".utf8)
-        enqueue(line)
+        enqueue(line, paced: paced)
     }
 
     /// Queues a reply, encoded on the caller's task. Its bytes count toward `maxOutputBytes` from
@@ -387,11 +423,26 @@ final class Connection: GatheredOutput, @unchecked Sendable {
     /// also saves an audio request's reply the wait for a pool thread during a burst (issue 9).
     /// Inside an ``OutputGathering`` scope the line is appended and written when the scope ends,
     /// with the lines of the same scope.
-    private func enqueue(_ data: Data) {
+    ///
+    /// Behind paced lines (``send(paced:_:)``), or paced itself and over `maxOutputBytes`, the
+    /// line waits in the paced lane instead.
+    private func enqueue(_ data: Data, paced isPaced: Bool = false) {
         var after: [() -> Void] = []
         let scope = OutputGathering.current
         let queued: Bool = lock.withLock {
             guard phase == .open else { return false }
+            if pacingLocked || (isPaced && pendingOutputLocked + data.count + 1 > limits.maxOutputBytes) {
+                paced.append(data)
+                pacedBytes += data.count + 1
+                if pacedBytes > limits.maxPacedBytes {
+                    let waiting = pacedBytes
+                    after.append { [log, pid] in log("client pid \(pid) does not read (\(waiting) bytes of paced lines waiting); disconnecting") }
+                    closeLocked(&after)
+                } else if !gathered {
+                    flushLocked(&after)
+                }
+                return false
+            }
             if inFlight == 0, sendsQueued == 0, outputHead == output.count || gathered {
                 appendLocked(data)
                 checkBoundLocked(&after)
@@ -424,6 +475,33 @@ final class Connection: GatheredOutput, @unchecked Sendable {
     }
 
     private var pendingOutputLocked: Int { output.count - outputHead + inFlight }
+
+    /// Whether a line sent now must queue in the paced lane, behind paced lines.
+    private var pacingLocked: Bool { pacedHead < paced.count || pacedInOutput }
+
+    /// Moves paced lines to the output while it has room for them (or is empty: a line over
+    /// `maxOutputBytes`, a large `notification.remove` reply, goes alone), once the lines sent
+    /// before them have all reached the output.
+    private func movePacedLocked() {
+        guard inFlight == 0, sendsQueued == 0 else { return }
+        while pacedHead < paced.count {
+            let line = paced[pacedHead]
+            let pending = output.count - outputHead
+            guard pending == 0 || pending + line.count + 1 <= limits.maxOutputBytes else { break }
+            appendLocked(line)
+            paced[pacedHead] = Data()
+            pacedHead += 1
+            pacedBytes -= line.count + 1
+            pacedInOutput = true
+        }
+        if pacedHead == paced.count {
+            paced.removeAll(keepingCapacity: false)
+            pacedHead = 0
+        } else if pacedHead >= 64, pacedHead * 2 >= paced.count {
+            paced.removeFirst(pacedHead)
+            pacedHead = 0
+        }
+    }
 
     private func appendLocked(_ data: Data) {
         if outputHead > 0 && outputHead * 2 >= output.count {
@@ -461,7 +539,9 @@ final class Connection: GatheredOutput, @unchecked Sendable {
     /// Writes what it can without blocking; turns the write source on while bytes wait for room,
     /// off when all is written; closes a draining connection once all is written.
     private func flushLocked(_ after: inout [() -> Void]) {
-        while outputHead < output.count {
+        while true {
+            movePacedLocked()
+            guard outputHead < output.count else { break }
             // send(MSG_NOSIGNAL): a peer that went away must not raise SIGPIPE in the daemon.
             let n = output.withUnsafeBytes { Glibc.send(fd, $0.baseAddress! + outputHead, $0.count - outputHead, Int32(MSG_NOSIGNAL)) }
             if n > 0 { outputHead += n; continue }
@@ -476,6 +556,7 @@ final class Connection: GatheredOutput, @unchecked Sendable {
         // All written: a large buffer is freed rather than kept for the connection's life.
         output.removeAll(keepingCapacity: output.capacity <= 64 * 1024)
         outputHead = 0
+        pacedInOutput = false
         writer?.turnOff()
         if phase == .draining { closeLocked(&after) }
     }
@@ -532,6 +613,9 @@ final class Connection: GatheredOutput, @unchecked Sendable {
         framer = LineFramer()
         output = []
         outputHead = 0
+        paced = []
+        pacedHead = 0
+        pacedBytes = 0
         if let k = waiting { waiting = nil; after.append { k.resume(returning: nil) } }
         if let onClose { after.append(onClose) }
     }

@@ -265,7 +265,7 @@ public final class SocketServer: @unchecked Sendable {
             let stopping = self.stopping
             stopping.handlerStarted()
             let handler = Task(executorPreference: conn.taskExecutor, priority: RequestHandler.handlerPriority) {
-                let client = await engine.connect(peer: peer) { [weak conn] event in conn?.send { .event(event.wire) } }
+                let client = await engine.connect(peer: peer) { [weak conn] event in conn?.send(paced: event.paced) { .event(event.wire) } }
                 await RequestHandler(engine: engine, client: client, connection: conn, log: log).run()
                 // A peer that half-closed has had every reply (run drains them): closed now.
                 if conn.peerFinishedSending { conn.closeWhenFlushed() }
@@ -379,7 +379,9 @@ struct RequestHandler {
             do {
                 let result = try await dispatch(request)
                 if request.method == WireMethod.hello { greeted = true }
-                connection.reply(id: request.id, result: result)
+                // A removal's reply lists every identifier removed (a whole center): paced, as
+                // its `notificationRemoved` parts (Connection.send(paced:_:)).
+                connection.reply(id: request.id, result: result, paced: request.method == NotificationMethod.remove)
             } catch {
                 connection.reply(.reply(WireReply(id: request.id, error: error)))
             }

@@ -74,7 +74,8 @@ import Testing
         #expect(parts.allSatisfy { $0.reduce(0) { $0 + $1.utf8.count } <= 32 * 1024 })
         #expect(parts.flatMap { $0 } == Array(ids.dropLast()), "every dropped identifier once, oldest first")
         let line = log.all.first { $0.hasPrefix("center: removed org.example.Chat/") } ?? ""
-        #expect(line.hasSuffix(" and 289 more (299 in all), over the center's limits [N11]") && line.utf8.count < 12_000, "\(line.prefix(200))")
+        #expect(line.hasSuffix(" and 289 more (299 in all), over the center's limits [N11]") && line.utf8.count < 1_000, "\(line.prefix(200))")
+        #expect(line.contains("n0-" + String(repeating: "x", count: 61) + "…,n1-"), "each shown identifier cut to 64 characters: \(line.prefix(200))")
     }
 
     /// The parts are bounded as written, not by UTF-8 bytes alone: 20,000 short identifiers (and

@@ -1,0 +1,117 @@
+import Foundation
+import Testing
+import InterludeClient
+import InterludeEngine
+import InterludePolicy
+import InterludeTestSupport
+import InterludeWire
+@testable import InterludeServer
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A removal of many (N11's center limits, `notification.remove` with `all`, `interlude center
+/// clear`) told to clients that read: its `notificationRemoved` parts and the remove's reply are
+/// paced (`Connection.send(paced:_:)`), so together they may pass `server.maxOutputBytes` and wait
+/// for the peer to read, up to `maxPacedBytes` (8 × `maxOutputBytes`). Before, the parts were all
+/// counted at once, and 100 identifiers of 1 KiB at `maxOutputBytes` 64 KiB closed the app's
+/// connection, every watcher's and the remove's caller (a stranger's find).
+@Suite(.serialized) struct PacedOutputTests {
+    /// Collects the identifiers of `c`'s `notificationRemoved` events until `count` have come (or
+    /// `timeout` seconds pass).
+    static func removed(_ c: InterludeClient, count: Int, timeout: Double = 20) async -> [String] {
+        await withTaskGroup(of: [String]?.self) { g in
+            g.addTask {
+                var ids: [String] = []
+                for await e in c.events where e.event == NotificationEventName.removed {
+                    if case let .array(list)? = e.data["identifiers"] { ids += list.compactMap(\.stringValue) }
+                    if ids.count >= count { return ids }
+                }
+                return ids
+            }
+            g.addTask { try? await Task.sleep(nanoseconds: UInt64(timeout * 1e9)); return nil }
+            let first = await g.next()!
+            g.cancelAll()
+            return first ?? []
+        }
+    }
+
+    @Test func aRemovalLargerThanTheOutputBoundReachesTheAppTheWatcherAndTheCaller_N11() async throws {
+        let d = try TestDaemon(maxOutputBytes: 64 * 1024, overlay:
+            #"{"authorization": {"default": "grant"}, "bursts": {"maxDeliveredPerApp": 400}}"#)
+        let user = try await InterludeClient.connect(socket: d.socket, app: Engine.userToolApp)
+        try await user.subscribe()
+        let chat = try await InterludeClient.connect(socket: d.socket, app: "org.example.Chat")
+        _ = try await chat.call(NotificationMethod.requestAuthorization, RequestAuthorizationParams(options: [.alert]),
+                                as: AuthorizationResult.self)
+        // 300 identifiers of 1 KB: about 300 KB in the events and 300 KB in the reply, each over
+        // 64 KiB four times.
+        let ids = (0..<300).map { "n\($0)-" + String(repeating: "x", count: 1000) }
+        for id in ids {
+            _ = try await chat.call(NotificationMethod.add, AddNotificationParams(identifier: id, title: "hi"), as: AddNotificationResult.self)
+        }
+        async let toChat = Self.removed(chat, count: ids.count)
+        async let toUser = Self.removed(user, count: ids.count)
+        let r = try await user.call(NotificationMethod.remove, RemoveNotificationsParams(app: "org.example.Chat", all: true),
+                                    as: RemoveNotificationsResult.self)
+        #expect(r.removed == ids.sorted(), "the caller's reply lists every identifier removed")
+        let (chatSaw, userSaw) = await (toChat, toUser)
+        #expect(chatSaw == ids, "the app is told of each, oldest first: \(chatSaw.count) of \(ids.count)")
+        #expect(userSaw == ids, "the watcher too: \(userSaw.count) of \(ids.count)")
+        #expect(try await chat.status().version == "test", "the app's connection is open")
+        #expect(try await user.status().version == "test", "the watcher's connection is open")
+    }
+
+    /// A peer that does not read is still closed: paced lines wait for it up to `maxPacedBytes`.
+    @Test func pacedLinesForAPeerThatDoesNotReadAreBoundedByMaxPacedBytes() async throws {
+        let limits = ConnectionLimits(maxOutputBytes: 64 * 1024)
+        var fds: [Int32] = [0, 0]
+        #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fds) == 0)
+        defer { close(fds[1]) }
+        let logged = StoppingTests.Lines()
+        let connection = Connection(fd: fds[0], pid: getpid(), limits: limits, log: logged.append)
+        connection.start()
+        defer { connection.close() }
+        let part = String(repeating: "p", count: 30_000)
+        // 30 KB each: the socket's buffers, 64 KiB of output, then 512 KiB of paced lines.
+        for i in 0..<40 {
+            connection.send(paced: true) { .event(WireEvent(event: "part", data: .object(["i": .number(Double(i)), "p": .string(part)]), time: 0)) }
+        }
+        let lines = ConnectionOrderTests.readLines(fds[1], count: 40)
+        #expect(lines.count < 40, "the connection was closed before the last part: \(lines.count) came")
+        #expect(logged.all.contains { $0.contains("does not read") && $0.contains("paced lines") }, "\(logged.all)")
+    }
+
+    /// Paced lines keep their order with the lines sent around them, and a line over
+    /// `maxOutputBytes` sent paced goes out alone once the output is empty (a whole center's
+    /// `notification.remove` reply).
+    @Test func pacedLinesKeepTheOrderAndALineOverTheBoundGoesOutAlone() async throws {
+        try await ConnectionOrderTests.withConnection(limits: ConnectionLimits(maxOutputBytes: 64 * 1024)) { connection, peer in
+            let part = String(repeating: "p", count: 30_000)
+            var sent = 0
+            for round in 0..<4 {
+                connection.send(.event(WireEvent(event: "plain", data: .number(Double(sent)), time: 0))); sent += 1
+                for _ in 0..<3 {
+                    let i = sent
+                    connection.send(paced: true) { .event(WireEvent(event: "part", data: .object(["i": .number(Double(i)), "p": .string(part)]), time: 0)) }
+                    sent += 1
+                }
+                if round == 2 {
+                    let big = Data(#"{"i":\#(sent),"removed":"\#(String(repeating: "r", count: 100_000))"}"#.utf8)
+                    connection.reply(id: .number(Double(sent)), result: big, paced: true); sent += 1
+                }
+                connection.reply(.reply(WireReply(id: .number(Double(sent)), result: .object([:])))); sent += 1
+            }
+            let lines = ConnectionOrderTests.readLines(peer, count: sent)
+            #expect(lines.count == sent)
+            var order: [Int] = []
+            for line in lines {
+                guard case let .object(o)? = try? JSONValue.parse(Data(line.utf8)) else { continue }
+                if case let .number(n)? = o["data"] { order.append(Int(n)) }
+                if case let .object(d)? = o["data"], case let .number(n)? = d["i"] { order.append(Int(n)) }
+                if o["event"] == nil, case let .number(n)? = o["id"] { order.append(Int(n)) }
+            }
+            #expect(order == Array(0..<sent))
+        }
+    }
+}
