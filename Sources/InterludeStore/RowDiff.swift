@@ -100,19 +100,13 @@ struct NotificationRowDiffer: Sendable {
         var rows: [RowChange] = []
         let old = shadow
 
-        // Apps, by id.
-        var added = 0
-        for (app, record) in new.apps {
-            if let was = old.apps[app] {
-                if !same(was, record) { rows.append(.upsertApp(app, record, inserted: false)) }
-            } else {
-                rows.append(.upsertApp(app, record, inserted: true))
-                added += 1
-            }
+        // Apps, by id: only the parts of the map a change touched are compared (issue 9: every
+        // app's record was, on every commit).
+        var gone: [String] = []
+        new.apps.forEachChange(from: old.apps, unchanged: { same($0, $1) }) { app, was, now in
+            if let now { rows.append(.upsertApp(app, now, inserted: was == nil)) } else { gone.append(app) }
         }
-        if old.apps.count + added != new.apps.count {  // some app is gone
-            for app in old.apps.keys.sorted() where new.apps[app] == nil { rows.append(.deleteApp(app)) }
-        }
+        for app in gone.sorted() { rows.append(.deleteApp(app)) }
 
         // Meta values.
         var after = seqs

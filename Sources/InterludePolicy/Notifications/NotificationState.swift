@@ -4,8 +4,9 @@ public struct NotificationState: Codable, Sendable, Equatable {
     /// The last instant the policy advanced to; nil before the first event. Triggers, schedule
     /// boundaries and summary times between this and `now` are processed, in order, on the next event.
     public var clock: NotificationTime?
-    /// Per-app settings, authorization, categories, badge and queued responses, by app id.
-    public var apps: [String: NotificationAppRecord]
+    /// Per-app settings, authorization, categories, badge and queued responses, by app id (a map
+    /// that copies in parts: a request that changes one app's record does not copy every app's).
+    public var apps: NotificationAppRecords
     /// Requests waiting for their trigger (N8).
     public var pending: [PendingNotification]
     /// The notification center, oldest first.
@@ -38,7 +39,7 @@ public struct NotificationState: Codable, Sendable, Equatable {
     /// An empty state: no apps, nothing pending or delivered, no focus, ringer on, no call.
     public init() {
         clock = nil
-        apps = [:]
+        apps = NotificationAppRecords()
         pending = []
         delivered = []
         summaryQueue = []
@@ -62,7 +63,7 @@ public struct NotificationState: Codable, Sendable, Equatable {
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         clock = try c.decodeIfPresent(NotificationTime.self, forKey: .clock)
-        apps = try c.decode([String: NotificationAppRecord].self, forKey: .apps)
+        apps = try c.decode(NotificationAppRecords.self, forKey: .apps)
         pending = try c.decode([PendingNotification].self, forKey: .pending)
         delivered = try c.decode([DeliveredNotification].self, forKey: .delivered)
         summaryQueue = try c.decode([HeldNotification].self, forKey: .summaryQueue)
@@ -106,12 +107,14 @@ extension NotificationState {
               focus == other.focus, ringerSilent == other.ringerSilent, callActive == other.callActive,
               history == other.history, remoteMessages == other.remoteMessages,
               owedReceipts == other.owedReceipts else { return false }
-        for (app, record) in apps {
-            guard var theirs = other.apps[app] else { return false }
-            theirs.connected = record.connected
-            if theirs != record { return false }
+        // Only the parts of the map a change touched (an app connecting changes one record).
+        var onlyPresence = true
+        apps.forEachChange(from: other.apps) { _, theirs, mine in
+            guard onlyPresence, var theirs, let mine else { onlyPresence = false; return }
+            theirs.connected = mine.connected
+            if theirs != mine { onlyPresence = false }
         }
-        return true
+        return onlyPresence
     }
 }
 
