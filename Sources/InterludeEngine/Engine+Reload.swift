@@ -38,10 +38,29 @@ extension Engine {
             + (kept.isEmpty ? "" : "; until a restart these keep the values the daemon started with: \(kept.joined(separator: ", "))"))
         let warnings = new.contradictions(runningSince: startedWith)
         for w in warnings { log("config: \(w)") }
-        // Limits lowered apply at once (N11); a failed save is logged, the next event tries again.
-        _ = try? notify(.limitsChanged)
+        let dropped = applyLimitsNow()
         scheduleTick()
-        return ReloadResult(files: new.files, keptUntilRestart: kept.isEmpty ? nil : kept, warnings: warnings.isEmpty ? nil : warnings)
+        return ReloadResult(files: new.files, keptUntilRestart: kept.isEmpty ? nil : kept, warnings: warnings.isEmpty ? nil : warnings,
+                            dropped: dropped == 0 ? nil : dropped)
+    }
+
+    /// Applies N11's limits now (``NotificationEvent/limitsChanged``, at start and at a reload: a
+    /// limit lowered drops the oldest over it at once) and logs how many it dropped. A failed save
+    /// is logged; the next event tries again.
+    /// - Returns: how many notifications were dropped (each app is told with `notificationRemoved`).
+    @discardableResult
+    func applyLimitsNow() -> Int {
+        guard let step = try? submitNotification(.limitsChanged) else { return 0 }
+        var dropped = 0, apps = Set<String>()
+        for fx in step.effects {
+            if case let .emit(.removed(app, ids, "N11")) = fx { dropped += ids.count; apps.insert(app) }
+        }
+        if dropped > 0 {
+            log("center: the limits (bursts.maxDeliveredPerApp \(notifConfig.bursts.maxDeliveredPerApp), bursts.maxDeliveredTotal "
+                + "\(notifConfig.bursts.maxDeliveredTotal)) dropped \(dropped) notification\(dropped == 1 ? "" : "s") of \(apps.count) app\(apps.count == 1 ? "" : "s") [N11]")
+        }
+        settle(step, waiter: nil)
+        return dropped
     }
 
     /// `config.reload`: the user's tool asks the daemon to re-read its config (like `SIGHUP`).

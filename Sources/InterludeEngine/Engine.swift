@@ -191,7 +191,7 @@ public actor Engine {
             reduce(.ringer(silent: notifState.ringerSilent))
         }
         // Time passed while the daemon was down (N15), and limits lowered since apply now (N11).
-        _ = try? notify(.limitsChanged)
+        applyLimitsNow()
         guard let audio else { return }
         let events = audio.events
         // The audio server's stream events take the audio lane. The stream is read on Swift's

@@ -266,10 +266,15 @@ public struct ReloadResult: Codable, Sendable, Equatable {
     /// total binds), in words with file and line; the config is in force all the same. Absent
     /// when none.
     public var warnings: [String]?
-    public init(files: [String], keptUntilRestart: [String]? = nil, warnings: [String]? = nil) {
+    /// How many notifications the new limits dropped at once (N11: the oldest over a lowered
+    /// `bursts.maxDeliveredPerApp` or `bursts.maxDeliveredTotal`, from the center and from those
+    /// held for the summary). Absent when none.
+    public var dropped: Int?
+    public init(files: [String], keptUntilRestart: [String]? = nil, warnings: [String]? = nil, dropped: Int? = nil) {
         self.files = files
         self.keptUntilRestart = keptUntilRestart
         self.warnings = warnings
+        self.dropped = dropped
     }
 }
 

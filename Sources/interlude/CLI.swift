@@ -218,6 +218,9 @@ enum CLI {
             print("not in force until the daemon restarts (they keep the values it started with): \(kept.joined(separator: ", "))")
         }
         for w in r.warnings ?? [] { print("warning: \(CommandOutput.terminalLines(w))") }
+        if let n = r.dropped, n > 0 {
+            print("dropped \(n) notification\(n == 1 ? "" : "s"), the oldest over the lowered center limits (N11; each app was told)")
+        }
         return 0
     }
 

@@ -419,6 +419,7 @@ import InterludeTestSupport
         try limits(perApp: 3, total: 4)
         let reload = try interlude(["--socket", s, "reload"])
         #expect(reload.status == 0, "\(reload)")
+        #expect(reload.out.contains("dropped 4 notifications, the oldest over the lowered center limits"), "\(reload)")
         // Per app 3 (Chat's c0, c1 go), then 4 in all (Chat's c2, c3 go): the oldest first.
         #expect(try await center() == ["org.example.Chat/c4", "org.example.News/n0", "org.example.News/n1", "org.example.News/n2"])
         let told = await withTaskGroup(of: [String]?.self) { g in
@@ -443,6 +444,8 @@ import InterludeTestSupport
         try limits(perApp: 3, total: 2)
         daemon = try DaemonProcess(socket: w.socket, work: w.path, environment: w.environment)
         #expect(try await center() == ["org.example.News/n1", "org.example.News/n2"], "lowered while stopped: applied at start")
+        let log = (try? String(contentsOfFile: w.path + "/log", encoding: .utf8)) ?? ""
+        #expect(log.contains("dropped 2 notifications of 2 apps [N11]"), "the start says what it dropped")
     }
 
     @Test func configNotFound_aReloadAfterTheConfigFolderWasDeletedIsRefusedAndTheRunningConfigStays() async throws {

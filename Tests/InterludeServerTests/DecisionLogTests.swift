@@ -68,7 +68,11 @@ import Testing
         for id in ids { _ = try await engine.addNotification(client: chat, AddNotificationParams(identifier: id, title: "hi")) }
         #expect(events.all.isEmpty)
 
-        await engine.reload(config: try config(perApp: 1))
+        let reloaded = await engine.reload(config: try config(perApp: 1))
+        #expect(reloaded.dropped == 299, "the reload says how many it dropped")
+        #expect(log.all.contains("center: the limits (bursts.maxDeliveredPerApp 1, bursts.maxDeliveredTotal 2000) dropped 299 notifications of 1 app [N11]"),
+                "\(log.all.filter { $0.hasPrefix("center:") }.map { $0.prefix(120) })")
+        #expect(await engine.reload(config: try config(perApp: 1)).dropped == nil, "nothing more to drop")
         let parts = events.all.map { $0.split(separator: "\n").map(String.init) }
         #expect(parts.count >= 9, "300 KB of identifiers in parts of at most 32 KiB: \(parts.count)")
         #expect(parts.allSatisfy { $0.reduce(0) { $0 + $1.utf8.count } <= 32 * 1024 })
