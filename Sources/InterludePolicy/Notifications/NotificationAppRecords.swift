@@ -127,6 +127,7 @@ public struct NotificationAppRecords: Sendable, Equatable, Codable, Sequence {
         }
     }
 
+    /// Whether both hold the same records; a part shared by both is not looked into.
     public static func == (a: NotificationAppRecords, b: NotificationAppRecords) -> Bool {
         guard a.count == b.count else { return false }
         if a.count == 0 { return true }
@@ -152,7 +153,9 @@ public struct NotificationAppRecords: Sendable, Equatable, Codable, Sequence {
         }
     }
 
+    /// An iterator over the `(key, value)` pairs.
     public func makeIterator() -> Iterator { Iterator(shards) }
+    /// The number of records.
     public var underestimatedCount: Int { count }
 
     /// Encodes the records as one JSON object of app id → record.
