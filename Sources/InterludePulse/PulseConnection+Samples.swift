@@ -42,7 +42,7 @@ extension PulseConnection {
             var map = pa_channel_map()
             pa_channel_map_init_extend(&map, UInt32(channels), PA_CHANNEL_MAP_DEFAULT)
             guard let stream = pa_stream_new(context, name, &spec, &map) else {
-                throw PulseError.fromPulse(pa_context_errno(context), "upload \(name)")
+                throw PulseError.fromPulse(contextErrnoLocked(context), "upload \(name)")
             }
             defer {
                 pa_stream_set_state_callback(stream, nil, nil)
@@ -50,7 +50,7 @@ extension PulseConnection {
             }
             pa_stream_set_state_callback(stream, signalStateCallback, UnsafeMutableRawPointer(mainloop))
             func fail(_ what: String) -> PulseError {
-                PulseError.fromPulse(pa_context_errno(context), "upload \(name): \(what)")
+                PulseError.fromPulse(contextErrnoLocked(context), "upload \(name): \(what)")
             }
             guard pa_stream_connect_upload(stream, bytes) >= 0 else { throw fail("connect") }
             let state = { pa_stream_get_state(stream) }

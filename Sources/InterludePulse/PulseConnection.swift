@@ -148,6 +148,15 @@ public final class PulseConnection: @unchecked Sendable {
         return true
     }
 
+    /// `pa_context_errno(context)` if `context` is still the connection's (lock held), else
+    /// `PA_ERR_CONNECTIONTERMINATED`. A caller that waited (``waitLocked(timeout:until:)`` lets go of
+    /// the lock) may hold a context that `disconnect()` or a reconnect dropped and freed meanwhile:
+    /// reading its error then aborted the daemon in libpulse (`pa_context_errno` asserts the
+    /// context's reference count), when a SIGTERM came during the start's sample uploads.
+    func contextErrnoLocked(_ context: OpaquePointer) -> Int32 {
+        self.context == context ? pa_context_errno(context) : Int32(PA_ERR_CONNECTIONTERMINATED.rawValue)
+    }
+
     /// The context if it is ready for operations.
     func readyContextLocked() -> OpaquePointer? {
         guard ready, let context, pa_context_get_state(context) == PA_CONTEXT_READY else { return nil }
@@ -236,7 +245,7 @@ public final class PulseConnection: @unchecked Sendable {
                 _ = waitLocked(timeout: timeout) { serverNameLocked != nil || self.context != context || !ready }
                 return
             }
-            let errno = pa_context_errno(context)
+            let errno = contextErrnoLocked(context)
             if self.context == context { dropContextLocked() }
             if !finished {
                 throw PulseError.timeout("connect to \(serverDescription): no answer within \(timeout) s")

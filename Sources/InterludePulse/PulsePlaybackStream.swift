@@ -77,7 +77,7 @@ public final class PulsePlaybackStream: @unchecked Sendable {
             var map = pa_channel_map()
             pa_channel_map_init_extend(&map, UInt32(channels), PA_CHANNEL_MAP_DEFAULT)
             guard let stream = pa_stream_new_with_proplist(context, name, &spec, &map, list) else {
-                throw PulseError.fromPulse(pa_context_errno(context), "stream \(name)")
+                throw PulseError.fromPulse(connection.contextErrnoLocked(context), "stream \(name)")
             }
             self.stream = stream
             let me = Unmanaged.passUnretained(self).toOpaque()
@@ -87,7 +87,7 @@ public final class PulsePlaybackStream: @unchecked Sendable {
             let target = UInt32(min(Double(UInt32.max / 2), (latency * Double(spec.rate)).rounded()) ) * UInt32(bytesPerFrame)
             var attr = pa_buffer_attr(maxlength: max, tlength: target, prebuf: max, minreq: max, fragsize: max)
             guard pa_stream_connect_playback(stream, nil, &attr, PA_STREAM_ADJUST_LATENCY, nil, nil) >= 0 else {
-                let error = PulseError.fromPulse(pa_context_errno(context), "stream \(name)")
+                let error = PulseError.fromPulse(connection.contextErrnoLocked(context), "stream \(name)")
                 closeLocked()
                 throw error
             }
@@ -95,7 +95,7 @@ public final class PulsePlaybackStream: @unchecked Sendable {
                 pa_stream_get_state(stream) != PA_STREAM_CREATING
             }
             guard ready, pa_stream_get_state(stream) == PA_STREAM_READY else {
-                let error = ready ? PulseError.fromPulse(pa_context_errno(context), "stream \(name)")
+                let error = ready ? PulseError.fromPulse(connection.contextErrnoLocked(context), "stream \(name)")
                                   : PulseError.timeout("stream \(name): not ready within \(PulseConnection.operationTimeout) s")
                 closeLocked()
                 throw error

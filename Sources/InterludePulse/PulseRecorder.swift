@@ -48,7 +48,7 @@ public final class PulseRecorder: @unchecked Sendable {
             var spec = pa_sample_spec(format: nativeFloat32, rate: UInt32(sampleRate), channels: UInt8(channels))
             var map = sourceMap
             guard let stream = pa_stream_new(context, "interlude recorder", &spec, &map) else {
-                throw PulseError.fromPulse(pa_context_errno(context), "record \(source)")
+                throw PulseError.fromPulse(connection.contextErrnoLocked(context), "record \(source)")
             }
             self.stream = stream
             pa_stream_set_state_callback(stream, signalStateCallback, UnsafeMutableRawPointer(connection.mainloop))
@@ -57,7 +57,7 @@ public final class PulseRecorder: @unchecked Sendable {
             let fragment = UInt32((Self.fragmentSeconds * Double(sampleRate)).rounded()) * UInt32(channels * MemoryLayout<Float>.size)
             var attr = pa_buffer_attr(maxlength: max, tlength: max, prebuf: max, minreq: max, fragsize: fragment)
             guard pa_stream_connect_record(stream, source, &attr, pa_stream_flags_t(rawValue: PA_STREAM_ADJUST_LATENCY.rawValue | PA_STREAM_AUTO_TIMING_UPDATE.rawValue | PA_STREAM_INTERPOLATE_TIMING.rawValue)) >= 0 else {
-                let error = PulseError.fromPulse(pa_context_errno(context), "record \(source)")
+                let error = PulseError.fromPulse(connection.contextErrnoLocked(context), "record \(source)")
                 stopLocked()
                 throw error
             }
@@ -65,7 +65,7 @@ public final class PulseRecorder: @unchecked Sendable {
                 pa_stream_get_state(stream) != PA_STREAM_CREATING
             }
             guard settled, pa_stream_get_state(stream) == PA_STREAM_READY else {
-                let error = settled ? PulseError.fromPulse(pa_context_errno(context), "record \(source)")
+                let error = settled ? PulseError.fromPulse(connection.contextErrnoLocked(context), "record \(source)")
                                     : PulseError.timeout("record \(source): not ready within \(PulseConnection.operationTimeout) s")
                 stopLocked()
                 throw error

@@ -58,7 +58,7 @@ final class SamplePlayback: @unchecked Sendable {
             var map = pa_channel_map()
             pa_channel_map_init_extend(&map, UInt32(pcm.channels), PA_CHANNEL_MAP_DEFAULT)
             guard let stream = pa_stream_new_with_proplist(context, name, &spec, &map, list) else {
-                throw PulseError.fromPulse(pa_context_errno(context), "play sample \(name)")
+                throw PulseError.fromPulse(connection.contextErrnoLocked(context), "play sample \(name)")
             }
             let me = SamplePlayback(connection: connection, pcm: pcm, gain: Float(volume))
             me.stream = stream
@@ -70,7 +70,7 @@ final class SamplePlayback: @unchecked Sendable {
             let target = UInt32((latency * Double(pcm.sampleRate)).rounded()) * UInt32(me.bytesPerFrame)
             var attr = pa_buffer_attr(maxlength: max, tlength: target, prebuf: max, minreq: max, fragsize: max)
             guard pa_stream_connect_playback(stream, nil, &attr, PA_STREAM_ADJUST_LATENCY, nil, nil) >= 0 else {
-                let error = PulseError.fromPulse(pa_context_errno(context), "play sample \(name)")
+                let error = PulseError.fromPulse(connection.contextErrnoLocked(context), "play sample \(name)")
                 me.finishLocked()
                 throw error
             }
@@ -78,7 +78,7 @@ final class SamplePlayback: @unchecked Sendable {
                 pa_stream_get_state(stream) != PA_STREAM_CREATING
             }
             guard settled, pa_stream_get_state(stream) == PA_STREAM_READY else {
-                let error = settled ? PulseError.fromPulse(pa_context_errno(context), "play sample \(name)")
+                let error = settled ? PulseError.fromPulse(connection.contextErrnoLocked(context), "play sample \(name)")
                                     : PulseError.timeout("play sample \(name): not ready within \(PulseConnection.operationTimeout) s")
                 me.finishLocked()
                 throw error

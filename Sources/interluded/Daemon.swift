@@ -111,6 +111,11 @@ enum Daemon {
         // may be a pipe whose reader is gone. From the first line: the log is written and the
         // broker connection starts long before the signal handlers are set up.
         signal(SIGPIPE, SIG_IGN)
+        // SIGINT and SIGTERM are watched from here on (SignalWatch): one that comes during the
+        // start (a service manager stopping a daemon it has just started) stops the daemon once
+        // it has started, as one that comes later does.
+        let exitRequest = ExitRequest()
+        await SignalWatch.watch([SIGINT, SIGTERM], label: "interlude.signals") { exitRequest.request(0) }
         let env = ProcessInfo.processInfo.environment
         let options: [String: String]
         switch readOptions(Array(arguments.dropFirst())) {
@@ -174,7 +179,6 @@ enum Daemon {
             return anotherManagerStatus
         }
         pulse.enableReconnect()
-        let exitRequest = ExitRequest()
         let pulseServer = options["pulse-server"]
         let ledger = GainLedger(path: stateDir + "/applied-gains.json")
         if ledger.count > 0 { log("an earlier run left gains on \(ledger.count) stream(s); undoing them as they are seen [A7]") }
@@ -229,7 +233,7 @@ enum Daemon {
             return .success(await engine.reload(config: fresh))
         }
         await engine.setReloader(reloader)
-        ReloadSignal.install { Task { _ = await reloader() } }
+        await SignalWatch.watch([SIGHUP], label: "interlude.reload") { Task { _ = await reloader() } }
         await engine.start()
         // Remote notifications (issue 11), when the config names a broker.
         let remote: RemoteBridge?
@@ -328,16 +332,43 @@ struct SoundSettings {
     }
 }
 
-/// SIGHUP → reload (the unit's `ExecReload`). Written outside main.swift: signal handlers in
-/// main-actor code trap under Swift 6 (DESIGN.md).
-enum ReloadSignal {
-    nonisolated(unsafe) static var source: DispatchSourceSignal?
-    static func install(_ handler: @escaping @Sendable () -> Void) {
-        signal(SIGHUP, SIG_IGN)
-        let s = DispatchSource.makeSignalSource(signal: SIGHUP, queue: DispatchQueue(label: "interlude.reload"))
-        s.setEventHandler { @Sendable in handler() }
-        s.resume()
-        source = s
+/// The daemon's signals: SIGINT and SIGTERM stop it (status 0), SIGHUP reloads its config (the
+/// unit's `ExecReload`), each watched by a dispatch signal source. Written outside main.swift:
+/// signal handlers in main-actor code trap under Swift 6 (DESIGN.md).
+///
+/// On Linux libdispatch catches a watched signal with a handler of its own (`sigaction`; the
+/// daemon's `/proc/PID/status` shows SIGINT, SIGTERM and SIGHUP caught), installed when the source
+/// is registered, on libdispatch's manager thread, after `resume()`. Until then the signal has the
+/// disposition it had, and the main thread, parked in `sigsuspend` with every signal unblocked,
+/// takes it. The stop signals were watched only after the socket opened, and only after they were
+/// set to `SIG_IGN`: a SIGTERM sent as soon as the socket answered (a service manager stopping a
+/// daemon it has just started; `DaemonSignalEndToEndTests` on a loaded CI machine) ended the
+/// daemon by its default action (exit by signal 15, no "stopping") or, after `SIG_IGN`, was
+/// dropped and the daemon ran on. In 40 starts each sent SIGTERM once its socket answered, 3 hung
+/// and 3 died so. Now each is watched before the socket opens, the start waits until libdispatch
+/// has registered it (its registration handler), and its disposition is not touched: a signal
+/// that comes before is taken by its default action, which at that point ends a daemon that has
+/// served nothing.
+enum SignalWatch {
+    /// The sources, kept for the process's life.
+    nonisolated(unsafe) private static var sources: [DispatchSourceSignal] = []
+    private static let lock = NSLock()
+
+    /// Watches `signals`, calling `handler` on a queue of its own for each one received; returns
+    /// once every one is registered (its handler installed). Watched for the process's life.
+    static func watch(_ signals: [Int32], label: String, _ handler: @escaping @Sendable () -> Void) async {
+        let queue = DispatchQueue(label: label)
+        let registered = DispatchGroup()
+        let made = signals.map { sig -> DispatchSourceSignal in
+            let s = DispatchSource.makeSignalSource(signal: sig, queue: queue)
+            registered.enter()
+            s.setRegistrationHandler { registered.leave() }
+            s.setEventHandler { @Sendable in handler() }
+            s.resume()
+            return s
+        }
+        lock.withLock { sources += made }
+        await withCheckedContinuation { (k: CheckedContinuation<Void, Never>) in registered.notify(queue: queue) { k.resume() } }
     }
 }
 
@@ -376,20 +407,12 @@ final class ExitRequest: @unchecked Sendable {
 /// Written outside main.swift: signal handlers in main-actor code trap under Swift 6 (DESIGN.md).
 func waitForTerminationSignal(orParentExit watchParent: Bool, or exitRequest: ExitRequest) async -> Int32 {
     let parent = getppid()
-    signal(SIGINT, SIG_IGN)
-    signal(SIGTERM, SIG_IGN)
     signal(SIGPIPE, SIG_IGN)
     await withCheckedContinuation { (k: CheckedContinuation<Void, Never>) in
         let once = OnceFlag()
+        // SIGINT and SIGTERM request a stop with 0 (watched since the start, SignalWatch).
         exitRequest.onRequest { if once.claim() { k.resume() } }
-        let queue = DispatchQueue(label: "interlude.signals")
-        let sources = [SIGINT, SIGTERM].map { sig -> DispatchSourceSignal in
-            let s = DispatchSource.makeSignalSource(signal: sig, queue: queue)
-            s.setEventHandler { @Sendable in if once.claim() { k.resume() } }
-            s.resume()
-            return s
-        }
-        SignalSources.keep(sources)
+        let queue = DispatchQueue(label: "interlude.parent")
         if watchParent, let fd = ParentWatch.pidfd(parent) {
             // The parent's pidfd becomes readable when it exits: no polling (an idle daemon sleeps).
             let source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: queue)
@@ -411,12 +434,10 @@ func waitForTerminationSignal(orParentExit watchParent: Bool, or exitRequest: Ex
     return exitRequest.requested ?? 0
 }
 
-/// Keeps signal sources alive for the process's life.
+/// Keeps the parent-watch sources (`--exit-with-parent`) alive for the process's life.
 enum SignalSources {
-    nonisolated(unsafe) static var all: [DispatchSourceSignal] = []
     nonisolated(unsafe) static var timers: [DispatchSourceTimer] = []
     nonisolated(unsafe) static var reads: [DispatchSourceRead] = []
-    static func keep(_ s: [DispatchSourceSignal]) { all += s }
     static func keepTimer(_ t: DispatchSourceTimer) { timers.append(t) }
     static func keepRead(_ r: DispatchSourceRead) { reads.append(r) }
 }
