@@ -483,7 +483,7 @@ final class Connection: GatheredOutput, @unchecked Sendable {
     /// `maxOutputBytes`, a large `notification.remove` reply, goes alone), once the lines sent
     /// before them have all reached the output.
     private func movePacedLocked() {
-        guard inFlight == 0, sendsQueued == 0 else { return }
+        guard !paced.isEmpty, inFlight == 0, sendsQueued == 0 else { return }
         while pacedHead < paced.count {
             let line = paced[pacedHead]
             let pending = output.count - outputHead
