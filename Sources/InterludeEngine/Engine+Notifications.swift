@@ -230,6 +230,19 @@ extension Engine {
     /// escaped quote or backslash, U+2028 written as a six-byte escape).
     static func writtenBytes(_ id: String) -> Int { 3 + 2 * id.utf8.count }
 
+    /// The most one removal can tell one connection, in bytes as written, at `config`'s limits:
+    /// every identifier the center, the summary and the pending requests can hold
+    /// (2 × `bursts.maxDeliveredTotal` + `maxPendingTotal`), each of 1,024 bytes written at most
+    /// twice over (``writtenBytes(_:)``), twice (its `notificationRemoved` events and a
+    /// `notification.remove` reply): 12.3 MB at the default limits. A connection may hold that
+    /// much of paced lines (``removalAllowance``) besides `server.maxOutputBytes`: a fixed
+    /// 8 × `maxOutputBytes` cut every reader off a removal of a default center of 1 KiB
+    /// identifiers at `maxOutputBytes` 64 KiB (a stranger's find).
+    public static func removalAllowanceBytes(_ config: NotificationPolicyConfig) -> Int {
+        let identifiers = 2 * config.bursts.maxDeliveredTotal + config.maxPendingTotal
+        return 2 * identifiers * (3 + 2 * 1024)
+    }
+
     /// `identifiers` in order, cut into runs whose ``writtenBytes(_:)`` add up to at most
     /// `maxBytes` (at least one identifier each; an identifier is at most 1024 bytes).
     static func removedEventParts(_ identifiers: [String], maxBytes: Int = maxRemovedEventBytes) -> [[String]] {

@@ -32,6 +32,7 @@ extension Engine {
         config = new
         audioConfig = new.audioPolicy
         notifConfig = new.notificationPolicy
+        removalAllowance.set(Self.removalAllowanceBytes(notifConfig))
         userTools = Set(new.strings("server.userTools"))
         sessionLimits = Self.sessionLimits(new)
         log("config reloaded from \(new.files.isEmpty ? "built-in defaults" : new.files.joined(separator: ", "))"

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import InterludeConfig
 import InterludePolicy
 import InterludeWire
@@ -31,6 +32,17 @@ public struct EngineEvent: Sendable {
 
     /// The event as written to the wire (its data encoded now if not yet).
     public var wire: WireEvent { WireEvent(event: name, data: data.value, time: time) }
+}
+
+/// A number of bytes read from any thread and set by the engine (``Engine/removalAllowance``).
+public final class RemovalAllowance: Sendable {
+    private let bytes: Atomic<Int>
+    /// An allowance of `bytes`.
+    public init(_ bytes: Int) { self.bytes = Atomic(bytes) }
+    /// The bytes allowed now.
+    public var value: Int { bytes.load(ordering: .relaxed) }
+    /// Sets the bytes allowed.
+    public func set(_ value: Int) { bytes.store(value, ordering: .relaxed) }
 }
 
 /// A value made at most once, on first use, from any thread.
@@ -143,6 +155,11 @@ public actor Engine {
     /// The broker side of remote notifications (Engine+Remote.swift); nil without a broker.
     var remote: RemoteSettings?
 
+    /// How many bytes of paced lines (a removal's events and reply) a connection may hold beyond
+    /// `server.maxOutputBytes` at the limits in force (``removalAllowanceBytes(_:)``): set at
+    /// start and at each reload; the server's connections read it.
+    public nonisolated let removalAllowance: RemovalAllowance
+
     /// - Parameters:
     ///   - store: where the notification state persists (N15); nil keeps it in memory only.
     /// - Throws: the store's error when the saved state cannot be read.
@@ -152,6 +169,7 @@ public actor Engine {
         self.executor = executor
         self.peerVerifier = peerVerifier
         self.notifConfig = config.notificationPolicy
+        self.removalAllowance = RemovalAllowance(Self.removalAllowanceBytes(config.notificationPolicy))
         self.userTools = Set(config.strings("server.userTools"))
         self.sessionLimits = Self.sessionLimits(config)
         self.store = store

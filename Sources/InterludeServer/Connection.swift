@@ -21,9 +21,9 @@ public struct ConnectionLimits: Sendable, Equatable {
 
     /// Lines sent paced (``Connection/send(paced:_:)``: the parts of a removal of many, a
     /// `notification.remove` reply) that wait beyond `maxOutputBytes` for the peer to read what came
-    /// before them, with the lines sent after them (kept in order), in bytes: 8 × `maxOutputBytes`
-    /// (8 MiB at the default; a whole default center, 1,000 identifiers of 1 KiB, is about 1 MiB as
-    /// written). Over it the connection is closed as a peer that does not read.
+    /// before them, with the lines sent after them (kept in order), in bytes: 8 × `maxOutputBytes`,
+    /// or the engine's ``Engine/removalAllowance`` (a whole removal at the center's limits) when
+    /// larger. Over it the connection is closed as a peer that does not read.
     public var maxPacedBytes: Int { 8 * maxOutputBytes }
 
     /// The defaults: 1 MiB out, 64 requests or 128 KiB (two lines at the 64 KiB cap) in.
@@ -87,6 +87,9 @@ final class Connection: GatheredOutput, @unchecked Sendable {
     /// Runs the connection's request handler on `queue` (``ConnectionTaskExecutor``).
     let taskExecutor: ConnectionTaskExecutor
     let limits: ConnectionLimits
+    /// Paced bytes allowed beyond `limits.maxPacedBytes` when larger (the engine's
+    /// ``Engine/removalAllowance``: a whole removal at the center's limits); nil: none.
+    let removalAllowance: RemovalAllowance?
     let log: @Sendable (String) -> Void
     /// Called once, when the connection has closed (set at init: no window where a close is missed).
     private let onClose: (@Sendable () -> Void)?
@@ -126,11 +129,12 @@ final class Connection: GatheredOutput, @unchecked Sendable {
     /// the lines it sent are still handled, then the connection closes once they are written.
     private var peerHalfClosed = false
 
-    init(fd: Int32, pid: Int32, limits: ConnectionLimits, log: @escaping @Sendable (String) -> Void,
-         onClose: (@Sendable () -> Void)? = nil) {
+    init(fd: Int32, pid: Int32, limits: ConnectionLimits, removalAllowance: RemovalAllowance? = nil,
+         log: @escaping @Sendable (String) -> Void, onClose: (@Sendable () -> Void)? = nil) {
         self.fd = fd
         self.pid = pid
         self.limits = limits
+        self.removalAllowance = removalAllowance
         self.log = log
         self.onClose = onClose
         self.queue = DispatchQueue(label: "interlude.connection.\(fd)", target: Connection.ioTarget)
@@ -434,7 +438,7 @@ final class Connection: GatheredOutput, @unchecked Sendable {
             if pacingLocked || (isPaced && pendingOutputLocked + data.count + 1 > limits.maxOutputBytes) {
                 paced.append(data)
                 pacedBytes += data.count + 1
-                if pacedBytes > limits.maxPacedBytes {
+                if pacedBytes > max(limits.maxPacedBytes, removalAllowance?.value ?? 0) {
                     let waiting = pacedBytes
                     after.append { [log, pid] in log("client pid \(pid) does not read (\(waiting) bytes of paced lines waiting); disconnecting") }
                     closeLocked(&after)

@@ -221,7 +221,7 @@ public final class SocketServer: @unchecked Sendable {
             // out too. Every connection counts until it has closed, the refused ones included.
             // The connection's identity, known before it exists: its onClose takes it off `live`.
             let box = IdentityBox()
-            let conn = Connection(fd: fd, pid: pid, limits: limits, log: log, onClose: { [weak self] in
+            let conn = Connection(fd: fd, pid: pid, limits: limits, removalAllowance: engine.removalAllowance, log: log, onClose: { [weak self] in
                 if let id = box.id { self?.connectionClosed(id) }
             })
             box.id = ObjectIdentifier(conn)

@@ -116,6 +116,10 @@ enum Daemon {
         // it has started, as one that comes later does.
         let exitRequest = ExitRequest()
         await SignalWatch.watch([SIGINT, SIGTERM], label: "interlude.signals") { exitRequest.request(0) }
+        // SIGHUP too (a `systemctl reload` just after the start killed the daemon, a stranger's
+        // find): one that comes before the daemon can reload is kept and done once it can.
+        let reloadRequest = ReloadRequest()
+        await SignalWatch.watch([SIGHUP], label: "interlude.reload") { reloadRequest.signal() }
         let env = ProcessInfo.processInfo.environment
         let options: [String: String]
         switch readOptions(Array(arguments.dropFirst())) {
@@ -233,7 +237,7 @@ enum Daemon {
             return .success(await engine.reload(config: fresh))
         }
         await engine.setReloader(reloader)
-        await SignalWatch.watch([SIGHUP], label: "interlude.reload") { Task { _ = await reloader() } }
+        reloadRequest.setHandler { Task { _ = await reloader() } }
         await engine.start()
         // Remote notifications (issue 11), when the config names a broker.
         let remote: RemoteBridge?
@@ -262,7 +266,10 @@ enum Daemon {
                                               version: version, log: log, off: offReason)
         // MPRIS players (issue 10): paused for calls and resumed after, on the same session bus.
         let players = await Self.watchPlayers(address: env["DBUS_SESSION_BUS_ADDRESS"], engine: engine, log: log, off: offReason)
+        // Serving on the socket and the bus: the unit's `Type=notify` counts the daemon started now.
+        ServiceManager.ready(status: "listening on \(path)")
         let status = await waitForTerminationSignal(orParentExit: options["exit-with-parent"] != nil, or: exitRequest)
+        ServiceManager.stopping()
         log("stopping")
         await engine.beginStopping()
         // No request is taken from now on; those being decided finish and are answered before
@@ -369,6 +376,34 @@ enum SignalWatch {
         }
         lock.withLock { sources += made }
         await withCheckedContinuation { (k: CheckedContinuation<Void, Never>) in registered.notify(queue: queue) { k.resume() } }
+    }
+}
+
+/// SIGHUP's reload: watched from the start (``SignalWatch``), done once the daemon can reload
+/// (``setHandler(_:)``); a SIGHUP that came before is done then, once.
+final class ReloadRequest: @unchecked Sendable {
+    // `@unchecked Sendable`: `handler` and `pending` only under `lock`.
+    private let lock = NSLock()
+    private var handler: (@Sendable () -> Void)?
+    private var pending = false
+
+    /// A SIGHUP: reloads now if the daemon can, else when it can.
+    func signal() {
+        let run: (@Sendable () -> Void)? = lock.withLock {
+            if handler == nil { pending = true }
+            return handler
+        }
+        run?()
+    }
+
+    /// What a reload does; runs it at once if a SIGHUP came before.
+    func setHandler(_ body: @escaping @Sendable () -> Void) {
+        let now: Bool = lock.withLock {
+            handler = body
+            defer { pending = false }
+            return pending
+        }
+        if now { body() }
     }
 }
 

@@ -401,6 +401,45 @@ extension SoundEndToEndTests {
         }
         #expect(outcomes == ["\(ChildProcess.Exit.exited(0))": 25], "\(outcomes)")
     }
+
+    /// The service manager's readiness protocol (the unit's `Type=notify`): `READY=1` once the
+    /// socket serves (never before: a unit ordered after the daemon, or a `systemctl reload`,
+    /// waits for it), with the socket named in `STATUS`, and `STOPPING=1` at SIGTERM. The manager
+    /// here is a datagram socket of the test's, given as `$NOTIFY_SOCKET` (sd_notify(3)).
+    @Test func theServiceManagerIsToldReadyOnceTheSocketServesAndStoppingAtSIGTERM() throws {
+        guard let path = ScenarioRunner.siblingExecutable("interluded") else { throw CocoaError(.fileNoSuchFile) }
+        let w = try WorkFolder("e2e-notify")
+        defer { w.remove() }
+        let manager = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
+        #expect(manager >= 0)
+        defer { close(manager) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let managerPath = w.path + "/notify"
+        _ = withUnsafeMutableBytes(of: &address.sun_path) { raw in managerPath.utf8CString.withUnsafeBytes { raw.copyMemory(from: $0) } }
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(manager, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        #expect(bound == 0)
+        var tv = timeval(tv_sec: 20, tv_usec: 0)
+        setsockopt(manager, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+        func message() -> String? {
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            let n = buffer.withUnsafeMutableBytes { recv(manager, $0.baseAddress, $0.count, 0) }
+            return n > 0 ? String(decoding: buffer[..<n], as: UTF8.self) : nil
+        }
+        var env = ProcessInfo.processInfo.environment
+        env["NOTIFY_SOCKET"] = managerPath
+        let daemon = try ChildProcess(path, ["--socket", w.socket, "--private", "--no-bus", "--state", w.path + "/state"],
+                                      stdin: .null, stdout: .null, stderr: .appendTo(w.path + "/log"), environment: env)
+        defer { daemon.kill() }
+        let ready = message()
+        #expect(ready?.contains("READY=1") == true && ready?.contains("STATUS=listening on \(w.socket)") == true, "\(ready ?? "nothing")")
+        #expect(SocketProbe.live(w.socket), "the socket serves when READY=1 comes")
+        daemon.signal(SIGTERM)
+        #expect(message() == "STOPPING=1")
+        #expect(daemon.wait(timeout: 10) == .exited(0))
+    }
 }
 
 /// A7 across a crash: a daemon killed with SIGKILL during a duck leaves the ducked stream quieter;

@@ -82,6 +82,18 @@ import Testing
         #expect(line.contains("n0-" + String(repeating: "x", count: 61) + "…,n1-"), "each shown identifier cut to 64 characters: \(line.prefix(200))")
     }
 
+    /// What a connection may hold of paced lines follows the center's limits, at start and at a
+    /// reload: a whole removal (every identifier the center, the summary and the pending requests
+    /// can hold, at 1 KiB written twice over, for the events and the reply).
+    @Test func theRemovalAllowanceFollowsTheCenterLimits_N11() async throws {
+        let engine = try Engine(config: try ConfigLoader.load(folders: []), audio: FakeAudioBackend(), sounds: FakeSoundPlayer(),
+                                store: MemoryNotificationStore(), version: "test")
+        #expect(engine.removalAllowance.value == 2 * (2 * 1000 + 1000) * 2051, "12.3 MB at the default limits")
+        await engine.reload(config: try ConfigLoader.load(folders: [], overlay: ("test", try JSON5.parse(
+            #"{"bursts": {"maxDeliveredTotal": 50}, "maxPendingTotal": 10}"#))))
+        #expect(engine.removalAllowance.value == 2 * (2 * 50 + 10) * 2051)
+    }
+
     /// The parts are bounded as written, not by UTF-8 bytes alone: 20,000 short identifiers (and
     /// some with quotes and backslashes, escaped on the wire) make events of at most 32 KiB of
     /// JSON each, above which the smallest `server.maxOutputBytes` (64 KiB) would be neared.

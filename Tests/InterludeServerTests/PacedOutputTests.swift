@@ -13,9 +13,12 @@ import Glibc
 /// A removal of many (N11's center limits, `notification.remove` with `all`, `interlude center
 /// clear`) told to clients that read: its `notificationRemoved` parts and the remove's reply are
 /// paced (`Connection.send(paced:_:)`), so together they may pass `server.maxOutputBytes` and wait
-/// for the peer to read, up to `maxPacedBytes` (8 × `maxOutputBytes`). Before, the parts were all
-/// counted at once, and 100 identifiers of 1 KiB at `maxOutputBytes` 64 KiB closed the app's
-/// connection, every watcher's and the remove's caller (a stranger's find).
+/// for the peer to read, up to `maxPacedBytes` (8 × `maxOutputBytes`) or the engine's
+/// `removalAllowance` (a whole removal at the center's limits) when larger. Before, the parts were
+/// all counted at once, and 100 identifiers of 1 KiB at `maxOutputBytes` 64 KiB closed the app's
+/// connection, every watcher's and the remove's caller (a stranger's find); with 8 ×
+/// `maxOutputBytes` alone, a whole default center of 1,000 such identifiers still did (the next
+/// stranger's find).
 @Suite(.serialized) struct PacedOutputTests {
     /// Collects the identifiers of `c`'s `notificationRemoved` events until `count` have come (or
     /// `timeout` seconds pass).
@@ -38,15 +41,15 @@ import Glibc
 
     @Test func aRemovalLargerThanTheOutputBoundReachesTheAppTheWatcherAndTheCaller_N11() async throws {
         let d = try TestDaemon(maxOutputBytes: 64 * 1024, overlay:
-            #"{"authorization": {"default": "grant"}, "bursts": {"maxDeliveredPerApp": 400}}"#)
+            #"{"authorization": {"default": "grant"}, "bursts": {"maxDeliveredPerApp": 1000}}"#)
         let user = try await InterludeClient.connect(socket: d.socket, app: Engine.userToolApp)
         try await user.subscribe()
         let chat = try await InterludeClient.connect(socket: d.socket, app: "org.example.Chat")
         _ = try await chat.call(NotificationMethod.requestAuthorization, RequestAuthorizationParams(options: [.alert]),
                                 as: AuthorizationResult.self)
-        // 300 identifiers of 1 KB: about 300 KB in the events and 300 KB in the reply, each over
-        // 64 KiB four times.
-        let ids = (0..<300).map { "n\($0)-" + String(repeating: "x", count: 1000) }
+        // A whole default center (1,000) of identifiers of 1 KB: about 1 MB in the events and 1 MB
+        // in the reply, 16 and 32 times 64 KiB, four times 8 × 64 KiB for the watcher.
+        let ids = (0..<1000).map { "n\($0)-" + String(repeating: "x", count: 1000) }
         for id in ids {
             _ = try await chat.call(NotificationMethod.add, AddNotificationParams(identifier: id, title: "hi"), as: AddNotificationResult.self)
         }
