@@ -294,6 +294,17 @@ struct RequestHandler {
         WireMethod.sessionSetPlaying, WireMethod.soundPlay,
     ]
 
+    /// The requests whose reply is paced (``Connection/send(paced:_:)``): it may pass
+    /// `server.maxOutputBytes` alone and wait for the peer to read. A removal's reply lists every
+    /// identifier removed (a whole center, as its `notificationRemoved` parts); a page of the
+    /// center is up to about 256 KiB (`ListNotificationsParams.listPageBytes`), `status` lists
+    /// every session, and at the smallest `maxOutputBytes` (64 KiB) a page of 100 notifications
+    /// with identifiers of 1 KB closed the connection of the `interlude center` that asked for it
+    /// (a stranger's find).
+    static let pacedReplies: Set<String> = [
+        NotificationMethod.remove, NotificationMethod.delivered, NotificationMethod.pending, WireMethod.status,
+    ]
+
     /// At most this many `notification.add`s of one connection decided and waiting for their
     /// commit (the client library's pipelining depth).
     static let maxPipelined = 16
@@ -379,9 +390,7 @@ struct RequestHandler {
             do {
                 let result = try await dispatch(request)
                 if request.method == WireMethod.hello { greeted = true }
-                // A removal's reply lists every identifier removed (a whole center): paced, as
-                // its `notificationRemoved` parts (Connection.send(paced:_:)).
-                connection.reply(id: request.id, result: result, paced: request.method == NotificationMethod.remove)
+                connection.reply(id: request.id, result: result, paced: Self.pacedReplies.contains(request.method))
             } catch {
                 connection.reply(.reply(WireReply(id: request.id, error: error)))
             }

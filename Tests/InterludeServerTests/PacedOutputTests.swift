@@ -65,6 +65,25 @@ import Glibc
         #expect(try await user.status().version == "test", "the watcher's connection is open")
     }
 
+    /// A page of the center (about 256 KiB at most) is a paced reply too: at the smallest
+    /// `maxOutputBytes` (64 KiB), `interlude center` over 100 notifications with identifiers of
+    /// 1 KB was closed as a client that does not read (a stranger's find).
+    @Test func aPageOfTheCenterLargerThanTheOutputBoundReachesTheReader() async throws {
+        let d = try TestDaemon(maxOutputBytes: 64 * 1024, overlay: #"{"authorization": {"default": "grant"}, "bursts": {"maxDeliveredPerApp": 1000}}"#)
+        let chat = try await InterludeClient.connect(socket: d.socket, app: "org.example.Chat")
+        _ = try await chat.call(NotificationMethod.requestAuthorization, RequestAuthorizationParams(options: [.alert]),
+                                as: AuthorizationResult.self)
+        let ids = (0..<100).map { "n\($0)-" + String(repeating: "x", count: 1000) }
+        for id in ids {
+            _ = try await chat.call(NotificationMethod.add, AddNotificationParams(identifier: id, title: "hi"), as: AddNotificationResult.self)
+        }
+        let user = try await InterludeClient.connect(socket: d.socket, app: Engine.userToolApp)
+        let page = try await user.call(NotificationMethod.delivered, ListNotificationsParams(all: true, limit: 100), as: NotificationListResult.self)
+        #expect(page.notifications.map(\.identifier) == ids, "one page of 100 (about 118 KB)")
+        #expect(try await user.wholeCenter(all: true).notifications.count == 100)
+        #expect(try await user.status().version == "test", "the connection is open")
+    }
+
     /// A peer that does not read is still closed: paced lines wait for it up to `maxPacedBytes`.
     @Test func pacedLinesForAPeerThatDoesNotReadAreBoundedByMaxPacedBytes() async throws {
         let limits = ConnectionLimits(maxOutputBytes: 64 * 1024)
