@@ -579,8 +579,8 @@ extension Engine {
 
     /// `notification.pending` / `notification.delivered`: one page of the listing, the center
     /// (oldest first) then the pending requests, from `offset`, at most `limit` entries and about
-    /// ``ListNotificationsParams/listPageBytes`` of them (at least one), so that a reply never
-    /// comes near `server.maxOutputBytes` (issue 7). Views honour hidden previews (N13).
+    /// ``listPageBytes`` of them (at least one), so that a reply never comes near
+    /// `server.maxOutputBytes` (issue 7). Views honour hidden previews (N13).
     /// - Throws: `badRequest` for an offset below 0 or a limit outside 1…1000.
     public func listNotifications(client: Int, _ p: ListNotificationsParams) throws(WireError) -> NotificationListResult {
         let caller = try appOf(client)
@@ -599,11 +599,12 @@ extension Engine {
         var summaries: [PendingSummary] = []
         var bytes = 0
         var index = offset
+        let budget = listPageBytes.value
         // Entries are encoded to measure them; a page ends before the entry that would pass the budget.
         func fits(_ size: Int) -> Bool {
             guard views.count + summaries.count < limit else { return false }
             if views.isEmpty && summaries.isEmpty { return true }
-            return bytes + size <= ListNotificationsParams.listPageBytes
+            return bytes + size <= budget
         }
         for n in delivered.dropFirst(offset) {
             let v = NotificationPolicy.view(of: n, in: notifState, config: notifConfig)

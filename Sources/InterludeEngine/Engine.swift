@@ -34,8 +34,9 @@ public struct EngineEvent: Sendable {
     public var wire: WireEvent { WireEvent(event: name, data: data.value, time: time) }
 }
 
-/// A number of bytes read from any thread and set by the engine (``Engine/removalAllowance``).
-public final class RemovalAllowance: Sendable {
+/// A number of bytes read from any thread and set by its owner (``Engine/removalAllowance``,
+/// ``Engine/listPageBytes``).
+public final class SharedByteCount: Sendable {
     private let bytes: Atomic<Int>
     /// An allowance of `bytes`.
     public init(_ bytes: Int) { self.bytes = Atomic(bytes) }
@@ -158,7 +159,13 @@ public actor Engine {
     /// How many bytes of paced lines (a removal's events and reply) a connection may hold beyond
     /// `server.maxOutputBytes` at the limits in force (``removalAllowanceBytes(_:)``): set at
     /// start and at each reload; the server's connections read it.
-    public nonisolated let removalAllowance: RemovalAllowance
+    public nonisolated let removalAllowance: SharedByteCount
+    /// About how many bytes of entries a page of the center (`notification.delivered`,
+    /// `notification.pending`) holds: ``ListNotificationsParams/listPageBytes`` (256 KiB), or a
+    /// quarter of `server.maxOutputBytes` when that is smaller (the server sets it). At the smallest
+    /// `maxOutputBytes` (64 KiB) a 256 KiB page closed the `interlude center` that asked for it as
+    /// a client that does not read (a stranger's find).
+    public nonisolated let listPageBytes = SharedByteCount(ListNotificationsParams.listPageBytes)
 
     /// - Parameters:
     ///   - store: where the notification state persists (N15); nil keeps it in memory only.
@@ -169,7 +176,7 @@ public actor Engine {
         self.executor = executor
         self.peerVerifier = peerVerifier
         self.notifConfig = config.notificationPolicy
-        self.removalAllowance = RemovalAllowance(Self.removalAllowanceBytes(config.notificationPolicy))
+        self.removalAllowance = SharedByteCount(Self.removalAllowanceBytes(config.notificationPolicy))
         self.userTools = Set(config.strings("server.userTools"))
         self.sessionLimits = Self.sessionLimits(config)
         self.store = store

@@ -89,7 +89,7 @@ final class Connection: GatheredOutput, @unchecked Sendable {
     let limits: ConnectionLimits
     /// Paced bytes allowed beyond `limits.maxPacedBytes` when larger (the engine's
     /// ``Engine/removalAllowance``: a whole removal at the center's limits); nil: none.
-    let removalAllowance: RemovalAllowance?
+    let removalAllowance: SharedByteCount?
     let log: @Sendable (String) -> Void
     /// Called once, when the connection has closed (set at init: no window where a close is missed).
     private let onClose: (@Sendable () -> Void)?
@@ -129,7 +129,7 @@ final class Connection: GatheredOutput, @unchecked Sendable {
     /// the lines it sent are still handled, then the connection closes once they are written.
     private var peerHalfClosed = false
 
-    init(fd: Int32, pid: Int32, limits: ConnectionLimits, removalAllowance: RemovalAllowance? = nil,
+    init(fd: Int32, pid: Int32, limits: ConnectionLimits, removalAllowance: SharedByteCount? = nil,
          log: @escaping @Sendable (String) -> Void, onClose: (@Sendable () -> Void)? = nil) {
         self.fd = fd
         self.pid = pid

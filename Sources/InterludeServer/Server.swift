@@ -65,6 +65,8 @@ public final class SocketServer: @unchecked Sendable {
         self.maxClientsPerProcess = maxClientsPerProcess
         self.limits = ConnectionLimits(maxOutputBytes: maxOutputBytes, maxQueuedRequests: maxQueuedRequests,
                                        maxReadAheadBytes: maxReadAheadBytes)
+        // A page of the center stays well under what a connection may hold.
+        engine.listPageBytes.set(min(ListNotificationsParams.listPageBytes, maxOutputBytes / 4))
     }
 
     public struct StartError: Error, CustomStringConvertible {
@@ -296,14 +298,11 @@ struct RequestHandler {
 
     /// The requests whose reply is paced (``Connection/send(paced:_:)``): it may pass
     /// `server.maxOutputBytes` alone and wait for the peer to read. A removal's reply lists every
-    /// identifier removed (a whole center, as its `notificationRemoved` parts); a page of the
-    /// center is up to about 256 KiB (`ListNotificationsParams.listPageBytes`), `status` lists
-    /// every session, and at the smallest `maxOutputBytes` (64 KiB) a page of 100 notifications
-    /// with identifiers of 1 KB closed the connection of the `interlude center` that asked for it
-    /// (a stranger's find).
-    static let pacedReplies: Set<String> = [
-        NotificationMethod.remove, NotificationMethod.delivered, NotificationMethod.pending, WireMethod.status,
-    ]
+    /// identifier removed (a whole center, as its `notificationRemoved` parts), which the client
+    /// cannot ask for in parts. Not a center page (it follows `maxOutputBytes`, ``Engine/listPageBytes``)
+    /// nor `status`: paced, a client pipelining them without reading was held up to a whole
+    /// removal, not `maxOutputBytes` (`pipeliningNonReaderIsClosedAtTheOutputBound`).
+    static let pacedReplies: Set<String> = [NotificationMethod.remove]
 
     /// At most this many `notification.add`s of one connection decided and waiting for their
     /// commit (the client library's pipelining depth).
