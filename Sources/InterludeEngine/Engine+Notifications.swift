@@ -240,7 +240,8 @@ extension Engine {
     /// identifiers at `maxOutputBytes` 64 KiB (a stranger's find).
     public static func removalAllowanceBytes(_ config: NotificationPolicyConfig) -> Int {
         let identifiers = 2 * config.bursts.maxDeliveredTotal + config.maxPendingTotal
-        return 2 * identifiers * (3 + 2 * 1024)
+        // Each identifier as ``writtenBytes(_:)`` counts one of the longest the policy takes.
+        return 2 * identifiers * (3 + 2 * NotificationPolicy.maximumIdentifierBytes)
     }
 
     /// `identifiers` in order, cut into runs whose ``writtenBytes(_:)`` add up to at most

@@ -19,7 +19,7 @@ public struct NotificationAppRecords: Sendable, Equatable, Codable, Sequence {
     public static let shardCount = 64
 
     /// One part: its records. Shared between states until one of them changes it (then that
-    /// state takes a copy: ``mutate(_:_:)``).
+    /// state takes a copy: ``ownPart(_:)``).
     fileprivate final class Shard: @unchecked Sendable {
         // `@unchecked Sendable`: changed only through `mutate`, when the one state holding it
         // is the caller (`isKnownUniquelyReferenced`); a shared part is only read.
@@ -49,24 +49,26 @@ public struct NotificationAppRecords: Sendable, Equatable, Codable, Sequence {
         return h.finalize() & (shardCount - 1)
     }
 
-    /// Runs `body` on part `i`'s records, after copying the part if another state shares it.
-    private mutating func mutate<R>(_ i: Int, _ body: (inout [String: NotificationAppRecord]) -> R) -> R {
+    /// Makes part `i` the state's own (a copy if another state shares it; the parts are made on
+    /// the first record).
+    private mutating func ownPart(_ i: Int) {
         if shards.isEmpty { shards = (0..<Self.shardCount).map { _ in Shard() } }
         if !isKnownUniquelyReferenced(&shards[i]) { shards[i] = Shard(shards[i].records) }
-        let before = shards[i].records.count
-        let result = body(&shards[i].records)
-        count += shards[i].records.count - before
-        return result
     }
 
     /// The record of `app`; nil if the app is unknown. Setting nil forgets the app.
     public subscript(app: String) -> NotificationAppRecord? {
         get { shards.isEmpty ? nil : shards[Self.shardIndex(app)].records[app] }
-        set { mutate(Self.shardIndex(app)) { $0[app] = newValue } }
+        set {
+            let i = Self.shardIndex(app)
+            ownPart(i)
+            let before = shards[i].records.count
+            shards[i].records[app] = newValue
+            count += shards[i].records.count - before
+        }
         _modify {
             let i = Self.shardIndex(app)
-            if shards.isEmpty { shards = (0..<Self.shardCount).map { _ in Shard() } }
-            if !isKnownUniquelyReferenced(&shards[i]) { shards[i] = Shard(shards[i].records) }
+            ownPart(i)
             let before = shards[i].records.count
             defer { count += shards[i].records.count - before }
             yield &shards[i].records[app]
@@ -79,8 +81,7 @@ public struct NotificationAppRecords: Sendable, Equatable, Codable, Sequence {
         get { self[app] ?? defaultValue() }
         _modify {
             let i = Self.shardIndex(app)
-            if shards.isEmpty { shards = (0..<Self.shardCount).map { _ in Shard() } }
-            if !isKnownUniquelyReferenced(&shards[i]) { shards[i] = Shard(shards[i].records) }
+            ownPart(i)
             let before = shards[i].records.count
             defer { count += shards[i].records.count - before }
             yield &shards[i].records[app, default: defaultValue()]
