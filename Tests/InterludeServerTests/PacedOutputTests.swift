@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 import InterludeClient
 import InterludeEngine
@@ -39,20 +40,35 @@ import Glibc
         }
     }
 
-    @Test func aRemovalLargerThanTheOutputBoundReachesTheAppTheWatcherAndTheCaller_N11() async throws {
+    /// A daemon at `maxOutputBytes` 64 KiB (the smallest) whose app `org.example.Chat` has delivered
+    /// `count` notifications with identifiers of about 1 KB, oldest first; `before` runs first (a
+    /// watcher that subscribes before the adds).
+    static func chatWithLongIdentifiers(_ count: Int, before: (TestDaemon) async throws -> Void = { _ in }) async throws
+        -> (daemon: TestDaemon, chat: InterludeClient, ids: [String]) {
         let d = try TestDaemon(maxOutputBytes: 64 * 1024, overlay:
             #"{"authorization": {"default": "grant"}, "bursts": {"maxDeliveredPerApp": 1000}}"#)
-        let user = try await InterludeClient.connect(socket: d.socket, app: Engine.userToolApp)
-        try await user.subscribe()
+        try await before(d)
         let chat = try await InterludeClient.connect(socket: d.socket, app: "org.example.Chat")
         _ = try await chat.call(NotificationMethod.requestAuthorization, RequestAuthorizationParams(options: [.alert]),
                                 as: AuthorizationResult.self)
-        // A whole default center (1,000) of identifiers of 1 KB: about 1 MB in the events and 1 MB
-        // in the reply, 16 and 32 times 64 KiB, four times 8 × 64 KiB for the watcher.
-        let ids = (0..<1000).map { "n\($0)-" + String(repeating: "x", count: 1000) }
+        let ids = (0..<count).map { "n\($0)-" + String(repeating: "x", count: 1000) }
         for id in ids {
             _ = try await chat.call(NotificationMethod.add, AddNotificationParams(identifier: id, title: "hi"), as: AddNotificationResult.self)
         }
+        return (d, chat, ids)
+    }
+
+    @Test func aRemovalLargerThanTheOutputBoundReachesTheAppTheWatcherAndTheCaller_N11() async throws {
+        let watcher = Mutex<InterludeClient?>(nil)
+        // A whole default center (1,000) of identifiers of 1 KB: about 1 MB in the events and 1 MB
+        // in the reply, 16 and 32 times 64 KiB, four times 8 × 64 KiB for the watcher.
+        let (d, chat, ids) = try await Self.chatWithLongIdentifiers(1000) { d in
+            let user = try await InterludeClient.connect(socket: d.socket, app: Engine.userToolApp)
+            try await user.subscribe()
+            watcher.withLock { $0 = user }
+        }
+        defer { withExtendedLifetime(d) {} }  // the daemon lives to the end of the test
+        let user = try #require(watcher.withLock { $0 })
         async let toChat = Self.removed(chat, count: ids.count)
         async let toUser = Self.removed(user, count: ids.count)
         let r = try await user.call(NotificationMethod.remove, RemoveNotificationsParams(app: "org.example.Chat", all: true),
@@ -69,14 +85,7 @@ import Glibc
     /// at the smallest (64 KiB), `interlude center` over 100 notifications with identifiers of
     /// 1 KB got a 118 KB page and was closed as a client that does not read (a stranger's find).
     @Test func aPageOfTheCenterFollowsTheOutputBound() async throws {
-        let d = try TestDaemon(maxOutputBytes: 64 * 1024, overlay: #"{"authorization": {"default": "grant"}, "bursts": {"maxDeliveredPerApp": 1000}}"#)
-        let chat = try await InterludeClient.connect(socket: d.socket, app: "org.example.Chat")
-        _ = try await chat.call(NotificationMethod.requestAuthorization, RequestAuthorizationParams(options: [.alert]),
-                                as: AuthorizationResult.self)
-        let ids = (0..<100).map { "n\($0)-" + String(repeating: "x", count: 1000) }
-        for id in ids {
-            _ = try await chat.call(NotificationMethod.add, AddNotificationParams(identifier: id, title: "hi"), as: AddNotificationResult.self)
-        }
+        let (d, _, ids) = try await Self.chatWithLongIdentifiers(100)
         let user = try await InterludeClient.connect(socket: d.socket, app: Engine.userToolApp)
         let page = try await user.call(NotificationMethod.delivered, ListNotificationsParams(all: true, limit: 100), as: NotificationListResult.self)
         let size = try WireCoding.encode(page).count
