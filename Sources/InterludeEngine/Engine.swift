@@ -32,6 +32,12 @@ public struct EngineEvent: Sendable {
 
     /// The event as written to the wire (its data encoded now if not yet).
     public var wire: WireEvent { WireEvent(event: name, data: data.value, time: time) }
+
+    /// The event's line as written (without the newline), encoded on first use and then the same
+    /// bytes for every connection that writes it: N watchers cost one encoding, and the parts of a
+    /// removal waiting for many peers that do not read are held once (PROTOCOL.md "Slow readers").
+    /// nil if it cannot be encoded (never for data the engine makes).
+    public var line: Data? { data.line { [name, time] value in try? ServerMessage.event(WireEvent(event: name, data: value, time: time)).encoded() } }
 }
 
 /// A number of bytes read from any thread and set by its owner (``Engine/removalAllowance``,
@@ -46,20 +52,36 @@ public final class SharedByteCount: Sendable {
     public func set(_ value: Int) { bytes.store(value, ordering: .relaxed) }
 }
 
-/// A value made at most once, on first use, from any thread.
+/// An event's data made at most once, on first use, from any thread; and its line, encoded at
+/// most once.
 final class LazyEventData: @unchecked Sendable {
+    // `@unchecked Sendable`: every field is only touched under `lock`.
     private let lock = NSLock()
     private var make: (@Sendable () -> JSONValue)?
     private var made: JSONValue?
+    /// The line, once encoded (`.some(nil)`: it could not be).
+    private var encoded: Data??
     init(_ make: @escaping @Sendable () -> JSONValue) { self.make = make }
     var value: JSONValue {
         lock.lock()
         defer { lock.unlock() }
+        return valueLocked
+    }
+    private var valueLocked: JSONValue {
         if let made { return made }
         let v = make?() ?? .null
         made = v
         make = nil
         return v
+    }
+    /// The line made by `encode` from the data, the first time; the same bytes afterwards.
+    func line(_ encode: (JSONValue) -> Data?) -> Data? {
+        lock.lock()
+        defer { lock.unlock() }
+        if let encoded { return encoded }
+        let line = encode(valueLocked)
+        encoded = .some(line)
+        return line
     }
 }
 

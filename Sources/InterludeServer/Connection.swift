@@ -353,6 +353,13 @@ final class Connection: GatheredOutput, @unchecked Sendable {
     /// written at once on the caller's thread instead: a thread woken per event cost more than the
     /// encoding (an app's `notificationDelivered` before each reply; issue 9).
     func send(_ make: @escaping @Sendable () -> ServerMessage) {
+        send(encoded: { try? make().encoded() })
+    }
+
+    /// Queues a line made on the connection's queue (or at once, as ``send(_:)-(()->ServerMessage)``):
+    /// an engine event's line (``EngineEvent/line``), encoded once for every connection that
+    /// writes it, which then all hold the same bytes. nil: nothing is sent.
+    func send(encoded make: @escaping @Sendable () -> Data?) {
         let idle: Bool? = lock.withLock {
             guard phase == .open else { return nil }
             // Behind paced lines: encoded now and queued behind them (``enqueue(_:paced:)``).
@@ -360,7 +367,7 @@ final class Connection: GatheredOutput, @unchecked Sendable {
             return inFlight == 0 && sendsQueued == 0 && (outputHead == output.count || gathered)
         }
         guard let idle else { return }
-        if idle, let data = try? make().encoded() {
+        if idle, let data = make() {
             enqueue(data)
             return
         }
@@ -370,7 +377,7 @@ final class Connection: GatheredOutput, @unchecked Sendable {
             return true
         }) else { return }
         queue.async { [self] in
-            let data = try? make().encoded()
+            let data = make()
             var after: [() -> Void] = []
             lock.withLock {
                 sendsQueued -= 1
@@ -394,8 +401,15 @@ final class Connection: GatheredOutput, @unchecked Sendable {
     /// 1,100 identifiers of 1 KiB (1.1 MB as written) closed the app's connection and every
     /// watcher's, and 100 did at `maxOutputBytes` 64 KiB (a stranger's find).
     func send(paced: Bool, _ make: @escaping @Sendable () -> ServerMessage) {
-        guard paced else { return send(make) }
-        guard lock.withLock({ phase == .open }), let data = try? make().encoded() else { return }
+        send(paced: paced, encoded: { try? make().encoded() })
+    }
+
+    /// Queues a paced line (as ``send(paced:_:)``) made by `make`; nil: nothing is sent. Every
+    /// connection that writes the same event holds the same bytes (``EngineEvent/line``): a
+    /// removal waiting for many peers that do not read is held once, not once per peer.
+    func send(paced: Bool, encoded make: @escaping @Sendable () -> Data?) {
+        guard paced else { return send(encoded: make) }
+        guard lock.withLock({ phase == .open }), let data = make() else { return }
         enqueue(data, paced: true)
     }
 
@@ -479,6 +493,9 @@ final class Connection: GatheredOutput, @unchecked Sendable {
     }
 
     private var pendingOutputLocked: Int { output.count - outputHead + inFlight }
+
+    /// The paced lines waiting now, first to last (tests).
+    var pacedLinesWaiting: [Data] { lock.withLock { Array(paced[pacedHead...]) } }
 
     /// Whether a line sent now must queue in the paced lane, behind paced lines.
     private var pacingLocked: Bool { pacedHead < paced.count || pacedInOutput }

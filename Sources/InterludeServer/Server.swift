@@ -167,6 +167,10 @@ public final class SocketServer: @unchecked Sendable {
         listenFD = -1
     }
 
+    /// The paced lines waiting in each open connection (``Connection/pacedLinesWaiting``), for
+    /// tests: whether connections hold a removal's bytes together.
+    var pacedLinesWaiting: [[Data]] { queue.sync { live.values.map { $0.connection.pacedLinesWaiting } } }
+
     /// Whether a daemon answers on the socket at `path`.
     public static func isLive(_ path: String) -> Bool { UnixSocket.isLive(path) }
 
@@ -267,7 +271,7 @@ public final class SocketServer: @unchecked Sendable {
             let stopping = self.stopping
             stopping.handlerStarted()
             let handler = Task(executorPreference: conn.taskExecutor, priority: RequestHandler.handlerPriority) {
-                let client = await engine.connect(peer: peer) { [weak conn] event in conn?.send(paced: event.paced) { .event(event.wire) } }
+                let client = await engine.connect(peer: peer) { [weak conn] event in conn?.send(paced: event.paced, encoded: { event.line }) }
                 await RequestHandler(engine: engine, client: client, connection: conn, log: log).run()
                 // A peer that half-closed has had every reply (run drains them): closed now.
                 if conn.peerFinishedSending { conn.closeWhenFlushed() }

@@ -81,6 +81,37 @@ import Glibc
         #expect(try await user.status().version == "test", "the watcher's connection is open")
     }
 
+    /// Peers that subscribe and never read hold a removal's parts together, not a copy each: every
+    /// connection writes an event's line as the engine encoded it once (`EngineEvent.line`). Each
+    /// encoded its own before, and ten such peers made the daemon hold ten removals (168 MB in a
+    /// stranger's probe at the defaults; at the largest center limits, 825 MB each).
+    @Test func peersThatDoNotReadHoldOneCopyOfARemoval_N11() async throws {
+        let (d, chat, ids) = try await Self.chatWithLongIdentifiers(1000)
+        defer { withExtendedLifetime(d) {} }
+        var peers: [RawPeer] = []
+        for _ in 0..<4 {
+            let p = try d.rawConnect()
+            _ = p.readLine()  // the greeting
+            p.send(#"{"id":1,"method":"hello","params":{"app":"\#(Engine.userToolApp)"}}"# + "\n")
+            #expect(p.reply()?.error == nil)
+            p.send(#"{"id":2,"method":"subscribe","params":{}}"# + "\n")
+            #expect(p.reply()?.error == nil)
+            peers.append(p)
+        }
+        let r = try await chat.call(NotificationMethod.remove, RemoveNotificationsParams(all: true), as: RemoveNotificationsResult.self)
+        #expect(r.removed.count == ids.count)
+        // The parts were sent before the reply: past what the sockets and the output took, they
+        // wait in each watcher's paced lane.
+        let lanes = d.server.pacedLinesWaiting.filter { !$0.isEmpty }
+        #expect(lanes.count == peers.count, "every watcher holds parts: \(lanes.map(\.count))")
+        let address = { (line: Data) in line.withUnsafeBytes { Int(bitPattern: $0.baseAddress) } }
+        let distinct = Set(lanes.flatMap { $0.map(address) })
+        let longest = lanes.map(\.count).max() ?? 0
+        #expect(longest > 10 && distinct.count == longest,
+                "\(distinct.count) distinct buffers for lanes of \(lanes.map(\.count)) lines: one copy of each part")
+        withExtendedLifetime(peers) {}
+    }
+
     /// A page of the center follows `maxOutputBytes` (a quarter of it when below 1 MiB: `Engine.listPageBytes`):
     /// at the smallest (64 KiB), `interlude center` over 100 notifications with identifiers of
     /// 1 KB got a 118 KB page and was closed as a client that does not read (a stranger's find).
