@@ -339,8 +339,8 @@ struct SoundSettings {
     }
 }
 
-/// The daemon's signals: SIGINT and SIGTERM stop it (status 0), SIGHUP reloads its config (the
-/// unit's `ExecReload`), each watched by a dispatch signal source. Written outside main.swift:
+/// The daemon's signals: SIGINT and SIGTERM stop it (status 0), SIGHUP reloads its config (as
+/// `interlude reload`, the unit's `ExecReload`, does over the socket), each watched by a dispatch signal source. Written outside main.swift:
 /// signal handlers in main-actor code trap under Swift 6 (DESIGN.md).
 ///
 /// On Linux libdispatch catches a watched signal with a handler of its own (`sigaction`; the

@@ -52,7 +52,7 @@ import InterludeWire
             #expect(FileManager.default.fileExists(atPath: prefix + "/" + f), "\(f) installed")
         }
         let unit = try String(contentsOfFile: prefix + "/share/systemd/user/interlude.service", encoding: .utf8)
-        #expect(unit.contains("ExecStart=\(prefix)/bin/interluded") && unit.contains("ExecReload=/bin/kill -HUP $MAINPID"))
+        #expect(unit.contains("ExecStart=\(prefix)/bin/interluded") && unit.contains("ExecReload=\(prefix)/bin/interlude reload\n"))
         if FileManager.default.isExecutableFile(atPath: "/usr/bin/systemd-analyze") {
             // verify needs a runtime folder even without a user manager.
             var env = ProcessInfo.processInfo.environment
@@ -82,6 +82,13 @@ import InterludeWire
         #expect(played.status == 0 && played.out.contains("played default"), "\(played.out)")
         let status = try run(prefix + "/bin/interlude", ["--socket", w.socket, "status"])
         #expect(status.out.contains("config: \(prefix)/share/interlude/Config/interlude.json5"), "\(status.out)")
+        // The unit's reload as systemd runs it (the unit's environment names the socket): it
+        // returns once the daemon has re-read its files, and says so.
+        let execReload = unit.split(separator: "\n").first { $0.hasPrefix("ExecReload=") }.map { $0.dropFirst("ExecReload=".count).split(separator: " ").map(String.init) } ?? []
+        var reloadEnv = env
+        reloadEnv["INTERLUDE_SOCKET"] = w.socket
+        let reloaded = try run(execReload.first ?? "", Array(execReload.dropFirst()), environment: reloadEnv)
+        #expect(reloaded.status == 0 && reloaded.out.contains("config reloaded from \(prefix)/share/interlude/Config/interlude.json5"), "\(execReload): \(reloaded.out)")
         let log = (try? String(contentsOfFile: w.path + "/log", encoding: .utf8)) ?? ""
         #expect(log.contains("built-in config and sounds from \(prefix)/share/interlude"), "\(log)")
         ScenarioRunner.stop(p)
