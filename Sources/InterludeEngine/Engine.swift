@@ -461,7 +461,9 @@ public actor Engine {
 
     // MARK: Status
 
-    /// `status`: sessions, their state and duck level, streams matched.
+    /// `status`: sessions, their state and duck level, streams matched. The sessions listed are
+    /// bounded (``StatusResult/maxSessionsListed``, and ``listPageBytes`` of JSON), those doing
+    /// something first; `sessionsOmitted` counts the rest.
     public func status() async -> StatusResult {
         var byStream: [AudioSessionID: [StreamStatus]] = [:]
         var unmatched: [StreamStatus] = []
@@ -470,36 +472,64 @@ public actor Engine {
                                   userVolumeDb: s.userVolumeDb, gainDb: s.gainDb)
             if let id = session(for: s) { byStream[id, default: []].append(st) } else { unmatched.append(st) }
         }
-        // Bounded (StatusResult.maxSessionsListed): those doing something first, then by id.
+        // Bounded (``StatusResult/maxSessionsListed`` sessions, and ``listPageBytes`` of them as
+        // JSON, at least one): those doing something first, then by id; listed by id. At the
+        // smallest `server.maxOutputBytes` (64 KiB) 256 sessions of long app ids passed the bound,
+        // and `interlude status` was closed as a client that does not read.
         func byID(_ a: AudioSessionID, _ b: AudioSessionID) -> Bool {
             a.rawValue.count != b.rawValue.count ? a.rawValue.count < b.rawValue.count : a < b
         }
-        let all = audioState.sessions.values
-        var listed = Array(all)
-        if all.count > StatusResult.maxSessionsListed {
-            func idle(_ s: AudioSession) -> Bool {
-                s.state == .inactive && !s.isPlaying && byStream[s.id] == nil && audioState.applied[s.id] == nil
-            }
-            let ordered = listed.filter { !idle($0) }.sorted { byID($0.id, $1.id) } + listed.filter(idle).sorted { byID($0.id, $1.id) }
-            listed = Array(ordered.prefix(StatusResult.maxSessionsListed))
+        func idle(_ s: AudioSession) -> Bool {
+            s.state == .inactive && !s.isPlaying && byStream[s.id] == nil && audioState.applied[s.id] == nil
         }
-        let sessions = listed.sorted { byID($0.id, $1.id) }.map { s -> SessionStatus in
+        let all = Array(audioState.sessions.values)
+        let ordered = all.filter { !idle($0) }.sorted { byID($0.id, $1.id) } + all.filter(idle).sorted { byID($0.id, $1.id) }
+        var listed: [SessionStatus] = []
+        var bytes = 0
+        let budget = listPageBytes.value
+        for s in ordered {
+            guard listed.count < StatusResult.maxSessionsListed else { break }
             let out = audioState.applied[s.id] ?? .unity
-            return SessionStatus(session: s.id, app: s.descriptor.app, client: owner[s.id], category: s.descriptor.category,
-                                 mode: s.descriptor.mode, options: s.descriptor.options.sorted(), implicit: s.descriptor.implicit,
-                                 state: s.state, playing: s.isPlaying, ducked: out.ducked, duckDb: out.gainDb, muted: out.muted,
-                                 interruptedBy: s.interruptedBy.sorted(), streams: byStream[s.id] ?? [])
+            let entry = SessionStatus(session: s.id, app: s.descriptor.app, client: owner[s.id], category: s.descriptor.category,
+                                      mode: s.descriptor.mode, options: s.descriptor.options.sorted(), implicit: s.descriptor.implicit,
+                                      state: s.state, playing: s.isPlaying, ducked: out.ducked, duckDb: out.gainDb, muted: out.muted,
+                                      interruptedBy: s.interruptedBy.sorted(), streams: byStream[s.id] ?? [])
+            let size = WireCoding.encodedSize(of: entry) + 1
+            if !listed.isEmpty && bytes + size > budget { break }
+            listed.append(entry)
+            bytes += size
         }
+        let sessions = listed.sorted { byID($0.session, $1.session) }
+        // The streams no session owns and the players, in their order, each up to a page too.
+        let streamsListed = Self.fitting(unmatched, budget: budget)
         let server = audioConnected ? await audio?.serverName() : nil
         var result = StatusResult(version: version, audioConnected: audioConnected, audioServer: server,
                                   ringer: audioState.ringerSilent ? "silent" : "ring", sessions: sessions,
-                                  unmatchedStreams: unmatched, samples: await sounds?.cachedSamples() ?? [])
+                                  unmatchedStreams: streamsListed, samples: await sounds?.cachedSamples() ?? [])
         if all.count > listed.count { result.sessionsOmitted = all.count - listed.count }
+        if unmatched.count > streamsListed.count { result.unmatchedStreamsOmitted = unmatched.count - streamsListed.count }
         if audioConnected { result.soundsUnavailable = await sounds?.unavailableReason() }
         result.configFiles = config.files
         result.bus = bus.status
-        result.players = playerStatuses()
+        if let players = playerStatuses() {
+            result.players = Self.fitting(players, budget: budget)
+            if players.count > result.players!.count { result.playersOmitted = players.count - result.players!.count }
+        }
         return result
+    }
+
+    /// The first of `items` whose JSON (a line each) fits in `budget` bytes, at least one: a list
+    /// in a reply that must stay under `server.maxOutputBytes` (``listPageBytes``).
+    static func fitting<T: Encodable>(_ items: [T], budget: Int) -> [T] {
+        var bytes = 0
+        var kept = 0
+        for item in items {
+            let size = WireCoding.encodedSize(of: item) + 1
+            if kept > 0 && bytes + size > budget { break }
+            bytes += size
+            kept += 1
+        }
+        return Array(items.prefix(kept))
     }
 
     // MARK: Policy plumbing

@@ -161,22 +161,30 @@ public struct StatusResult: Codable, Sendable, Equatable {
     /// (and in replies of daemons before it was added).
     public var soundsUnavailable: String?
     public var ringer: String
-    /// The audio sessions, by id; at most ``StatusResult/maxSessionsListed``, those doing
-    /// something (active, interrupted, delayed, playing, ducked, with streams) chosen before idle ones.
+    /// The audio sessions, by id; at most ``StatusResult/maxSessionsListed``, and as many as fit
+    /// a page (256 KiB of JSON, a quarter of `server.maxOutputBytes` when that is under 1 MiB),
+    /// those doing something (active, interrupted, delayed, playing, ducked, with streams) chosen
+    /// before idle ones.
     public var sessions: [SessionStatus]
     /// How many registered sessions are not in `sessions` (the list's bound keeps the reply far
     /// under `server.maxOutputBytes`); absent when none is left out.
     public var sessionsOmitted: Int?
-    /// Streams not matched to any session (for example ours, or ones without a role).
+    /// Streams not matched to any session (for example ours, or ones without a role), by index;
+    /// as many as fit a page (as `sessions`).
     public var unmatchedStreams: [StreamStatus]
+    /// How many unmatched streams are not in `unmatchedStreams`; absent when none is left out.
+    public var unmatchedStreamsOmitted: Int?
     public var samples: [String]
     /// The config files in force, in the order read (later ones override), for the user to see
     /// which were read; absent from daemons before it was added.
     public var configFiles: [String]?
     /// The session bus side (org.freedesktop.Notifications); nil when the daemon has none.
     public var bus: BusStatus?
-    /// MPRIS media players on the session bus (issue 10); nil when the daemon does not watch them.
+    /// MPRIS media players on the session bus (issue 10), by session id; as many as fit a page
+    /// (as `sessions`); nil when the daemon does not watch them.
     public var players: [PlayerStatus]?
+    /// How many players are not in `players`; absent when none is left out.
+    public var playersOmitted: Int?
     public init(version: String, audioConnected: Bool, audioServer: String?, ringer: String,
                 sessions: [SessionStatus], unmatchedStreams: [StreamStatus], samples: [String]) {
         // (`sessionsOmitted` is set by the daemon after the list is bounded.)

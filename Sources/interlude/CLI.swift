@@ -166,13 +166,17 @@ enum CLI {
                       + "  volume \(CommandOutput.fmt(st.userVolumeDb)) dB, gain \(CommandOutput.fmt(st.gainDb)) dB\(st.muted ? ", muted" : "")")
             }
         }
-        if let n = s.sessionsOmitted { print("… and \(n) more sessions not listed (status lists \(StatusResult.maxSessionsListed), in id order, choosing those doing something before idle ones)") }
+        if let n = s.sessionsOmitted { print("… and \(n) more sessions not listed (status lists at most \(StatusResult.maxSessionsListed), and what fits a page of server.maxOutputBytes, choosing those doing something before idle ones)") }
         for p in s.players ?? [] {
             print("player \(CommandOutput.text(p.player))  \(p.session)  pid \(p.pid.map(String.init) ?? "?")  \(p.status)"
                   + (p.canControl ? (p.canPause ? "" : ", cannot pause") : ", cannot be controlled")
                   + "  Interlude: \(p.action)\(p.rule.map { " [\($0)]" } ?? "")")
         }
-        if !s.unmatchedStreams.isEmpty { print("unmatched streams: \(s.unmatchedStreams.map { String($0.index) }.joined(separator: ", "))") }
+        if let n = s.playersOmitted { print("… and \(n) more players not listed (what fits a page of server.maxOutputBytes)") }
+        if !s.unmatchedStreams.isEmpty {
+            print("unmatched streams: \(s.unmatchedStreams.map { String($0.index) }.joined(separator: ", "))"
+                  + (s.unmatchedStreamsOmitted.map { " and \($0) more" } ?? ""))
+        }
         if !s.samples.isEmpty { print("sample cache: \(s.samples.joined(separator: ", "))") }
         if let files = s.configFiles { print("config: \(files.isEmpty ? "built-in defaults" : files.map(CommandOutput.text).joined(separator: ", "))") }
         return 0

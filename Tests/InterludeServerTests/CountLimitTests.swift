@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import InterludeClient
+import InterludeEngine
 import InterludeServer
 import InterludePolicy
 import InterludeWire
@@ -61,6 +62,41 @@ import InterludeWire
         #expect(s.sessions.contains { $0.session == last && $0.state == .active }, "the active one is listed though its id is the last")
         let bytes = try JSONEncoder().encode(s).count
         #expect(bytes < 256 * 1024 / 2, "\(bytes) bytes")
+    }
+
+    /// At the smallest `server.maxOutputBytes` (64 KiB) the sessions `status` lists are bounded by
+    /// bytes too (a page: a quarter of it), those doing something first: 256 sessions of app ids of
+    /// 255 bytes are about 140 KB, and the reply closed `interlude status` as a client that does
+    /// not read (found trying what the eighth session left).
+    @Test func statusAtTheSmallestOutputBoundListsWhatFitsAPage() async throws {
+        let d = try TestDaemon(maxOutputBytes: 64 * 1024)
+        await d.start()
+        let app = "org.example." + String(repeating: "m", count: 255 - 12)
+        let c = try await InterludeClient.connect(socket: d.socket, app: app)
+        var ids: [AudioSessionID] = []
+        for _ in 0..<300 { ids.append(try await c.register(category: .playback, mode: .default, options: [.mixWithOthers])) }
+        _ = try await c.activate(ids[299])
+        let watcher = try await InterludeClient.connect(socket: d.socket, app: "org.interlude.CLI")
+        let s = try await watcher.status()
+        let listed = try s.sessions.map { try WireCoding.encode($0).count + 1 }.reduce(0, +)
+        #expect(s.sessions.count >= 10 && listed <= 16 * 1024, "\(s.sessions.count) sessions, \(listed) bytes")
+        #expect(s.sessions.count + (s.sessionsOmitted ?? 0) == 300)
+        #expect(s.sessions.contains { $0.session == ids[299] && $0.state == .active }, "the active one is listed though its id is the last")
+        // Streams no session owns (critical alerts' sounds, N3) are listed up to a page as well.
+        for i in 0..<2000 { d.backend.push(.streamAdded(AudioStream(index: UInt32(1000 + i), role: "event", critical: true))) }
+        var streams = s
+        for _ in 0..<200 {
+            streams = try await watcher.status()
+            if streams.unmatchedStreams.count + (streams.unmatchedStreamsOmitted ?? 0) == 2000 { break }
+            try await Task.sleep(nanoseconds: 10_000_000)
+        }
+        let streamBytes = try streams.unmatchedStreams.map { try WireCoding.encode($0).count + 1 }.reduce(0, +)
+        #expect(streams.unmatchedStreams.count + (streams.unmatchedStreamsOmitted ?? 0) == 2000, "\(streams.unmatchedStreams.count) + \(streams.unmatchedStreamsOmitted ?? 0)")
+        #expect(streams.unmatchedStreams.count >= 10 && streamBytes <= 16 * 1024, "\(streams.unmatchedStreams.count) streams, \(streamBytes) bytes")
+        let order = s.sessions.map(\.session)
+        let byID = order.sorted { (a: AudioSessionID, b: AudioSessionID) -> Bool in a.rawValue.count != b.rawValue.count ? a.rawValue.count < b.rawValue.count : a < b }
+        #expect(order == byID, "listed in id order")
+        #expect(try await watcher.status().version == "test", "the connection is open")
     }
 
     /// N8 over the wire: the 65th notification an app schedules is refused with `limitReached`;
