@@ -484,21 +484,14 @@ public actor Engine {
         }
         let all = Array(audioState.sessions.values)
         let ordered = all.filter { !idle($0) }.sorted { byID($0.id, $1.id) } + all.filter(idle).sorted { byID($0.id, $1.id) }
-        var listed: [SessionStatus] = []
-        var bytes = 0
         let budget = listPageBytes.value
-        for s in ordered {
-            guard listed.count < StatusResult.maxSessionsListed else { break }
+        let listed = Self.fitting(ordered.prefix(StatusResult.maxSessionsListed).map { s -> SessionStatus in
             let out = audioState.applied[s.id] ?? .unity
-            let entry = SessionStatus(session: s.id, app: s.descriptor.app, client: owner[s.id], category: s.descriptor.category,
-                                      mode: s.descriptor.mode, options: s.descriptor.options.sorted(), implicit: s.descriptor.implicit,
-                                      state: s.state, playing: s.isPlaying, ducked: out.ducked, duckDb: out.gainDb, muted: out.muted,
-                                      interruptedBy: s.interruptedBy.sorted(), streams: byStream[s.id] ?? [])
-            let size = WireCoding.encodedSize(of: entry) + 1
-            if !listed.isEmpty && bytes + size > budget { break }
-            listed.append(entry)
-            bytes += size
-        }
+            return SessionStatus(session: s.id, app: s.descriptor.app, client: owner[s.id], category: s.descriptor.category,
+                                 mode: s.descriptor.mode, options: s.descriptor.options.sorted(), implicit: s.descriptor.implicit,
+                                 state: s.state, playing: s.isPlaying, ducked: out.ducked, duckDb: out.gainDb, muted: out.muted,
+                                 interruptedBy: s.interruptedBy.sorted(), streams: byStream[s.id] ?? [])
+        }, budget: budget)
         let sessions = listed.sorted { byID($0.session, $1.session) }
         // The streams no session owns and the players, in their order, each up to a page too.
         let streamsListed = Self.fitting(unmatched, budget: budget)
@@ -512,8 +505,9 @@ public actor Engine {
         result.configFiles = config.files
         result.bus = bus.status
         if let players = playerStatuses() {
-            result.players = Self.fitting(players, budget: budget)
-            if players.count > result.players!.count { result.playersOmitted = players.count - result.players!.count }
+            let playersListed = Self.fitting(players, budget: budget)
+            result.players = playersListed
+            if players.count > playersListed.count { result.playersOmitted = players.count - playersListed.count }
         }
         return result
     }
