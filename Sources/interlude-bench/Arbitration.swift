@@ -83,6 +83,49 @@ struct ArbitrationBench {
     }
 }
 
+extension ArbitrationBench {
+    struct ActiveResult {
+        /// Registering and activating all N `ambient` sessions (2N events, each with `nextDeadline`), seconds.
+        var activateAll: Double
+        /// With the N active: registering, activating and deactivating one more (3 events, each
+        /// with `nextDeadline`), per event.
+        var perEvent: Stats
+    }
+
+    /// On the pure policy, N sessions that are all active at once (`ambient`: mixable, not
+    /// playing; a stranger's one connection did this over the socket): what each event costs
+    /// when every session is live, and activating them all (linear, not quadratic, in N).
+    func pureActive(sessions n: Int, runs: Int) -> ActiveResult {
+        var state = AudioPolicyState()
+        let t = 1000.0
+        let ambient = AudioSessionDescriptor(app: "org.interlude.bench.Ambient", category: .ambient)
+        var effects = 0
+        let r0 = now()
+        for i in 1...n {
+            let id = AudioSessionID("s\(i)")
+            effects += AudioPolicy.reduce(&state, .register(id, ambient), now: t, config: config).count
+            if AudioPolicy.nextDeadline(state, config: config) != nil { effects += 1 }
+            effects += AudioPolicy.reduce(&state, .activate(id, acceptsDelay: false), now: t, config: config).count
+            if AudioPolicy.nextDeadline(state, config: config) != nil { effects += 1 }
+        }
+        let activateAll = now() - r0
+        var perEvent: [Double] = []
+        for i in 0..<(runs + 10) {
+            let id = AudioSessionID("x\(i)")
+            let a = now()
+            effects += AudioPolicy.reduce(&state, .register(id, ambient), now: t, config: config).count
+            _ = AudioPolicy.nextDeadline(state, config: config)
+            effects += AudioPolicy.reduce(&state, .activate(id, acceptsDelay: false), now: t, config: config).count
+            _ = AudioPolicy.nextDeadline(state, config: config)
+            effects += AudioPolicy.reduce(&state, .unregister(id, notifyOthers: false), now: t, config: config).count
+            _ = AudioPolicy.nextDeadline(state, config: config)
+            if i >= 10 { perEvent.append((now() - a) / 3) }
+        }
+        if effects == 0 { log("warning: the policy produced no effects") }
+        return ActiveResult(activateAll: activateAll, perEvent: Stats(perEvent))
+    }
+}
+
 func us(_ s: Double?) -> String {
     guard let s else { return "–" }
     return s < 0.001 ? String(format: "%.1f µs", s * 1e6) : String(format: "%.2f ms", s * 1000)

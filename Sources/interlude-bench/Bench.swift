@@ -183,6 +183,9 @@ enum Bench {
             log("arbitration: the pure policy at 10…10,000 sessions")
             let pure = [10, 100, 1000, 10000].map { ($0, bench.pure(sessions: $0, runs: max(200, o.arbitrationRuns))) }
             out.append(pureArbitrationTable(pure, runs: max(200, o.arbitrationRuns)))
+            log("arbitration: the pure policy with 10…10,000 sessions all active")
+            let active = [10, 100, 1000, 10000].map { ($0, bench.pureActive(sessions: $0, runs: max(200, o.arbitrationRuns))) }
+            out.append(activeArbitrationTable(active, runs: max(200, o.arbitrationRuns)))
         }
 
         if o.sections.contains("center") {
@@ -343,6 +346,22 @@ enum Bench {
         ]
         for (n, p) in rows {
             lines.append("| \(n) | \(us(p.reduce.median)) | \(us(p.reduceAndDeadline.median)) | \(us(p.register)) |")
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    static func activeArbitrationTable(_ rows: [(Int, ArbitrationBench.ActiveResult)], runs: Int) -> String {
+        var lines = [
+            "**Every session active** (pure policy, in-process): N `ambient` sessions registered and activated "
+            + "(each event followed by `nextDeadline`, as the engine does), then one more registered, activated and "
+            + "unregistered (median per event of \(runs)). Each event walks the live sessions once: per event linear "
+            + "in the live sessions, all N activated in N².",
+            "",
+            "| sessions, all active | per event | p90 | registering and activating all N |",
+            "|---:|---:|---:|---:|",
+        ]
+        for (n, r) in rows {
+            lines.append("| \(n) | \(us(r.perEvent.median)) | \(us(r.perEvent.quantile(0.9))) | \(us(r.activateAll)) |")
         }
         return lines.joined(separator: "\n")
     }

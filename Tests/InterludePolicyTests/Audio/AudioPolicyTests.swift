@@ -292,6 +292,31 @@ import InterludePolicy
         #expect(h.stateOf("nav") == .inactive)
     }
 
+    /// Expiries due at one tick come in id order, each against the state the ones before it left:
+    /// a call that never played expires and resumes the prompt it interrupted, which has not
+    /// played either and so expires in the same tick (the pass looks again after each expiry).
+    @Test func A9_expiriesOfOneTickComeInIdOrderAndOneMadeDueByAnEarlierOneToo() {
+        var h = AudioHarness()
+        h.register("b-nav", AudioHarness.nav)
+        _ = h.activate("b-nav", at: 0)  // never plays: due at 10
+        h.register("a-call", AudioHarness.call)
+        _ = h.activate("a-call", at: 0)  // never plays: due at 10; interrupts the prompt (A4)
+        #expect(h.stateOf("b-nav") == .interrupted)
+        let fx = h.tick(to: 10)
+        let expired = fx.compactMap { if case let .expired(s) = $0 { return s } else { return nil } }
+        #expect(expired == [id("a-call"), id("b-nav")], "\(fx)")
+        #expect(h.stateOf("a-call") == .inactive && h.stateOf("b-nav") == .inactive)
+
+        // Two due at once, registered in the reverse order: told in id order.
+        var two = AudioHarness()
+        two.register("z-nav", AudioHarness.nav)
+        _ = two.activate("z-nav", at: 0)
+        two.register("m-nav", AudioHarness.nav)
+        _ = two.activate("m-nav", at: 0)
+        let both = two.tick(to: 10).compactMap { if case let .expired(s) = $0 { return s } else { return nil } }
+        #expect(both == [id("m-nav"), id("z-nav")])
+    }
+
     @Test func A9_playingDuckerDoesNotExpire() {
         var h = AudioHarness()
         h.start("music", AudioHarness.music)
