@@ -25,8 +25,14 @@ public struct MediaPlayerInfo: Sendable, Equatable {
     /// Its `org.mpris.MediaPlayer2.Player` properties.
     public var facts: PlayerFacts
 
+    /// A player as read from the bus; `identity` and `desktopEntry` are cut to
+    /// ``AudioStream/maxTextBytes`` on a character boundary: any bus client sets them, and one
+    /// `Identity` of 600 KB (the player's session's app) made every `status` reply pass
+    /// `server.maxOutputBytes` (a stranger's find).
     public init(busName: String, pid: Int32?, identity: String? = nil, desktopEntry: String? = nil, facts: PlayerFacts) {
-        self.busName = busName; self.pid = pid; self.identity = identity; self.desktopEntry = desktopEntry; self.facts = facts
+        self.busName = busName; self.pid = pid; self.facts = facts
+        self.identity = identity?.prefix(utf8Bytes: AudioStream.maxTextBytes)
+        self.desktopEntry = desktopEntry?.prefix(utf8Bytes: AudioStream.maxTextBytes)
     }
 
     /// The part of the bus name after `org.mpris.MediaPlayer2.` ("mpv", "vlc.instance123").

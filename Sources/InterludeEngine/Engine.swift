@@ -487,10 +487,13 @@ public actor Engine {
         let budget = listPageBytes.value
         let listed = Self.fitting(ordered.prefix(StatusResult.maxSessionsListed).map { s -> SessionStatus in
             let out = audioState.applied[s.id] ?? .unity
-            return SessionStatus(session: s.id, app: s.descriptor.app, client: owner[s.id], category: s.descriptor.category,
-                                 mode: s.descriptor.mode, options: s.descriptor.options.sorted(), implicit: s.descriptor.implicit,
-                                 state: s.state, playing: s.isPlaying, ducked: out.ducked, duckDb: out.gainDb, muted: out.muted,
-                                 interruptedBy: s.interruptedBy.sorted(), streams: byStream[s.id] ?? [])
+            let streams = byStream[s.id] ?? []
+            var entry = SessionStatus(session: s.id, app: s.descriptor.app, client: owner[s.id], category: s.descriptor.category,
+                                      mode: s.descriptor.mode, options: s.descriptor.options.sorted(), implicit: s.descriptor.implicit,
+                                      state: s.state, playing: s.isPlaying, ducked: out.ducked, duckDb: out.gainDb, muted: out.muted,
+                                      interruptedBy: s.interruptedBy.sorted(), streams: Array(streams.prefix(StatusResult.maxStreamsPerSession)))
+            if streams.count > entry.streams.count { entry.streamsOmitted = streams.count - entry.streams.count }
+            return entry
         }, budget: budget)
         let sessions = listed.sorted { byID($0.session, $1.session) }
         // The streams no session owns and the players, in their order, each up to a page too.

@@ -28,13 +28,22 @@ public struct AudioStream: Sendable, Equatable {
     public var userVolumeDb: Double
     public var gainDb: Double
 
+    /// Most UTF-8 bytes kept of `role` and `appName` (what `status`, the log and an implicit
+    /// session's app show), as many as an app id may have: any client of the audio server sets
+    /// them, and one stream with a 20 KB `media.role` made every `status` reply pass
+    /// `server.maxOutputBytes` (a stranger's find).
+    public static let maxTextBytes = 255
+
+    /// A stream as reported; `role` and `appName` are cut to ``maxTextBytes`` on a character
+    /// boundary (no role the rules know is that long, A10).
     public init(index: UInt32, pid: Int32? = nil, sessionTag: String? = nil, role: String? = nil, appName: String? = nil,
                 corked: Bool = false, muted: Bool = false, userVolumeDb: Double = 0, gainDb: Double = 0,
                 daemonTag: String? = nil, critical: Bool = false, appIdentifiers: [String] = []) {
         self.daemonTag = daemonTag
         self.appIdentifiers = appIdentifiers
         self.critical = critical
-        self.index = index; self.pid = pid; self.sessionTag = sessionTag; self.role = role; self.appName = appName
+        self.index = index; self.pid = pid; self.sessionTag = sessionTag
+        self.role = role?.prefix(utf8Bytes: Self.maxTextBytes); self.appName = appName?.prefix(utf8Bytes: Self.maxTextBytes)
         self.corked = corked; self.muted = muted; self.userVolumeDb = userVolumeDb; self.gainDb = gainDb
     }
 }
@@ -220,3 +229,18 @@ public struct SystemClock: EngineClock {
 #if canImport(Glibc)
 import Glibc
 #endif
+
+extension String {
+    /// The longest prefix of at most `bytes` bytes of UTF-8 that ends on a character boundary
+    /// (the whole string when it is short enough).
+    func prefix(utf8Bytes bytes: Int) -> String {
+        guard utf8.count > bytes else { return self }
+        var kept = 0
+        for character in self {
+            let size = character.utf8.count
+            if kept + size > bytes { break }
+            kept += size
+        }
+        return String(decoding: utf8.prefix(kept), as: UTF8.self)
+    }
+}

@@ -136,7 +136,10 @@ public struct SessionStatus: Codable, Sendable, Equatable {
     public var duckDb: Double
     public var muted: Bool
     public var interruptedBy: [AudioSessionID]
+    /// Its streams, by index; at most ``StatusResult/maxStreamsPerSession``.
     public var streams: [StreamStatus]
+    /// How many of its streams are not in `streams`; absent when none is left out.
+    public var streamsOmitted: Int?
     public init(session: AudioSessionID, app: String, client: Int?, category: AudioCategory, mode: AudioMode,
                 options: [AudioSessionOption], implicit: Bool, state: AudioSessionState, playing: Bool, ducked: Bool,
                 duckDb: Double, muted: Bool, interruptedBy: [AudioSessionID], streams: [StreamStatus]) {
@@ -151,6 +154,9 @@ public struct StatusResult: Codable, Sendable, Equatable {
     /// Most sessions one `status` reply lists: 256 sessions with a few streams each are ~100 KB of
     /// JSON, a tenth of the default `server.maxOutputBytes`.
     public static let maxSessionsListed = 256
+    /// Most streams one session's entry lists (PulseAudio takes up to 256 per sink): an entry is
+    /// then at most about 13 KB, under a page at the smallest `server.maxOutputBytes`.
+    public static let maxStreamsPerSession = 32
     public var version: String
     /// Whether the daemon is connected to the audio server.
     public var audioConnected: Bool

@@ -99,6 +99,41 @@ import InterludeWire
         #expect(try await watcher.status().version == "test", "the connection is open")
     }
 
+    /// One entry of `status` stays under a page too: a session lists at most 32 of its streams
+    /// (`streamsOmitted` counts the rest), and the texts any client of the audio server or the bus
+    /// sets (`media.role`, `application.name`, a player's `Identity`) are kept to 255 bytes. 24
+    /// streams with a 4,000-byte role on one session, or one player with a 600 KB `Identity`,
+    /// made every `status` reply pass `server.maxOutputBytes` (a stranger's find).
+    @Test func oneSessionsStreamsAndTheTextsOthersSetStayUnderAPage() async throws {
+        let d = try TestDaemon(maxOutputBytes: 64 * 1024)
+        await d.start()
+        let c = try await InterludeClient.connect(socket: d.socket, app: "org.example.Loud")
+        let loud = try await c.register(category: .playback)
+        let role = String(repeating: "r", count: 4000)
+        for i in 0..<60 { d.backend.push(.streamAdded(AudioStream(index: UInt32(100 + i), sessionTag: loud.rawValue, role: role))) }
+        // An unmodified client's stream (an implicit session, A10) named by 20 KB, its role in
+        // 2-byte characters.
+        d.backend.push(.streamAdded(AudioStream(index: 999, role: String(repeating: "é", count: 3000), appName: String(repeating: "a", count: 20_000))))
+        let watcher = try await InterludeClient.connect(socket: d.socket, app: "org.interlude.CLI")
+        var status = try await watcher.status()
+        for _ in 0..<200 {
+            if let e = status.sessions.first(where: { $0.session == loud }), e.streams.count + (e.streamsOmitted ?? 0) == 60,
+               status.sessions.contains(where: { $0.implicit }) { break }
+            try await Task.sleep(nanoseconds: 10_000_000)
+            status = try await watcher.status()
+        }
+        let entry = try #require(status.sessions.first { $0.session == loud })
+        #expect(entry.streams.count == StatusResult.maxStreamsPerSession && entry.streamsOmitted == 60 - StatusResult.maxStreamsPerSession)
+        #expect(entry.streams.allSatisfy { $0.role == String(repeating: "r", count: 255) })
+        let implicit = try #require(status.sessions.first { $0.implicit })
+        #expect(implicit.app == String(repeating: "a", count: 255))
+        #expect(implicit.streams.first?.role == String(repeating: "é", count: 127), "cut on a character boundary")
+        let bytes = try WireCoding.encode(status).count
+        #expect(bytes < 64 * 1024, "\(bytes) bytes")
+        #expect(MediaPlayerInfo(busName: "org.mpris.MediaPlayer2.big", pid: nil, identity: String(repeating: "i", count: 600_000),
+                                desktopEntry: String(repeating: "d", count: 1000), facts: PlayerFacts(status: .playing)).identity?.utf8.count == 255)
+    }
+
     /// N8 over the wire: the 65th notification an app schedules is refused with `limitReached`;
     /// one without a trigger, and a replacement of a scheduled one, still go through.
     @Test func N8_theAppsPendingLimitIsLimitReachedOnTheWire() async throws {
