@@ -491,8 +491,10 @@ public actor Engine {
             var entry = SessionStatus(session: s.id, app: s.descriptor.app, client: owner[s.id], category: s.descriptor.category,
                                       mode: s.descriptor.mode, options: s.descriptor.options.sorted(), implicit: s.descriptor.implicit,
                                       state: s.state, playing: s.isPlaying, ducked: out.ducked, duckDb: out.gainDb, muted: out.muted,
-                                      interruptedBy: s.interruptedBy.sorted(), streams: Array(streams.prefix(StatusResult.maxStreamsPerSession)))
+                                      interruptedBy: Array(s.interruptedBy.sorted().prefix(StatusResult.maxStreamsPerSession)),
+                                      streams: Array(streams.prefix(StatusResult.maxStreamsPerSession)))
             if streams.count > entry.streams.count { entry.streamsOmitted = streams.count - entry.streams.count }
+            if s.interruptedBy.count > entry.interruptedBy.count { entry.interruptedByOmitted = s.interruptedBy.count - entry.interruptedBy.count }
             return entry
         }, budget: budget)
         let sessions = listed.sorted { byID($0.session, $1.session) }

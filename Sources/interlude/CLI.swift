@@ -159,7 +159,9 @@ enum CLI {
             line += "  \(x.state.rawValue)\(x.playing ? ", playing" : "")"
             if x.ducked { line += ", ducked \(CommandOutput.fmt(x.duckDb)) dB" }
             if x.muted { line += ", muted" }
-            if !x.interruptedBy.isEmpty { line += ", interrupted by \(x.interruptedBy.map(\.rawValue).joined(separator: ","))" }
+            if !x.interruptedBy.isEmpty {
+                line += ", interrupted by \(x.interruptedBy.map(\.rawValue).joined(separator: ","))" + (x.interruptedByOmitted.map { " and \($0) more" } ?? "")
+            }
             print(CommandOutput.text(line))
             for st in x.streams {
                 print("    stream \(st.index)  pid \(st.pid.map(String.init) ?? "?")  role \(CommandOutput.text(st.role ?? "-"))  \(st.corked ? "paused" : "running")"

@@ -130,6 +130,22 @@ import InterludeWire
         #expect(implicit.streams.first?.role == String(repeating: "é", count: 127), "cut on a character boundary")
         let bytes = try WireCoding.encode(status).count
         #expect(bytes < 64 * 1024, "\(bytes) bytes")
+
+        // Many sessions interrupting one (A3: each `interruptSpokenAudioAndMixWithOthers` one
+        // interrupts a `spokenAudio` session; 8,191 made its entry 72 KB, the next stranger's find):
+        // the entry lists 32 of them.
+        let book = try await c.register(category: .playback, mode: .spokenAudio, options: [.mixWithOthers])
+        _ = try await c.activate(book)
+        let other = try await InterludeClient.connect(socket: d.socket, app: "org.example.Prompts")
+        for _ in 0..<40 {
+            let p = try await other.register(category: .playback, options: [.interruptSpokenAudioAndMixWithOthers])
+            try await other.setPlaying(p, true)
+            _ = try await other.activate(p)
+        }
+        let withInterrupters = try await watcher.status()
+        let booked = try #require(withInterrupters.sessions.first { $0.session == book })
+        #expect(booked.interruptedBy.count == StatusResult.maxStreamsPerSession && booked.interruptedByOmitted == 40 - StatusResult.maxStreamsPerSession,
+                "\(booked.interruptedBy.count) listed, \(booked.interruptedByOmitted ?? 0) left out")
         #expect(MediaPlayerInfo(busName: "org.mpris.MediaPlayer2.big", pid: nil, identity: String(repeating: "i", count: 600_000),
                                 desktopEntry: String(repeating: "d", count: 1000), facts: PlayerFacts(status: .playing)).identity?.utf8.count == 255)
     }
