@@ -463,8 +463,7 @@ public enum AudioPolicy {
     /// unmuted at `interruptionEnded` (``a5ReleaseInterruptions``). The session is told either way.
     static func a8Enforce(_ state: inout AudioPolicyState, now: Double, config: AudioPolicyConfig) -> [AudioPolicyEffect] {
         var fx: [AudioPolicyEffect] = []
-        // Found among the live sessions (an interrupted session is live), then sorted: sorting
-        // every live id on each event cost more than the rest of the event with 1,000 active.
+        // Found among the live sessions (an interrupted session is live); only they are sorted.
         let due = state.live.filter { id in
             guard let s = state.sessions[id], let deadline = a8GraceDeadline(s, config: config) else { return false }
             return now >= deadline
@@ -506,7 +505,7 @@ public enum AudioPolicy {
         // In id order, each checked against the state left by the expiries before it (an expiry
         // resumes whom it interrupted). An active session is live, and none becomes live here.
         // The due ones are found first and only they are sorted, again after each expiry among
-        // the ids after it: sorting every live id on each event cost more than the rest of it.
+        // the ids after it.
         var interrupting = interrupters(in: state)
         func due(after last: AudioSessionID?) -> [AudioSessionID] {
             state.live.filter { id in
@@ -584,8 +583,8 @@ public enum AudioPolicy {
         }
         let context = OutputContext(state)
         // Each candidate's output depends on itself and the context only: the changed ones are
-        // found first, and only they are sorted (sorting every candidate cost more per event than
-        // the rest with 1,000 active sessions).
+        // found first, and only they are sorted. (Sorting every candidate was a small part of an
+        // event's cost with 1,000 active: 838 → 798 µs; the walks themselves remain.)
         var changed: [(id: AudioSessionID, new: SessionOutput, old: SessionOutput)] = []
         for id in candidates {
             guard let s = state.sessions[id] else { continue }
