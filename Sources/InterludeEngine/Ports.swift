@@ -32,7 +32,7 @@ public struct AudioStream: Sendable, Equatable {
     /// session's app show), as many as an app id may have: any client of the audio server sets
     /// them, and one stream with a 20 KB `media.role` made every `status` reply pass
     /// `server.maxOutputBytes` (a stranger's find).
-    public static let maxTextBytes = 255
+    public static let maxTextBytes = AppIdentifier.maximumBytes
 
     /// A stream as reported; `role` and `appName` are cut to ``maxTextBytes`` on a character
     /// boundary (no role the rules know is that long, A10).
