@@ -491,10 +491,10 @@ public actor Engine {
             var entry = SessionStatus(session: s.id, app: s.descriptor.app, client: owner[s.id], category: s.descriptor.category,
                                       mode: s.descriptor.mode, options: s.descriptor.options.sorted(), implicit: s.descriptor.implicit,
                                       state: s.state, playing: s.isPlaying, ducked: out.ducked, duckDb: out.gainDb, muted: out.muted,
-                                      interruptedBy: Array(s.interruptedBy.sorted().prefix(StatusResult.maxStreamsPerSession)),
-                                      streams: Array(streams.prefix(StatusResult.maxStreamsPerSession)))
-            if streams.count > entry.streams.count { entry.streamsOmitted = streams.count - entry.streams.count }
-            if s.interruptedBy.count > entry.interruptedBy.count { entry.interruptedByOmitted = s.interruptedBy.count - entry.interruptedBy.count }
+                                      interruptedBy: Array(s.interruptedBy.sorted().prefix(StatusResult.maxListedPerSession)),
+                                      streams: Array(streams.prefix(StatusResult.maxListedPerSession)))
+            entry.streamsOmitted = Self.omitted(streams.count, listed: entry.streams.count)
+            entry.interruptedByOmitted = Self.omitted(s.interruptedBy.count, listed: entry.interruptedBy.count)
             return entry
         }, budget: budget)
         let sessions = listed.sorted { byID($0.session, $1.session) }
@@ -504,18 +504,21 @@ public actor Engine {
         var result = StatusResult(version: version, audioConnected: audioConnected, audioServer: server,
                                   ringer: audioState.ringerSilent ? "silent" : "ring", sessions: sessions,
                                   unmatchedStreams: streamsListed, samples: await sounds?.cachedSamples() ?? [])
-        if all.count > listed.count { result.sessionsOmitted = all.count - listed.count }
-        if unmatched.count > streamsListed.count { result.unmatchedStreamsOmitted = unmatched.count - streamsListed.count }
+        result.sessionsOmitted = Self.omitted(all.count, listed: listed.count)
+        result.unmatchedStreamsOmitted = Self.omitted(unmatched.count, listed: streamsListed.count)
         if audioConnected { result.soundsUnavailable = await sounds?.unavailableReason() }
         result.configFiles = config.files
         result.bus = bus.status
         if let players = playerStatuses() {
             let playersListed = Self.fitting(players, budget: budget)
             result.players = playersListed
-            if players.count > playersListed.count { result.playersOmitted = players.count - playersListed.count }
+            result.playersOmitted = Self.omitted(players.count, listed: playersListed.count)
         }
         return result
     }
+
+    /// How many of `count` entries a bounded list leaves out; nil when none (the `…Omitted` fields).
+    static func omitted(_ count: Int, listed: Int) -> Int? { count > listed ? count - listed : nil }
 
     /// The first of `items` whose JSON (a line each) fits in `budget` bytes, at least one: a list
     /// in a reply that must stay under `server.maxOutputBytes` (``listPageBytes``).

@@ -135,12 +135,12 @@ public struct SessionStatus: Codable, Sendable, Equatable {
     /// The duck gain, dB (0 when not ducked).
     public var duckDb: Double
     public var muted: Bool
-    /// The sessions interrupting it (A6), by id; at most ``StatusResult/maxStreamsPerSession``.
+    /// The sessions interrupting it (A6), by id; at most ``StatusResult/maxListedPerSession``.
     public var interruptedBy: [AudioSessionID]
     /// How many of the sessions interrupting it are not in `interruptedBy`; absent when none is
     /// left out.
     public var interruptedByOmitted: Int?
-    /// Its streams, by index; at most ``StatusResult/maxStreamsPerSession``.
+    /// Its streams, by index; at most ``StatusResult/maxListedPerSession``.
     public var streams: [StreamStatus]
     /// How many of its streams are not in `streams`; absent when none is left out.
     public var streamsOmitted: Int?
@@ -161,7 +161,7 @@ public struct StatusResult: Codable, Sendable, Equatable {
     /// Most streams, and most interrupting sessions, one session's entry lists (PulseAudio takes
     /// up to 256 streams per sink; 8,191 sessions can interrupt one, A3): an entry is then at
     /// most about 14 KB, under a page at the smallest `server.maxOutputBytes`.
-    public static let maxStreamsPerSession = 32
+    public static let maxListedPerSession = 32
     public var version: String
     /// Whether the daemon is connected to the audio server.
     public var audioConnected: Bool

@@ -167,7 +167,7 @@ enum CLI {
                 print("    stream \(st.index)  pid \(st.pid.map(String.init) ?? "?")  role \(CommandOutput.text(st.role ?? "-"))  \(st.corked ? "paused" : "running")"
                       + "  volume \(CommandOutput.fmt(st.userVolumeDb)) dB, gain \(CommandOutput.fmt(st.gainDb)) dB\(st.muted ? ", muted" : "")")
             }
-            if let n = x.streamsOmitted { print("    … and \(n) more streams not listed (status lists \(StatusResult.maxStreamsPerSession) per session)") }
+            if let n = x.streamsOmitted { print("    … and \(n) more streams not listed (status lists \(StatusResult.maxListedPerSession) per session)") }
         }
         if let n = s.sessionsOmitted { print("… and \(n) more sessions not listed (status lists at most \(StatusResult.maxSessionsListed), and what fits a page of server.maxOutputBytes, choosing those doing something before idle ones)") }
         for p in s.players ?? [] {

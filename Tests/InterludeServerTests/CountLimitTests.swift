@@ -123,7 +123,7 @@ import InterludeWire
             status = try await watcher.status()
         }
         let entry = try #require(status.sessions.first { $0.session == loud })
-        #expect(entry.streams.count == StatusResult.maxStreamsPerSession && entry.streamsOmitted == 60 - StatusResult.maxStreamsPerSession)
+        #expect(entry.streams.count == StatusResult.maxListedPerSession && entry.streamsOmitted == 60 - StatusResult.maxListedPerSession)
         #expect(entry.streams.allSatisfy { $0.role == String(repeating: "r", count: 255) })
         let implicit = try #require(status.sessions.first { $0.implicit })
         #expect(implicit.app == String(repeating: "a", count: 255))
@@ -144,7 +144,7 @@ import InterludeWire
         }
         let withInterrupters = try await watcher.status()
         let booked = try #require(withInterrupters.sessions.first { $0.session == book })
-        #expect(booked.interruptedBy.count == StatusResult.maxStreamsPerSession && booked.interruptedByOmitted == 40 - StatusResult.maxStreamsPerSession,
+        #expect(booked.interruptedBy.count == StatusResult.maxListedPerSession && booked.interruptedByOmitted == 40 - StatusResult.maxListedPerSession,
                 "\(booked.interruptedBy.count) listed, \(booked.interruptedByOmitted ?? 0) left out")
         #expect(MediaPlayerInfo(busName: "org.mpris.MediaPlayer2.big", pid: nil, identity: String(repeating: "i", count: 600_000),
                                 desktopEntry: String(repeating: "d", count: 1000), facts: PlayerFacts(status: .playing)).identity?.utf8.count == 255)
