@@ -336,33 +336,29 @@ enum Bench {
     }
 
     static func pureArbitrationTable(_ rows: [(Int, ArbitrationBench.PureResult)], runs: Int) -> String {
-        var lines = [
+        markdownTable(
             "**Arbitration on the pure policy** (in-process, no socket): the same events as above; `reduce` of the "
             + "activation (median of \(runs)), with `nextDeadline` (what the engine runs per event), and registering "
             + "all N sessions (N `reduce(.register)` events). Targets: ≤ 50 µs at 1,000; registering 1,000 < 50 ms.",
-            "",
-            "| sessions | `AudioPolicy.reduce` | reduce + `nextDeadline` | registering all N |",
-            "|---:|---:|---:|---:|",
-        ]
-        for (n, p) in rows {
-            lines.append("| \(n) | \(us(p.reduce.median)) | \(us(p.reduceAndDeadline.median)) | \(us(p.register)) |")
-        }
-        return lines.joined(separator: "\n")
+            columns: ["sessions", "`AudioPolicy.reduce`", "reduce + `nextDeadline`", "registering all N"],
+            rows: rows.map { n, p in ["\(n)", us(p.reduce.median), us(p.reduceAndDeadline.median), us(p.register)] })
     }
 
     static func activeArbitrationTable(_ rows: [(Int, ArbitrationBench.ActiveResult)], runs: Int) -> String {
-        var lines = [
+        markdownTable(
             "**Every session active** (pure policy, in-process): N `ambient` sessions registered and activated "
             + "(each event followed by `nextDeadline`, as the engine does), then one more registered, activated and "
-            + "unregistered (median per event of \(runs)). Each event walks the live sessions once: per event linear "
-            + "in the live sessions, all N activated in N².",
-            "",
-            "| sessions, all active | per event | p90 | registering and activating all N |",
-            "|---:|---:|---:|---:|",
-        ]
-        for (n, r) in rows {
-            lines.append("| \(n) | \(us(r.perEvent.median)) | \(us(r.perEvent.quantile(0.9))) | \(us(r.activateAll)) |")
-        }
+            + "unregistered (median per event of \(runs)). Each event walks the live sessions a few times: per event "
+            + "linear in the live sessions, all N activated in N².",
+            columns: ["sessions, all active", "per event", "p90", "registering and activating all N"],
+            rows: rows.map { n, r in ["\(n)", us(r.perEvent.median), us(r.perEvent.quantile(0.9)), us(r.activateAll)] })
+    }
+
+    /// A paragraph, then a Markdown table of right-aligned columns.
+    static func markdownTable(_ intro: String, columns: [String], rows: [[String]]) -> String {
+        let lines = [intro, "", "| " + columns.joined(separator: " | ") + " |",
+                     "|" + String(repeating: "---:|", count: columns.count)]
+            + rows.map { "| " + $0.joined(separator: " | ") + " |" }
         return lines.joined(separator: "\n")
     }
 
