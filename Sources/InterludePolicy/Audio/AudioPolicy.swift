@@ -52,12 +52,13 @@ public struct SessionOutput: Codable, Sendable, Equatable {
 
 /// The whole state of the audio arbiter.
 ///
-/// Besides the sessions it keeps two indexes, derived from them and kept in step by the policy's
-/// own mutators (`put`, `modify`, `remove`, `setApplied`): `live`, the sessions that are not
-/// inactive, and `shaped`, the sessions whose applied output is not unity. Every rule looks only at
-/// these (and at the sessions its event names), so an event costs in proportion to the sessions it
-/// can affect, not to the sessions registered and idle (issue 9). `sessions` and `applied` are
-/// therefore read-only outside the policy.
+/// Besides the sessions it keeps indexes, derived from them and kept in step by the policy's own
+/// mutators (`put`, `modify`, `remove`, `setApplied`): which sessions are live, shaped, active
+/// duckers and calls, exclusive and spoken-audio holders, delayed, timed (A8, A9), who interrupts
+/// whom, and which changed since the outputs were last derived. Every rule looks only at the index
+/// it needs (and at the sessions its event names), so an event costs in proportion to the sessions
+/// it can affect, not to the sessions registered, nor to the ones active and untouched (issue 9).
+/// `sessions` and `applied` are therefore read-only outside the policy.
 public struct AudioPolicyState: Codable, Sendable, Equatable {
     /// Every registered session, by id.
     public internal(set) var sessions: [AudioSessionID: AudioSession] = [:]
@@ -70,9 +71,35 @@ public struct AudioPolicyState: Codable, Sendable, Equatable {
     public internal(set) var live: Set<AudioSessionID> = []
     /// Index: the sessions whose `applied` output is not `.unity` (ducked or muted now).
     var shaped: Set<AudioSessionID> = []
+    /// Index: the active sessions with `duckOthers` (A2).
+    var activeDuckers: Set<AudioSessionID> = []
+    /// Index: the active calls (A4).
+    var activeCallIDs: Set<AudioSessionID> = []
+    /// Index: the non-mixable sessions holding an activation (whom A1 interrupts).
+    var exclusiveHolders: Set<AudioSessionID> = []
+    /// Index: the `spokenAudio` sessions holding an activation (whom A3 interrupts).
+    var spokenAudioHolders: Set<AudioSessionID> = []
+    /// Index: the sessions waiting for the call to end (A4).
+    var delayed: Set<AudioSessionID> = []
+    /// Index: each interrupter, with the sessions whose `interruptedBy` holds it (A5, A6, A9).
+    var interrupting: [AudioSessionID: Set<AudioSessionID>] = [:]
+    /// Index: the sessions with an A8 grace deadline (``AudioPolicy/a8GraceDeadline(_:config:)``).
+    var a8Timed: Set<AudioSessionID> = []
+    /// Index: the sessions with an A9 expiry deadline (``AudioPolicy/a9ExpiryDeadline(_:in:config:)``).
+    var a9Timed: Set<AudioSessionID> = []
+    /// The sessions put or removed since the outputs were last derived: with the ringer, the
+    /// presence of a ducker and of a call, all an output depends on (``AudioPolicy/outputChanges(_:also:config:)``).
+    var changedSinceOutputs: Set<AudioSessionID> = []
     /// The ringer value the outputs were last derived with: when it changes, every session's
     /// output is derived again (A12 mutes inactive ambient sessions too).
     var outputsRingerSilent = false
+    /// Whether an active ducker (A2) existed when the outputs were last derived.
+    var outputsHadDucker = false
+    /// Whether an active call (A4) existed when the outputs were last derived.
+    var outputsHadCall = false
+    /// How many sessions' outputs the last event derived again (its cost in the walk that finds
+    /// output changes; issue 9). Not part of equality.
+    var outputsDerivedLastEvent = 0
 
     public init() {}
 
@@ -102,19 +129,24 @@ public struct AudioPolicyState: Codable, Sendable, Equatable {
 
     /// Active, non-interrupted calls (A4), by id.
     public var activeCalls: [AudioSession] {
-        liveSessions.filter { $0.state == .active && $0.descriptor.isCall }.sorted { $0.id < $1.id }
+        activeCallIDs.sorted().compactMap { sessions[$0] }
     }
 
     /// The sessions in `live`, in no particular order.
     var liveSessions: [AudioSession] { live.compactMap { sessions[$0] } }
 
-    /// Stores `s` under its id and keeps `live` in step.
-    mutating func put(_ s: AudioSession) {
-        sessions[s.id] = s
-        if s.state == .inactive { live.remove(s.id) } else { live.insert(s.id) }
+    /// Whether `set` holds an id other than `id` (another ducker, another call).
+    static func holdsOther(_ set: Set<AudioSessionID>, than id: AudioSessionID) -> Bool {
+        set.count > (set.contains(id) ? 1 : 0)
     }
 
-    /// Changes the session `id` in place (nothing if it is not registered), keeping `live` in step.
+    /// Stores `s` under its id and keeps the indexes in step.
+    mutating func put(_ s: AudioSession) {
+        let old = sessions.updateValue(s, forKey: s.id)
+        reindex(s.id, old: old, new: s)
+    }
+
+    /// Changes the session `id` in place (nothing if it is not registered), keeping the indexes in step.
     mutating func modify(_ id: AudioSessionID, _ change: (inout AudioSession) -> Void) {
         guard var s = sessions[id] else { return }
         change(&s)
@@ -123,8 +155,8 @@ public struct AudioPolicyState: Codable, Sendable, Equatable {
 
     /// Forgets the session `id` and its applied output.
     mutating func remove(_ id: AudioSessionID) {
-        sessions[id] = nil
-        live.remove(id)
+        let old = sessions.removeValue(forKey: id)
+        reindex(id, old: old, new: nil)
         applied[id] = nil
         shaped.remove(id)
     }
@@ -133,6 +165,69 @@ public struct AudioPolicyState: Codable, Sendable, Equatable {
     mutating func setApplied(_ id: AudioSessionID, _ out: SessionOutput) {
         applied[id] = out
         if out == .unity { shaped.remove(id) } else { shaped.insert(id) }
+    }
+
+    /// Brings every index in step with the session `id`, now `new` (nil: removed), before `old`.
+    private mutating func reindex(_ id: AudioSessionID, old: AudioSession?, new s: AudioSession?) {
+        changedSinceOutputs.insert(id)
+        func mark(_ set: inout Set<AudioSessionID>, _ member: Bool) {
+            if member { set.insert(id) } else { set.remove(id) }
+        }
+        let active = s?.state == .active, holds = s?.holdsActivation ?? false
+        mark(&live, s.map { $0.state != .inactive } ?? false)
+        mark(&activeDuckers, active && s!.descriptor.ducksOthers)
+        mark(&activeCallIDs, active && s!.descriptor.isCall)
+        mark(&exclusiveHolders, holds && !s!.descriptor.isMixable)
+        mark(&spokenAudioHolders, holds && s!.descriptor.mode == .spokenAudio)
+        mark(&delayed, s?.state == .delayed)
+        mark(&a8Timed, s.map { AudioPolicy.a8GraceStart($0) != nil } ?? false)
+        let before = old?.interruptedBy ?? [], after = s?.interruptedBy ?? []
+        if before != after {
+            for x in before.subtracting(after) {
+                interrupting[x]?.remove(id)
+                if interrupting[x]?.isEmpty == true {
+                    interrupting[x] = nil
+                    reindexA9(x)  // no longer an interrupter
+                }
+            }
+            for x in after.subtracting(before) {
+                let first = interrupting[x] == nil
+                interrupting[x, default: []].insert(id)
+                if first { reindexA9(x) }  // now an interrupter
+            }
+        }
+        reindexA9(id)
+    }
+
+    /// Keeps `a9Timed` in step for `id`: an active transient holder with no running stream.
+    private mutating func reindexA9(_ id: AudioSessionID) {
+        if let s = sessions[id], AudioPolicy.a9ExpiryStart(s, in: self) != nil { a9Timed.insert(id) } else { a9Timed.remove(id) }
+    }
+
+    /// What differs between the indexes and the sessions they derive from (empty when in step):
+    /// for tests, after every event.
+    func indexProblems() -> [String] {
+        var problems: [String] = []
+        func check<T: Equatable>(_ name: String, _ kept: T, _ derived: T) {
+            if kept != derived { problems.append("\(name): kept \(kept), derived \(derived)") }
+        }
+        let all = Array(sessions.values)
+        func ids(_ p: (AudioSession) -> Bool) -> Set<AudioSessionID> { Set(all.filter(p).map(\.id)) }
+        check("live", live, ids { $0.state != .inactive })
+        check("shaped", shaped, Set(applied.filter { $0.value != .unity }.keys))
+        check("activeDuckers", activeDuckers, ids { $0.state == .active && $0.descriptor.ducksOthers })
+        check("activeCallIDs", activeCallIDs, ids { $0.state == .active && $0.descriptor.isCall })
+        check("exclusiveHolders", exclusiveHolders, ids { $0.holdsActivation && !$0.descriptor.isMixable })
+        check("spokenAudioHolders", spokenAudioHolders, ids { $0.holdsActivation && $0.descriptor.mode == .spokenAudio })
+        check("delayed", delayed, ids { $0.state == .delayed })
+        var interrupters: [AudioSessionID: Set<AudioSessionID>] = [:]
+        for s in all { for x in s.interruptedBy { interrupters[x, default: []].insert(s.id) } }
+        check("interrupting", interrupting, interrupters)
+        check("a8Timed", a8Timed, ids { AudioPolicy.a8GraceStart($0) != nil })
+        check("a9Timed", a9Timed, ids {
+            $0.state == .active && !$0.isPlaying && ($0.descriptor.ducksOthers || $0.descriptor.isCall || interrupters[$0.id] != nil)
+        })
+        return problems
     }
 }
 
@@ -261,14 +356,15 @@ public enum AudioPolicy {
     }
 
     /// The next time a `.tick` is needed (A8 grace or A9 expiry), or nil when nothing is timed.
-    /// Looks only at `live` sessions: an inactive one has no deadline.
+    /// Looks only at the sessions that have a deadline (`a8Timed`, `a9Timed`).
     public static func nextDeadline(_ state: AudioPolicyState, config: AudioPolicyConfig) -> Double? {
         var best: Double?
         func consider(_ t: Double) { best = min(best ?? t, t) }
-        let interrupting = interrupters(in: state)
-        for s in state.liveSessions {
-            if let t = a8GraceDeadline(s, config: config) { consider(t) }
-            if let t = a9ExpiryDeadline(s, interrupters: interrupting, config: config) { consider(t) }
+        for id in state.a8Timed {
+            if let s = state.sessions[id], let t = a8GraceDeadline(s, config: config) { consider(t) }
+        }
+        for id in state.a9Timed {
+            if let s = state.sessions[id], let t = a9ExpiryDeadline(s, in: state, config: config) { consider(t) }
         }
         return best
     }
@@ -315,9 +411,7 @@ public enum AudioPolicy {
     /// reason `otherSession`. Mixable sessions keep playing.
     static func a1ExclusiveActivation(_ state: inout AudioPolicyState, by id: AudioSessionID, now: Double) -> [AudioPolicyEffect] {
         guard let taker = state.sessions[id], !taker.descriptor.isMixable else { return [] }
-        let losers = state.liveSessions.filter {
-            $0.id != id && $0.holdsActivation && !$0.descriptor.isMixable
-        }.map(\.id).sorted()
+        let losers = state.exclusiveHolders.filter { $0 != id }.sorted()
         return losers.flatMap { interrupt(&state, $0, by: id, reason: .otherSession, now: now) }
     }
 
@@ -325,15 +419,13 @@ public enum AudioPolicy {
     /// active `spokenAudio` session, reason `otherSession`.
     static func a3PauseSpokenAudio(_ state: inout AudioPolicyState, by id: AudioSessionID, now: Double) -> [AudioPolicyEffect] {
         guard let taker = state.sessions[id], taker.descriptor.interruptsSpokenAudio else { return [] }
-        let losers = state.liveSessions.filter {
-            $0.id != id && $0.holdsActivation && $0.descriptor.mode == .spokenAudio
-        }.map(\.id).sorted()
+        let losers = state.spokenAudioHolders.filter { $0 != id }.sorted()
         return losers.flatMap { interrupt(&state, $0, by: id, reason: .otherSession, now: now) }
     }
 
     /// A4: a call interrupts every other session holding an activation, mixable or not, reason `call`.
     static func a4CallInterruptsAll(_ state: inout AudioPolicyState, by id: AudioSessionID, now: Double) -> [AudioPolicyEffect] {
-        let losers = state.liveSessions.filter { $0.id != id && $0.holdsActivation }.map(\.id).sorted()
+        let losers = state.live.subtracting(state.delayed).filter { $0 != id }.sorted()
         return losers.flatMap { interrupt(&state, $0, by: id, reason: .call, now: now) }
     }
 
@@ -343,7 +435,7 @@ public enum AudioPolicy {
     static func a4RefuseDuringCall(_ state: inout AudioPolicyState, _ id: AudioSessionID, acceptsDelay: Bool,
                                    now: Double) -> ActivationResult? {
         guard let s = state.sessions[id], !s.descriptor.isCall, !s.descriptor.isMixable,
-              !state.activeCalls.isEmpty else { return nil }
+              !state.activeCallIDs.isEmpty else { return nil }
         guard acceptsDelay else { return .failed(code: .insufficientPriority) }
         state.modify(id) {
             $0.state = .delayed
@@ -355,7 +447,7 @@ public enum AudioPolicy {
     /// A4: `voicePrompt` sessions get a prompt style: `short` during a call, `normal` otherwise.
     static func promptStyle(_ s: AudioSession, in state: AudioPolicyState) -> PromptStyle? {
         guard s.descriptor.mode == .voicePrompt else { return nil }
-        return state.activeCalls.contains { $0.id != s.id } ? .short : .normal
+        return AudioPolicyState.holdsOther(state.activeCallIDs, than: s.id) ? .short : .normal
     }
 
     /// A6: interruptions stack. The first interrupter sends `interruptionBegan`; later ones only
@@ -393,7 +485,7 @@ public enum AudioPolicy {
         guard wasHolding else { return [] }
         // Calls always notify others (A5).
         var fx = a5ReleaseInterruptions(&state, by: id, notifyOthers: notifyOthers || s.descriptor.isCall, now: now)
-        if wasCall && state.activeCalls.isEmpty {
+        if wasCall && state.activeCallIDs.isEmpty {
             fx += a4ActivateDelayed(&state, now: now)
         }
         return fx
@@ -406,7 +498,7 @@ public enum AudioPolicy {
     static func a5ReleaseInterruptions(_ state: inout AudioPolicyState, by id: AudioSessionID, notifyOthers: Bool,
                                        now: Double) -> [AudioPolicyEffect] {
         var fx: [AudioPolicyEffect] = []
-        for otherID in state.live.sorted() {  // an interrupted session is live
+        for otherID in (state.interrupting[id] ?? []).sorted() {
             guard var o = state.sessions[otherID], o.interruptedBy.contains(id) else { continue }
             o.interruptedBy.remove(id)
             if o.interruptedBy.isEmpty {
@@ -429,7 +521,7 @@ public enum AudioPolicy {
 
     /// A4: when the last call ends, sessions that accepted delay are activated, first come first served.
     static func a4ActivateDelayed(_ state: inout AudioPolicyState, now: Double) -> [AudioPolicyEffect] {
-        let waiting = state.liveSessions.filter { $0.state == .delayed }
+        let waiting = state.delayed.compactMap { state.sessions[$0] }
             .sorted { ($0.delayedSince ?? 0, $0.id) < ($1.delayedSince ?? 0, $1.id) }
         var fx: [AudioPolicyEffect] = []
         for w in waiting {
@@ -453,18 +545,27 @@ public enum AudioPolicy {
 
     // MARK: Timed rules (A8, A9)
 
-    static func a8GraceDeadline(_ s: AudioSession, config: AudioPolicyConfig) -> Double? {
-        if let playerDeadline = a8PlayerGraceDeadline(s, config: config) { return playerDeadline }
+    /// A8: when the grace period of an interrupted session that keeps playing starts, and whether
+    /// the grace applies (a player that cannot pause is muted at once); nil: no grace period runs.
+    /// Independent of the config, so that the state can index the sessions that have one (`a8Timed`).
+    static func a8GraceStart(_ s: AudioSession) -> (at: Double, withGrace: Bool)? {
+        if let player = a8PlayerGraceStart(s) { return player.map { ($0, false) } }
         guard s.state == .interrupted, s.isPlaying, !s.enforcedMute, let at = s.interruptedAt else { return nil }
-        return max(at, s.playingChangedAt) + config.enforcementGrace
+        return (max(at, s.playingChangedAt), true)
+    }
+
+    /// A8: when an interrupted session that keeps playing is muted; nil when it is not.
+    static func a8GraceDeadline(_ s: AudioSession, config: AudioPolicyConfig) -> Double? {
+        guard let start = a8GraceStart(s) else { return nil }
+        return start.withGrace ? start.at + config.enforcementGrace : start.at
     }
 
     /// A8: an interrupted session whose streams keep playing past the grace period is muted; it is
     /// unmuted at `interruptionEnded` (``a5ReleaseInterruptions``). The session is told either way.
     static func a8Enforce(_ state: inout AudioPolicyState, now: Double, config: AudioPolicyConfig) -> [AudioPolicyEffect] {
         var fx: [AudioPolicyEffect] = []
-        // Found among the live sessions (an interrupted session is live); only they are sorted.
-        let due = state.live.filter { id in
+        // Found among the sessions with a grace period (`a8Timed`); only the due ones are sorted.
+        let due = state.a8Timed.filter { id in
             guard let s = state.sessions[id], let deadline = a8GraceDeadline(s, config: config) else { return false }
             return now >= deadline
         }
@@ -475,27 +576,23 @@ public enum AudioPolicy {
         return fx
     }
 
-    /// The sessions that interrupt a live one now (each id in a live session's `interruptedBy`):
-    /// found once per pass, so that A9's check of every live session is linear, not quadratic (it
-    /// searched every live session for each: 400 active sessions made each `session.register`
-    /// 110 ms in a debug build, a stranger's find).
-    static func interrupters(in state: AudioPolicyState) -> Set<AudioSessionID> {
-        var found = Set<AudioSessionID>()
-        for s in state.liveSessions where !s.interruptedBy.isEmpty { found.formUnion(s.interruptedBy) }
-        return found
+    /// Whether a session's activation affects others: it ducks, is a call, or interrupts someone
+    /// (the `interrupting` index).
+    static func isTransientHolder(_ s: AudioSession, in state: AudioPolicyState) -> Bool {
+        s.descriptor.ducksOthers || s.descriptor.isCall || state.interrupting[s.id] != nil
     }
 
-    /// Whether a session's activation affects others: it ducks, is a call, or interrupts someone
-    /// (`interrupters`: ``interrupters(in:)`` of the state now).
-    static func isTransientHolder(_ s: AudioSession, interrupters: Set<AudioSessionID>) -> Bool {
-        s.descriptor.ducksOthers || s.descriptor.isCall || interrupters.contains(s.id)
+    /// A9: since when an active transient holder has had no running stream; nil when it cannot
+    /// expire. Independent of the config, so that the state can index them (`a9Timed`).
+    static func a9ExpiryStart(_ s: AudioSession, in state: AudioPolicyState) -> Double? {
+        guard s.state == .active, !s.isPlaying, isTransientHolder(s, in: state) else { return nil }
+        return s.playingChangedAt
     }
 
     /// A9: when an active transient holder with no running stream expires (`transientExpiry`
     /// seconds after its streams stopped); nil when it does not.
-    static func a9ExpiryDeadline(_ s: AudioSession, interrupters: Set<AudioSessionID>, config: AudioPolicyConfig) -> Double? {
-        guard s.state == .active, !s.isPlaying, isTransientHolder(s, interrupters: interrupters) else { return nil }
-        return s.playingChangedAt + config.transientExpiry
+    static func a9ExpiryDeadline(_ s: AudioSession, in state: AudioPolicyState, config: AudioPolicyConfig) -> Double? {
+        a9ExpiryStart(s, in: state).map { $0 + config.transientExpiry }
     }
 
     /// A9: a ducking or interrupting session with no running stream for the expiry time is
@@ -503,14 +600,13 @@ public enum AudioPolicy {
     static func a9Expire(_ state: inout AudioPolicyState, now: Double, config: AudioPolicyConfig) -> [AudioPolicyEffect] {
         var fx: [AudioPolicyEffect] = []
         // In id order, each checked against the state left by the expiries before it (an expiry
-        // resumes whom it interrupted). An active session is live, and none becomes live here.
-        // The due ones are found first and only they are sorted, again after each expiry among
-        // the ids after it.
-        var interrupting = interrupters(in: state)
+        // resumes whom it interrupted, and may end another's part as an interrupter). The due ones
+        // are found among the sessions that can expire (`a9Timed`) and only they are sorted, again
+        // after each expiry among the ids after it.
         func due(after last: AudioSessionID?) -> [AudioSessionID] {
-            state.live.filter { id in
+            state.a9Timed.filter { id in
                 if let last, !(last < id) { return false }
-                guard let s = state.sessions[id], let deadline = a9ExpiryDeadline(s, interrupters: interrupting, config: config) else { return false }
+                guard let s = state.sessions[id], let deadline = a9ExpiryDeadline(s, in: state, config: config) else { return false }
                 return now >= deadline
             }.sorted()
         }
@@ -518,7 +614,6 @@ public enum AudioPolicy {
         while let id = next.popFirst() {
             fx.append(.expired(id))
             fx += deactivate(&state, id, notifyOthers: true, now: now, config: config)
-            interrupting = interrupters(in: state)  // the deactivation released whom it interrupted
             next = due(after: id)[...]
         }
         return fx
@@ -536,16 +631,14 @@ public enum AudioPolicy {
     }
 
     /// What the outputs of all sessions depend on besides the session itself: the active duckers
-    /// (A2) and the active calls (A4), found once per event among the `live` sessions.
+    /// (A2) and the active calls (A4), from the state's indexes.
     struct OutputContext {
-        var duckers: [AudioSessionID] = []
-        var calls: [AudioSessionID] = []
+        var duckers: Set<AudioSessionID>
+        var calls: Set<AudioSessionID>
 
         init(_ state: AudioPolicyState) {
-            for s in state.liveSessions where s.state == .active {
-                if s.descriptor.ducksOthers { duckers.append(s.id) }
-                if s.descriptor.isCall { calls.append(s.id) }
-            }
+            duckers = state.activeDuckers
+            calls = state.activeCallIDs
         }
     }
 
@@ -560,32 +653,41 @@ public enum AudioPolicy {
             return out
         }
         guard s.state == .active, !s.descriptor.isCall else { return out }
-        let duckedByPrompt = !s.descriptor.ducksOthers && context.duckers.contains { $0 != s.id }
-        let duckedByCall = context.calls.contains { $0 != s.id }
+        let duckedByPrompt = !s.descriptor.ducksOthers && AudioPolicyState.holdsOther(context.duckers, than: s.id)
+        let duckedByCall = AudioPolicyState.holdsOther(context.calls, than: s.id)
         if duckedByPrompt || duckedByCall { out.gainDb = config.duckLevelDb }
         return out
     }
 
     /// Compares the derived output of every session that can have changed with what was last
-    /// applied and emits the changes, ramped down or up per A2. The sessions that can have changed
-    /// are the `live` ones, the `shaped` ones (an output to undo), the ones the event named
-    /// (`also`), and all of them when the ringer changed (A12); an inactive, unshaped session the
-    /// event did not name keeps its unity output.
+    /// applied and emits the changes, ramped down or up per A2.
+    ///
+    /// A session's output depends on the session itself, its applied gain (while interrupted), the
+    /// ringer (A12), and whether another active ducker (A2) or call (A4) exists. For a session the
+    /// event did not change, "another" is "any": a session that became or stopped being a ducker
+    /// or a call changed. So the sessions that can have changed are the ones the event changed
+    /// (`changedSinceOutputs`) or named (`also`); the `live` and `shaped` ones too when the
+    /// presence of a ducker or of a call flipped; and every session when the ringer changed. An
+    /// event that changes one session with 1,000 others active derives one output, not 1,001.
     static func outputChanges(_ state: inout AudioPolicyState, also touched: [AudioSessionID] = [],
                               config: AudioPolicyConfig) -> [AudioPolicyEffect] {
-        var candidates: Set<AudioSessionID>
+        var candidates = state.changedSinceOutputs
+        candidates.formUnion(touched)
+        let hasDucker = !state.activeDuckers.isEmpty, hasCall = !state.activeCallIDs.isEmpty
         if state.outputsRingerSilent != state.ringerSilent {
             candidates = Set(state.sessions.keys)
-            state.outputsRingerSilent = state.ringerSilent
-        } else {
-            candidates = state.live.union(state.shaped)
-            candidates.formUnion(touched)
+        } else if state.outputsHadDucker != hasDucker || state.outputsHadCall != hasCall {
+            candidates.formUnion(state.live)
+            candidates.formUnion(state.shaped)
         }
+        state.outputsRingerSilent = state.ringerSilent
+        state.outputsHadDucker = hasDucker
+        state.outputsHadCall = hasCall
+        state.changedSinceOutputs = []
         let context = OutputContext(state)
-        // Each candidate's output depends on itself and the context only: the changed ones are
-        // found first, and only they are sorted. (Sorting every candidate was a small part of an
-        // event's cost with 1,000 active: 838 → 798 µs; the walks themselves remain.)
+        // The changed ones are found first, and only they are sorted.
         var changed: [(id: AudioSessionID, new: SessionOutput, old: SessionOutput)] = []
+        state.outputsDerivedLastEvent = candidates.count
         for id in candidates {
             guard let s = state.sessions[id] else { continue }
             let new = output(of: s, in: state, context, config: config)
@@ -595,7 +697,7 @@ public enum AudioPolicy {
         var fx: [AudioPolicyEffect] = []
         for (id, new, old) in changed.sorted(by: { $0.id < $1.id }) {
             let ramp = new.gainDb < old.gainDb ? config.duckRampDown : (new.gainDb > old.gainDb ? config.duckRampUp : 0)
-            state.setApplied(id, new)
+            state.setApplied(id, new)  // changes `applied` only: the session's output inputs stay
             fx.append(.setOutput(id, new, rampSeconds: ramp))
         }
         return fx

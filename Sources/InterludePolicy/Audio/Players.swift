@@ -6,7 +6,7 @@
 /// three steps of its own, each a function named after its rule:
 /// - ``AudioPolicy/a4a3PausePlayers(_:_:now:)``: an interruption (a call, A4; a spoken-audio
 ///   pause, A3) of a `Playing` player that can pause becomes a `Pause` call instead of a mute.
-/// - ``AudioPolicy/a8PlayerGraceDeadline(_:config:)``: A8 muting stays the fallback: at once for a
+/// - ``AudioPolicy/a8PlayerGraceStart(_:)``: A8 muting stays the fallback: at once for a
 ///   player that cannot pause, after the grace period for one that does not obey `Pause`.
 /// - ``AudioPolicy/a5ResumePlayers(_:_:)``: at `interruptionEnded` with `shouldResume`, `Play`
 ///   goes only to a player Interlude itself paused, that is still paused and that the user did not
@@ -129,12 +129,12 @@ extension AudioPolicy {
         return []
     }
 
-    /// A8 for players: the grace deadline of an interrupted player, or nil to use the general one
-    /// (``a8GraceDeadline(_:config:)``) unchanged. A player the user touched during the
+    /// A8 for players: when an interrupted player is muted (no grace period added), or nil to use
+    /// the general rule (``a8GraceStart(_:)``) unchanged. A player the user touched during the
     /// interruption is left alone (no mute, A5); one that cannot pause has nobody to obey the
     /// interruption, so its streams are muted at once; one told to `Pause` gets the grace period.
     /// Returns `.some(nil)` for "no deadline".
-    static func a8PlayerGraceDeadline(_ s: AudioSession, config: AudioPolicyConfig) -> Double?? {
+    static func a8PlayerGraceStart(_ s: AudioSession) -> Double?? {
         guard let p = s.player else { return .none }
         if p.userTouched { return .some(nil) }
         if !p.facts.pausable, s.state == .interrupted, s.isPlaying, !s.enforcedMute, let at = s.interruptedAt {
@@ -165,7 +165,7 @@ extension AudioPolicy {
                 p.lastRule = rule
                 out.append(.pausePlayer(id, rule: rule))
             }
-            // A playing player that cannot pause: A8 mutes it (``a8PlayerGraceDeadline``).
+            // A playing player that cannot pause: A8 mutes it (``a8PlayerGraceStart``).
             state.modify(id) { $0.player = p }
         }
         return out

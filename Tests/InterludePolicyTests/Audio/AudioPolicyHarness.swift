@@ -1,11 +1,19 @@
-import InterludePolicy
+import Testing
+@testable import InterludePolicy
 
 /// Drives the pure audio arbiter through a timeline with a manual clock and records its effects.
+///
+/// After every event it checks what the policy's speed rests on (issue 9): the state's indexes
+/// agree with the sessions they derive from, and every session's derived output is the one last
+/// applied (no output change was missed by deriving only the sessions that can have changed).
 struct AudioHarness {
     var state = AudioPolicyState()
     var config = AudioPolicyConfig()
     var now: Double = 0
     var log: [AudioPolicyEffect] = []
+    /// Whether every event is followed by ``checkConsistency(_:)`` (off for timelines of thousands
+    /// of sessions, which check once at the end).
+    var checksEveryEvent = true
 
     static let music = AudioSessionDescriptor(app: "org.example.Music", category: .playback)
     static let music2 = AudioSessionDescriptor(app: "org.example.Radio", category: .playback)
@@ -35,7 +43,23 @@ struct AudioHarness {
         if let t { now = t }
         let fx = AudioPolicy.reduce(&state, e, now: now, config: config)
         log += fx
+        if checksEveryEvent { checkConsistency("after \(e)") }
         return fx
+    }
+
+    /// Records an issue for each index out of step with the sessions and each session whose
+    /// derived output differs from the one last applied.
+    func checkConsistency(_ when: String, sourceLocation: SourceLocation = #_sourceLocation) {
+        for problem in state.indexProblems() {
+            Issue.record("index out of step \(when): \(problem)", sourceLocation: sourceLocation)
+        }
+        for s in state.sessions.values {
+            let derived = AudioPolicy.output(of: s, in: state, config: config)
+            let applied = state.applied[s.id] ?? .unity
+            if derived != applied {
+                Issue.record("\(s.id) derives \(derived) but \(applied) is applied \(when)", sourceLocation: sourceLocation)
+            }
+        }
     }
     mutating func activate(_ name: String, acceptsDelay: Bool = false, at t: Double? = nil) -> [AudioPolicyEffect] {
         send(.activate(AudioSessionID(name), acceptsDelay: acceptsDelay), at: t)

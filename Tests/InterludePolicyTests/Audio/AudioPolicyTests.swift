@@ -1,5 +1,5 @@
 import Testing
-import InterludePolicy
+@testable import InterludePolicy
 
 /// One suite per rule of POLICY.md part A; each test names the rule it proves.
 @Suite struct AudioPolicyRuleTests {
@@ -438,5 +438,46 @@ import InterludePolicy
         #expect(crowded.effects == plain.effects)
         #expect(crowded.live == plain.live)
         #expect(!plain.effects.isEmpty)
+    }
+}
+
+/// What an event costs when many sessions are active (issue 9): the outputs derived again are
+/// those of the sessions the event can change, not of every live one.
+@Suite struct AudioPolicyCostTests {
+    @Test func anEventDerivesTheOutputsOfTheSessionsItCanChangeNotOfEveryActiveOne() {
+        var h = AudioHarness()
+        h.checksEveryEvent = false
+        for i in 0..<1000 { h.start("ambient\(i)", AudioHarness.game) }  // active, playing, mixable
+        h.checkConsistency("after 1,000 activations")
+        h.checksEveryEvent = true
+        h.register("music", AudioHarness.music)
+        #expect(h.state.outputsDerivedLastEvent == 1)
+        h.send(.playing(id("music"), true))
+        #expect(h.state.outputsDerivedLastEvent == 1)
+        h.activate("music")  // A1: interrupts no mixable session
+        #expect(h.state.outputsDerivedLastEvent == 1)
+        h.start("radio", AudioHarness.music2)  // A1: interrupts the music
+        #expect(h.stateOf("music") == .interrupted)
+        #expect(h.state.outputsDerivedLastEvent == 2)
+        // The first ducker changes every active session's output (A2): all of them are derived.
+        h.register("nav", AudioHarness.nav)
+        let duck = h.activate("nav")
+        #expect(h.state.outputsDerivedLastEvent >= 1001)
+        #expect(duck.filter { if case .setOutput = $0 { return true } else { return false } }.count == 1001)
+        // A second ducker changes nobody else's output.
+        h.register("assistant", AudioHarness.assistant)
+        _ = h.activate("assistant")
+        #expect(h.state.outputsDerivedLastEvent == 1)
+        h.deactivate("assistant")
+        #expect(h.state.outputsDerivedLastEvent == 1)
+        // The last ducker's end undoes every duck.
+        let undo = h.deactivate("nav")
+        #expect(h.state.outputsDerivedLastEvent >= 1001)
+        #expect(undo.filter { if case .setOutput = $0 { return true } else { return false } }.count == 1001)
+        // A8: the music kept playing while interrupted; the tick past its grace mutes it alone.
+        #expect(h.tick(to: 100).contains(.enforcementChanged(id("music"), muted: true)))
+        #expect(h.state.outputsDerivedLastEvent == 1)
+        #expect(h.tick(to: 200).isEmpty)
+        #expect(h.state.outputsDerivedLastEvent == 0)
     }
 }
