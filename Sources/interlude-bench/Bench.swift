@@ -348,8 +348,9 @@ enum Bench {
         markdownTable(
             "**Every session active** (pure policy, in-process): N `ambient` sessions registered and activated "
             + "(each event followed by `nextDeadline`, as the engine does), then one more registered, activated and "
-            + "unregistered (median per event of \(runs)). Each event walks the live sessions a few times: per event "
-            + "linear in the live sessions, all N activated in N².",
+            + "unregistered (median per event of \(runs)). An event looks only at the sessions it can change "
+            + "(the state's indexes): the same per event at any N, all N activated in time linear in N. "
+            + "Before the indexes (2026-12-05, 07:17 UTC): 11 µs, 89 µs, 0.8 ms and 7.4 ms per event.",
             columns: ["sessions, all active", "per event", "p90", "registering and activating all N"],
             rows: rows.map { n, r in ["\(n)", us(r.perEvent.median), us(r.perEvent.quantile(0.9)), us(r.activateAll)] })
     }

@@ -53,9 +53,9 @@ public struct SessionOutput: Codable, Sendable, Equatable {
 /// The whole state of the audio arbiter.
 ///
 /// Besides the sessions it keeps indexes, derived from them and kept in step by the policy's own
-/// mutators (`put`, `modify`, `remove`, `setApplied`): which sessions are live, shaped, active
-/// duckers and calls, exclusive and spoken-audio holders, delayed, timed (A8, A9), who interrupts
-/// whom, and which changed since the outputs were last derived. Every rule looks only at the index
+/// mutators (`put`, `modify`, `remove`): which sessions are live, active duckers and calls,
+/// exclusive and spoken-audio holders, delayed, timed (A8, A9), who interrupts whom, and which
+/// changed since the outputs were last derived. Every rule looks only at the index
 /// it needs (and at the sessions its event names), so an event costs in proportion to the sessions
 /// it can affect, not to the sessions registered, nor to the ones active and untouched (issue 9).
 /// `sessions` and `applied` are therefore read-only outside the policy.
@@ -69,8 +69,6 @@ public struct AudioPolicyState: Codable, Sendable, Equatable {
     /// Index: the sessions whose state is not `.inactive` (active, interrupted or delayed): the only
     /// ones that can interrupt, be interrupted, duck, be ducked, be enforced (A8) or expire (A9).
     public internal(set) var live: Set<AudioSessionID> = []
-    /// Index: the sessions whose `applied` output is not `.unity` (ducked or muted now).
-    var shaped: Set<AudioSessionID> = []
     /// Index: the active sessions with `duckOthers` (A2).
     var activeDuckers: Set<AudioSessionID> = []
     /// Index: the active calls (A4).
@@ -158,13 +156,11 @@ public struct AudioPolicyState: Codable, Sendable, Equatable {
         let old = sessions.removeValue(forKey: id)
         reindex(id, old: old, new: nil)
         applied[id] = nil
-        shaped.remove(id)
     }
 
-    /// Records the output handed to the engine for `id`, keeping `shaped` in step.
+    /// Records the output handed to the engine for `id`.
     mutating func setApplied(_ id: AudioSessionID, _ out: SessionOutput) {
         applied[id] = out
-        if out == .unity { shaped.remove(id) } else { shaped.insert(id) }
     }
 
     /// Brings every index in step with the session `id`, now `new` (nil: removed), before `old`.
@@ -214,7 +210,6 @@ public struct AudioPolicyState: Codable, Sendable, Equatable {
         let all = Array(sessions.values)
         func ids(_ p: (AudioSession) -> Bool) -> Set<AudioSessionID> { Set(all.filter(p).map(\.id)) }
         check("live", live, ids { $0.state != .inactive })
-        check("shaped", shaped, Set(applied.filter { $0.value != .unity }.keys))
         check("activeDuckers", activeDuckers, ids { $0.state == .active && $0.descriptor.ducksOthers })
         check("activeCallIDs", activeCallIDs, ids { $0.state == .active && $0.descriptor.isCall })
         check("exclusiveHolders", exclusiveHolders, ids { $0.holdsActivation && !$0.descriptor.isMixable })
@@ -666,8 +661,8 @@ public enum AudioPolicy {
     /// ringer (A12), and whether another active ducker (A2) or call (A4) exists. For a session the
     /// event did not change, "another" is "any": a session that became or stopped being a ducker
     /// or a call changed. So the sessions that can have changed are the ones the event changed
-    /// (`changedSinceOutputs`) or named (`also`); the `live` and `shaped` ones too when the
-    /// presence of a ducker or of a call flipped; and every session when the ringer changed. An
+    /// (`changedSinceOutputs`) or named (`also`); the `live` ones too when the presence of a
+    /// ducker or of a call flipped; and every session when the ringer changed. An
     /// event that changes one session with 1,000 others active derives one output, not 1,001.
     static func outputChanges(_ state: inout AudioPolicyState, also touched: [AudioSessionID] = [],
                               config: AudioPolicyConfig) -> [AudioPolicyEffect] {
@@ -677,8 +672,7 @@ public enum AudioPolicy {
         if state.outputsRingerSilent != state.ringerSilent {
             candidates = Set(state.sessions.keys)
         } else if state.outputsHadDucker != hasDucker || state.outputsHadCall != hasCall {
-            candidates.formUnion(state.live)
-            candidates.formUnion(state.shaped)
+            candidates.formUnion(state.live)  // an inactive session's output depends on neither
         }
         state.outputsRingerSilent = state.ringerSilent
         state.outputsHadDucker = hasDucker

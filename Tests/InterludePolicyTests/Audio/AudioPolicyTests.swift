@@ -402,8 +402,9 @@ import Testing
     }
 
     @Test func A12_theRingerAlsoMutesInactiveAmbientSessionsThatNoIndexHolds() {
-        // The policy derives outputs only for live or shaped sessions unless the ringer changed:
-        // an inactive ambient session is neither, and must still be muted by a silent ringer, and
+        // The policy derives outputs only for the sessions an event changed (and the live ones when
+        // a ducker or call comes or goes) unless the ringer changed: an idle ambient session is
+        // none of them, and must still be muted by a silent ringer, and
         // one registered under a silent ringer must start muted.
         var h = AudioHarness()
         h.register("idle", AudioHarness.game)
@@ -479,5 +480,56 @@ import Testing
         #expect(h.state.outputsDerivedLastEvent == 1)
         #expect(h.tick(to: 200).isEmpty)
         #expect(h.state.outputsDerivedLastEvent == 0)
+    }
+}
+
+/// Random timelines (seeded, so a failure replays) of every kind of event over a few sessions of
+/// every kind: after each event the harness checks that the indexes agree with the sessions and
+/// that every derived output is the one applied (issue 9's indexes must never change a decision).
+@Suite struct AudioPolicyRandomTimelineTests {
+    /// SplitMix64: a small deterministic generator.
+    struct Seeded: RandomNumberGenerator {
+        var state: UInt64
+        mutating func next() -> UInt64 {
+            state &+= 0x9E37_79B9_7F4A_7C15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return z ^ (z >> 31)
+        }
+    }
+
+    static let kinds: [AudioSessionDescriptor] = [
+        AudioHarness.music, AudioHarness.music2, AudioHarness.podcast, AudioHarness.nav, AudioHarness.duckOnlyNav,
+        AudioHarness.assistant, AudioHarness.call, AudioHarness.game, AudioHarness.solo,
+    ]
+    static let facts: [PlayerFacts] = [
+        PlayerFacts(status: .playing), PlayerFacts(status: .paused), PlayerFacts(status: .stopped),
+        PlayerFacts(status: .playing, canPause: false), PlayerFacts(status: .playing, canPause: false, canPlay: false, canControl: false),
+    ]
+
+    @Test(arguments: 0..<40)
+    func indexesAndOutputsStayInStepWithTheSessions(seed: UInt64) {
+        var rng = Seeded(state: seed)
+        var h = AudioHarness()
+        let names = (0..<8).map { "s\($0)" }
+        func any<T>(_ xs: [T]) -> T { xs[Int.random(in: 0..<xs.count, using: &rng)] }
+        for _ in 0..<300 {
+            let n = id(any(names))
+            h.now += Double.random(in: 0...3, using: &rng)
+            switch Int.random(in: 0..<13, using: &rng) {
+            case 0, 1: h.send(.register(n, any(Self.kinds)))
+            case 2, 3: h.send(.activate(n, acceptsDelay: Bool.random(using: &rng)))
+            case 4: h.send(.deactivate(n, notifyOthers: Bool.random(using: &rng)))
+            case 5: h.send(.unregister(n, notifyOthers: Bool.random(using: &rng)))
+            case 6: h.send(.clientGone([n, id(any(names))]))
+            case 7, 8: h.send(.playing(n, Bool.random(using: &rng)))
+            case 9: h.send(.ringer(silent: Bool.random(using: &rng)))
+            case 10: h.send(.playerAppeared(n, AudioPolicy.playerDescriptor(app: "p", role: nil, spokenAudio: Bool.random(using: &rng)), any(Self.facts)))
+            case 11: h.send(.playerChanged(n, any(Self.facts), descriptor: nil))
+            default: h.send(.tick)
+            }
+        }
+        #expect(!h.log.isEmpty)
     }
 }
