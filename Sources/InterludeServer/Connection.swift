@@ -98,8 +98,9 @@ final class Connection: GatheredOutput, @unchecked Sendable {
     private let lock = NSLock()
     private var phase = Phase.open
     private var framer = LineFramer()
-    private var output: [UInt8] = []
-    private var outputHead = 0
+    /// The lines to write, as the buffers they were encoded in (shared with the other
+    /// connections that write the same event).
+    private var output = OutputQueue()
     /// Lines appended inside an ``OutputGathering`` scope and not yet written: more lines may be
     /// appended at once (they follow them), and the scope's end writes them all.
     private var gathered = false
@@ -364,7 +365,7 @@ final class Connection: GatheredOutput, @unchecked Sendable {
             guard phase == .open else { return nil }
             // Behind paced lines: encoded now and queued behind them (``enqueue(_:paced:)``).
             if pacingLocked { return true }
-            return inFlight == 0 && sendsQueued == 0 && (outputHead == output.count || gathered)
+            return inFlight == 0 && sendsQueued == 0 && (output.isEmpty || gathered)
         }
         guard let idle else { return }
         if idle, let data = make() {
@@ -461,7 +462,7 @@ final class Connection: GatheredOutput, @unchecked Sendable {
                 }
                 return false
             }
-            if inFlight == 0, sendsQueued == 0, outputHead == output.count || gathered {
+            if inFlight == 0, sendsQueued == 0, output.isEmpty || gathered {
                 appendLocked(data)
                 checkBoundLocked(&after)
                 if phase == .open {
@@ -492,10 +493,13 @@ final class Connection: GatheredOutput, @unchecked Sendable {
         }
     }
 
-    private var pendingOutputLocked: Int { output.count - outputHead + inFlight }
+    private var pendingOutputLocked: Int { output.pendingBytes + inFlight }
 
     /// The paced lines waiting now, first to last (tests).
     var pacedLinesWaiting: [Data] { lock.withLock { Array(paced[pacedHead...]) } }
+
+    /// The lines in the output not yet wholly written, first to last (tests).
+    var outputLinesWaiting: [Data] { lock.withLock { Array(output.waiting) } }
 
     /// Whether a line sent now must queue in the paced lane, behind paced lines.
     private var pacingLocked: Bool { pacedHead < paced.count || pacedInOutput }
@@ -507,7 +511,7 @@ final class Connection: GatheredOutput, @unchecked Sendable {
         guard !paced.isEmpty, inFlight == 0, sendsQueued == 0 else { return }
         while pacedHead < paced.count {
             let line = paced[pacedHead]
-            let pending = output.count - outputHead
+            let pending = output.pendingBytes
             guard pending == 0 || pending + line.count + 1 <= limits.maxOutputBytes else { break }
             appendLocked(line)
             paced[pacedHead] = Data()
@@ -525,12 +529,7 @@ final class Connection: GatheredOutput, @unchecked Sendable {
     }
 
     private func appendLocked(_ data: Data) {
-        if outputHead > 0 && outputHead * 2 >= output.count {
-            output.removeFirst(outputHead)
-            outputHead = 0
-        }
-        output.append(contentsOf: data)
-        output.append(0x0a)
+        output.append(data)
     }
 
     private func checkBoundLocked(_ after: inout [() -> Void]) {
@@ -562,21 +561,17 @@ final class Connection: GatheredOutput, @unchecked Sendable {
     private func flushLocked(_ after: inout [() -> Void]) {
         while true {
             movePacedLocked()
-            guard outputHead < output.count else { break }
-            // send(MSG_NOSIGNAL): a peer that went away must not raise SIGPIPE in the daemon.
-            let n = output.withUnsafeBytes { Glibc.send(fd, $0.baseAddress! + outputHead, $0.count - outputHead, Int32(MSG_NOSIGNAL)) }
-            if n > 0 { outputHead += n; continue }
-            if n < 0 && errno == EINTR { continue }
-            if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) {
+            guard !output.isEmpty else { break }
+            switch output.write(to: fd) {
+            case .allWritten: continue  // paced lines may move in now
+            case .full:
                 writer?.turnOn()
                 return
+            case .failed:
+                closeLocked(&after)
+                return
             }
-            closeLocked(&after)
-            return
         }
-        // All written: a large buffer is freed rather than kept for the connection's life.
-        output.removeAll(keepingCapacity: output.capacity <= 64 * 1024)
-        outputHead = 0
         pacedInOutput = false
         writer?.turnOff()
         if phase == .draining { closeLocked(&after) }
@@ -632,8 +627,7 @@ final class Connection: GatheredOutput, @unchecked Sendable {
         writer?.cancel()
         if reader == nil { closeDiscardingUnread(fd) }  // never started: no source owns the fd
         framer = LineFramer()
-        output = []
-        outputHead = 0
+        output.removeAll()
         paced = []
         pacedHead = 0
         pacedBytes = 0

@@ -171,6 +171,10 @@ public final class SocketServer: @unchecked Sendable {
     /// tests: whether connections hold a removal's bytes together.
     var pacedLinesWaiting: [[Data]] { queue.sync { live.values.map { $0.connection.pacedLinesWaiting } } }
 
+    /// The output lines not yet written in each open connection (``Connection/outputLinesWaiting``),
+    /// for tests: whether connections that do not read hold the same events' bytes together.
+    var outputLinesWaiting: [[Data]] { queue.sync { live.values.map { $0.connection.outputLinesWaiting } } }
+
     /// Whether a daemon answers on the socket at `path`.
     public static func isLive(_ path: String) -> Bool { UnixSocket.isLive(path) }
 

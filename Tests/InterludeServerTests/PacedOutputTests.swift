@@ -112,6 +112,43 @@ import Glibc
         withExtendedLifetime(peers) {}
     }
 
+    /// Peers that subscribe and never read hold the events waiting for them together: a
+    /// connection's output keeps each line as the buffer it was encoded in (`OutputQueue`), and an
+    /// event's line is encoded once for all (`EngineEvent.line`). Each peer copied every line into
+    /// a buffer of its own before, up to `server.maxOutputBytes` each.
+    @Test func peersThatDoNotReadHoldTheEventsWaitingTogether() async throws {
+        let d = try TestDaemon(overlay: #"{"authorization": {"default": "grant"}, "bursts": {"maxDeliveredPerApp": 1000}}"#)
+        defer { withExtendedLifetime(d) {} }
+        var peers: [RawPeer] = []
+        for _ in 0..<4 {
+            let p = try d.rawConnect()
+            _ = p.readLine()  // the greeting
+            p.send(#"{"id":1,"method":"hello","params":{"app":"\#(Engine.userToolApp)"}}"# + "\n")
+            #expect(p.reply()?.error == nil)
+            p.send(#"{"id":2,"method":"subscribe","params":{}}"# + "\n")
+            #expect(p.reply()?.error == nil)
+            peers.append(p)
+        }
+        let chat = try await InterludeClient.connect(socket: d.socket, app: "org.example.Chat")
+        _ = try await chat.call(NotificationMethod.requestAuthorization, RequestAuthorizationParams(options: [.alert]),
+                                as: AuthorizationResult.self)
+        // About 1.2 KB an event: past what the sockets take (a few hundred KB), the rest waits in
+        // each peer's output, under the 1 MiB bound.
+        for i in 0..<500 {
+            _ = try await chat.call(NotificationMethod.add, AddNotificationParams(identifier: "n\(i)-" + String(repeating: "x", count: 1000), title: "hi"),
+                                    as: AddNotificationResult.self)
+        }
+        let lanes = d.server.outputLinesWaiting.filter { $0.count > 1 }
+        #expect(lanes.count == peers.count, "every peer has lines waiting: \(lanes.map(\.count))")
+        let address = { (line: Data) in line.withUnsafeBytes { Int(bitPattern: $0.baseAddress) } }
+        let distinct = Set(lanes.flatMap { $0.map(address) })
+        let longest = lanes.map(\.count).max() ?? 0
+        #expect(longest > 10 && distinct.count == longest,
+                "\(distinct.count) distinct buffers for outputs of \(lanes.map(\.count)) lines: one copy of each event")
+        #expect(try await chat.status().version == "test", "the app's connection is open")
+        withExtendedLifetime(peers) {}
+    }
+
     /// A page of the center follows `maxOutputBytes` (a quarter of it when below 1 MiB: `Engine.listPageBytes`):
     /// at the smallest (64 KiB), `interlude center` over 100 notifications with identifiers of
     /// 1 KB got a 118 KB page and was closed as a client that does not read (a stranger's find).

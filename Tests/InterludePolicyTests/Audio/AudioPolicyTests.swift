@@ -455,7 +455,7 @@ import Testing
         #expect(h.state.outputsDerivedLastEvent == 1)
         h.send(.playing(id("music"), true))
         #expect(h.state.outputsDerivedLastEvent == 1)
-        h.activate("music")  // A1: interrupts no mixable session
+        _ = h.activate("music")  // A1: interrupts no mixable session
         #expect(h.state.outputsDerivedLastEvent == 1)
         h.start("radio", AudioHarness.music2)  // A1: interrupts the music
         #expect(h.stateOf("music") == .interrupted)
