@@ -163,6 +163,28 @@ public struct AudioPolicyState: Codable, Sendable, Equatable {
         applied[id] = out
     }
 
+    /// A6: `taker` joins the interrupters of `id`, which is interrupted already (its state, and so
+    /// its output and every index but `interrupting`, stay as they are). The set grows in place:
+    /// the session is not copied out and put back, which copied a set of as many interrupters as
+    /// a pile of exclusive activations had made (quadratic in the pile per activation).
+    mutating func stackInterrupter(_ taker: AudioSessionID, on id: AudioSessionID) {
+        guard sessions[id]?.interruptedBy.insert(taker).inserted == true else { return }
+        let first = interrupting[taker] == nil
+        interrupting[taker, default: []].insert(id)
+        if first { reindexA9(taker) }  // now an interrupter
+    }
+
+    /// A5/A6: `interrupter` leaves the interrupters of `id`, which stays interrupted by others;
+    /// in place, as ``stackInterrupter(_:on:)``.
+    mutating func unstackInterrupter(_ interrupter: AudioSessionID, from id: AudioSessionID) {
+        guard sessions[id]?.interruptedBy.remove(interrupter) != nil else { return }
+        interrupting[interrupter]?.remove(id)
+        if interrupting[interrupter]?.isEmpty == true {
+            interrupting[interrupter] = nil
+            reindexA9(interrupter)  // no longer an interrupter
+        }
+    }
+
     /// Brings every index in step with the session `id`, now `new` (nil: removed), before `old`.
     private mutating func reindex(_ id: AudioSessionID, old: AudioSession?, new s: AudioSession?) {
         changedSinceOutputs.insert(id)
@@ -449,6 +471,12 @@ public enum AudioPolicy {
     /// join the set.
     static func interrupt(_ state: inout AudioPolicyState, _ id: AudioSessionID, by taker: AudioSessionID,
                           reason: InterruptionReason, now: Double) -> [AudioPolicyEffect] {
+        // Interrupted already: the taker joins the set in place (a pile of interrupted sessions
+        // made every exclusive activation copy each one's set, a stranger's find).
+        if state.sessions[id]?.state == .interrupted {
+            state.stackInterrupter(taker, on: id)
+            return []
+        }
         guard var s = state.sessions[id], s.holdsActivation else { return [] }
         var fx: [AudioPolicyEffect] = []
         if s.interruptedBy.isEmpty {
@@ -494,6 +522,11 @@ public enum AudioPolicy {
                                        now: Double) -> [AudioPolicyEffect] {
         var fx: [AudioPolicyEffect] = []
         for otherID in (state.interrupting[id] ?? []).sorted() {
+            // Still interrupted by others: `id` leaves the set in place, nothing else changes.
+            if let count = state.sessions[otherID]?.interruptedBy.count, count > 1 {
+                state.unstackInterrupter(id, from: otherID)
+                continue
+            }
             guard var o = state.sessions[otherID], o.interruptedBy.contains(id) else { continue }
             o.interruptedBy.remove(id)
             if o.interruptedBy.isEmpty {
