@@ -533,3 +533,27 @@ import Testing
         #expect(!h.log.isEmpty)
     }
 }
+
+/// A6 with a pile: exclusive sessions activated one after another each interrupt every earlier one,
+/// and the sets grow in place (`stackInterrupter`); releasing them keeps the stack's order.
+@Suite struct AudioPolicyPileTests {
+    @Test func A6_aPileOfExclusiveActivationsUnwindsInOrder() {
+        var h = AudioHarness()
+        let n = 60
+        for i in 0..<n { h.start("s\(i)", AudioHarness.music) }
+        for i in 0..<(n - 1) {
+            #expect(h.stateOf("s\(i)") == .interrupted)
+            #expect(h.session("s\(i)").interruptedBy == Set(((i + 1)..<n).map { id("s\($0)") }))
+        }
+        // One in the middle leaves: the ones below it stay interrupted by those above it.
+        #expect(h.deactivate("s30").isEmpty)
+        #expect(h.session("s10").interruptedBy.count == n - 12)
+        // The top leaves with notification: only the next one down resumes.
+        #expect(h.deactivate("s\(n - 1)") == [.interruptionEnded(id("s\(n - 2)"), shouldResume: true)])
+        // Another app's exclusive activation joins every set, and its end restores the pile.
+        h.start("radio", AudioHarness.music2)
+        #expect(h.stateOf("s\(n - 2)") == .interrupted)
+        #expect(h.deactivate("radio") == [.interruptionEnded(id("s\(n - 2)"), shouldResume: true)])
+        #expect(h.session("s0").interruptedBy.count == n - 3)
+    }
+}
