@@ -536,6 +536,10 @@ public enum AudioPolicy {
                 o.enforcedMute = false
                 if notifyOthers {
                     o.state = .active
+                    // A9's clock starts again, as at an activation: the app was told to pause, and
+                    // is given the whole expiry time to play again (it was expired in the same
+                    // millisecond as its `interruptionEnded` after a call of 10 s, a stranger's find).
+                    if !o.isPlaying { o.playingChangedAt = now }
                     fx.append(.interruptionEnded(otherID, shouldResume: o.wasPlayingWhenInterrupted))
                 } else {
                     o.state = .inactive
