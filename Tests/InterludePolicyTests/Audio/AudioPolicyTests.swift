@@ -514,18 +514,6 @@ import Testing
 /// every kind: after each event the harness checks that the indexes agree with the sessions and
 /// that every derived output is the one applied (issue 9's indexes must never change a decision).
 @Suite struct AudioPolicyRandomTimelineTests {
-    /// SplitMix64: a small deterministic generator.
-    struct Seeded: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     static let kinds: [AudioSessionDescriptor] = [
         AudioHarness.music, AudioHarness.music2, AudioHarness.podcast, AudioHarness.nav, AudioHarness.duckOnlyNav,
         AudioHarness.assistant, AudioHarness.call, AudioHarness.game, AudioHarness.solo,
@@ -537,7 +525,7 @@ import Testing
 
     @Test(arguments: 0..<40)
     func indexesAndOutputsStayInStepWithTheSessions(seed: UInt64) {
-        var rng = Seeded(state: seed)
+        var rng = SplitMix64(state: seed)
         var h = AudioHarness()
         let names = (0..<8).map { "s\($0)" }
         func any<T>(_ xs: [T]) -> T { xs[Int.random(in: 0..<xs.count, using: &rng)] }

@@ -14,22 +14,10 @@ import Testing
         return r
     }
 
-    /// A reproducible generator (SplitMix64).
-    struct Seeded: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     /// Random sets, removals and in-place changes, checked against a dictionary after each step;
     /// a copy taken midway keeps its records.
     @Test func readsAndChangesLikeADictionaryAndACopyKeepsItsRecords() throws {
-        var rng = Seeded(state: 7)
+        var rng = SplitMix64(state: 7)
         var apps = NotificationAppRecords(), reference: [String: NotificationAppRecord] = [:]
         var copy = NotificationAppRecords(), copyReference: [String: NotificationAppRecord] = [:]
         for step in 0..<3000 {
