@@ -58,6 +58,21 @@ import Glibc
         return (d, chat, ids)
     }
 
+    /// `count` raw connections of the user's tool that say hello, subscribe, and then read nothing.
+    static func watchersThatDoNotRead(_ d: TestDaemon, count: Int) throws -> [RawPeer] {
+        var peers: [RawPeer] = []
+        for _ in 0..<count {
+            let p = try d.rawConnect()
+            _ = p.readLine()  // the greeting
+            p.send(#"{"id":1,"method":"hello","params":{"app":"\#(Engine.userToolApp)"}}"# + "\n")
+            #expect(p.reply()?.error == nil)
+            p.send(#"{"id":2,"method":"subscribe","params":{}}"# + "\n")
+            #expect(p.reply()?.error == nil)
+            peers.append(p)
+        }
+        return peers
+    }
+
     @Test func aRemovalLargerThanTheOutputBoundReachesTheAppTheWatcherAndTheCaller_N11() async throws {
         let watcher = Mutex<InterludeClient?>(nil)
         // A whole default center (1,000) of identifiers of 1 KB: about 1 MB in the events and 1 MB
@@ -88,16 +103,7 @@ import Glibc
     @Test func peersThatDoNotReadHoldOneCopyOfARemoval_N11() async throws {
         let (d, chat, ids) = try await Self.chatWithLongIdentifiers(1000)
         defer { withExtendedLifetime(d) {} }
-        var peers: [RawPeer] = []
-        for _ in 0..<4 {
-            let p = try d.rawConnect()
-            _ = p.readLine()  // the greeting
-            p.send(#"{"id":1,"method":"hello","params":{"app":"\#(Engine.userToolApp)"}}"# + "\n")
-            #expect(p.reply()?.error == nil)
-            p.send(#"{"id":2,"method":"subscribe","params":{}}"# + "\n")
-            #expect(p.reply()?.error == nil)
-            peers.append(p)
-        }
+        let peers = try Self.watchersThatDoNotRead(d, count: 4)
         let r = try await chat.call(NotificationMethod.remove, RemoveNotificationsParams(all: true), as: RemoveNotificationsResult.self)
         #expect(r.removed.count == ids.count)
         // The parts were sent before the reply: past what the sockets and the output took, they
@@ -119,16 +125,7 @@ import Glibc
     @Test func peersThatDoNotReadHoldTheEventsWaitingTogether() async throws {
         let d = try TestDaemon(overlay: #"{"authorization": {"default": "grant"}, "bursts": {"maxDeliveredPerApp": 1000}}"#)
         defer { withExtendedLifetime(d) {} }
-        var peers: [RawPeer] = []
-        for _ in 0..<4 {
-            let p = try d.rawConnect()
-            _ = p.readLine()  // the greeting
-            p.send(#"{"id":1,"method":"hello","params":{"app":"\#(Engine.userToolApp)"}}"# + "\n")
-            #expect(p.reply()?.error == nil)
-            p.send(#"{"id":2,"method":"subscribe","params":{}}"# + "\n")
-            #expect(p.reply()?.error == nil)
-            peers.append(p)
-        }
+        let peers = try Self.watchersThatDoNotRead(d, count: 4)
         let chat = try await InterludeClient.connect(socket: d.socket, app: "org.example.Chat")
         _ = try await chat.call(NotificationMethod.requestAuthorization, RequestAuthorizationParams(options: [.alert]),
                                 as: AuthorizationResult.self)
