@@ -53,11 +53,12 @@ public struct SessionOutput: Codable, Sendable, Equatable {
 /// The whole state of the audio arbiter.
 ///
 /// Besides the sessions it keeps indexes, derived from them and kept in step by the policy's own
-/// mutators (`put`, `modify`, `remove`): which sessions are live, active duckers and calls,
-/// exclusive and spoken-audio holders, delayed, timed (A8, A9), who interrupts whom, and which
-/// changed since the outputs were last derived. Every rule looks only at the index
-/// it needs (and at the sessions its event names), so an event costs in proportion to the sessions
-/// it can affect, not to the sessions registered, nor to the ones active and untouched (issue 9).
+/// mutators (`put`, `modify`, `remove`, and `stackInterrupter`/`unstackInterrupter` for A6): which
+/// sessions are live, active duckers and calls, exclusive and spoken-audio holders, delayed, timed
+/// (A8, A9), who interrupts whom, and which changed since the outputs were last derived. Every
+/// rule looks only at the index it needs (and at the sessions its event names), so an event costs
+/// in proportion to the sessions it can affect, not to the sessions registered, nor to the ones
+/// active and untouched (issue 9).
 /// `sessions` and `applied` are therefore read-only outside the policy.
 public struct AudioPolicyState: Codable, Sendable, Equatable {
     /// Every registered session, by id.
@@ -129,9 +130,6 @@ public struct AudioPolicyState: Codable, Sendable, Equatable {
     public var activeCalls: [AudioSession] {
         activeCallIDs.sorted().compactMap { sessions[$0] }
     }
-
-    /// The sessions in `live`, in no particular order.
-    var liveSessions: [AudioSession] { live.compactMap { sessions[$0] } }
 
     /// Whether `set` holds an id other than `id` (another ducker, another call).
     static func holdsOther(_ set: Set<AudioSessionID>, than id: AudioSessionID) -> Bool {
