@@ -108,4 +108,3 @@ import Testing
         #expect(Engine.removedEventParts([]) == [[]])
     }
 }
-
