@@ -130,6 +130,8 @@ public enum ConfigSchema {
               "N8: notifications one app may have waiting for a trigger; a new one beyond is refused (limitReached)."),
         .init("maxPendingTotal", .integer(default: 1000, range: 1...1000000, unit: "notifications"),
               "N8: notifications all apps together may have waiting for a trigger; a new one beyond is refused (limitReached)."),
+        .init("maxApps", .integer(default: 4096, range: 1...1000000, unit: "apps"),
+              "Apps the daemon keeps a record of; a new one beyond takes the place of the least recently seen that holds no choice of the user's and nothing waiting, else is refused (limitReached)."),
         .init("placeholderText", .string(default: "Notification", allowed: nil), "N13: body shown when previews are hidden."),
         .init("timeZone", .string(default: nil, allowed: nil), "N8: IANA time zone for wall-clock triggers and schedules; null = the system's."),
         .init("maxActionsPerCategory", .integer(default: 4, range: 0...64, unit: "actions"), "N14: actions per category."),

@@ -85,15 +85,18 @@ extension Engine {
 
     /// N1 for bus clients: they never ask. The first time an app is seen, the answer is the
     /// config's `bus.authorization` (`grant`, the desktop default; `deny`; or `prompt`, which
-    /// leaves it undetermined for the user); an answer the user gave stays.
+    /// leaves it undetermined for the user); an answer the user gave stays. A record the bus
+    /// makes is a bus app's, which the daemon may forget when it holds nothing else (`maxApps`).
+    /// - Throws: `limitReached` for a new app when no record may be forgotten.
     func authorizeBusApp(_ app: String) throws(WireError) {
         let record = notifState.apps[app]
-        if record?.settings.authorization == .notDetermined || record == nil {
-            switch config.string("bus.authorization") ?? "grant" {
-            case "grant": _ = try expect(notify(.setSettings(app: app, NotificationSettingsChange(authorization: .authorized))))
-            case "deny": _ = try expect(notify(.setSettings(app: app, NotificationSettingsChange(authorization: .denied))))
-            default: break
+        if record == nil || record?.settings.authorization == .notDetermined {
+            let answer: NotificationAuthorizationStatus? = switch config.string("bus.authorization") ?? "grant" {
+            case "grant": .authorized
+            case "deny": .denied
+            default: nil
             }
+            _ = try expect(notify(.busAppSeen(app: app, answer: answer)))
         }
         if notifState.apps[app]?.requestedOptions == nil {
             _ = try expect(notify(.requestAuthorization(app: app, options: [.alert, .sound, .badge])))

@@ -409,6 +409,10 @@ extension Engine {
             publish(NotificationEventName.authorizationRequested, .object(["app": .string(app), "options": enc(options)]), to: .app(app))
         case let .settingsChanged(app, settings):
             publish(NotificationEventName.settingsChanged, .object(["app": .string(app), "settings": enc(settings)]), to: .app(app, always: true))
+        case let .appForgotten(app):
+            // The app is gone from the daemon's records: only the user's tools hear of it.
+            log("apps: forgot \(app) (no choice of the user's, nothing waiting) to stay within maxApps \(notifConfig.maxApps)")
+            publish(NotificationEventName.appForgotten, .object(["app": .string(app)]), to: .userTools)
         }
     }
 

@@ -318,4 +318,6 @@ public enum NotificationEventName {
     public static let authorizationRequested = "authorizationRequested"
     public static let settingsChanged = "settingsChanged"
     public static let badgeChanged = "badgeChanged"
+    /// The daemon forgot an app's record to stay within `maxApps` (to the user's tools).
+    public static let appForgotten = "appForgotten"
 }

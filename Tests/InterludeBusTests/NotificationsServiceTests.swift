@@ -115,6 +115,33 @@ import Testing
         #expect(rig.sounds.plays.count == 2 && rig.sounds.plays[1].name == "message-new-instant")
     }
 
+    /// `maxApps` over the bus: any client names the app of its notifications (`-a`), and each new
+    /// name made a record kept for ever, on disk too. With the bound at 4 (the CLI's own record
+    /// among them) and a center of 2, twelve new names each get their notification in, and the
+    /// saved records stay at 4: those forgotten held nothing (their notification had left the
+    /// center). When every record holds something, a new name is refused: `Failed`, with the code.
+    @Test(.enabled(if: required()))
+    func aFloodOfNewAppNamesKeepsTheAppRecordsBounded() async throws {
+        let store = MemoryNotificationStore()
+        let rig = try await Rig("maxapps", config: #"{ maxApps: 4, bursts: { maxDeliveredTotal: 2 } }"#, store: store)
+        defer { rig.stop() }
+        for i in 0..<12 {
+            let o = try await rig.notifySend(["-p", "-a", "org.example.Flood\(i)", "n\(i)"])
+            #expect(o.status == 0, "\(i): \(o.stderr) \(store.saved.apps.keys.sorted())")
+        }
+        #expect(await rig.eventually { store.saved.apps.count == 4 }, "\(store.saved.apps.keys.sorted())")
+        let apps = Set(store.saved.apps.keys)
+        #expect(apps == [Engine.userToolApp, "org.example.Flood9", "org.example.Flood10", "org.example.Flood11"], "\(apps.sorted())")
+        #expect(try await rig.center().map(\.app).sorted() == ["org.example.Flood10", "org.example.Flood11"])
+
+        let full = try await Rig("maxapps-full", config: #"{ maxApps: 3 }"#)
+        defer { full.stop() }
+        for i in 0..<2 { #expect(try await full.notifySend(["-a", "org.example.Kept\(i)", "n\(i)"]).status == 0) }
+        let refused = try await full.notifySend(["-a", "org.example.New", "n"])
+        #expect(refused.status != 0 && refused.stderr.contains("limitReached") && refused.stderr.contains("maxApps"), "\(refused)")
+        #expect(try await full.notifySend(["-a", "org.example.Kept0", "again"]).status == 0, "a known app still notifies")
+    }
+
     /// The daemon stopping during a flood of `Notify` calls (issue 9, as for the socket): the
     /// object is unregistered first, the calls already taken are decided and answered, then the
     /// bus closes. Every notification in the center was answered with its id (N15).

@@ -57,6 +57,12 @@ public enum NotificationEvent: Codable, Sendable, Equatable {
     case limitsChanged
     /// The app registers (or unregisters) for remote notifications (issue 11; N1). Replies `.done`.
     case registerRemote(app: String, enabled: Bool)
+    /// A D-Bus client sent a notification of `app` (`Notify`): the app's record is made if there
+    /// is none, marked as a D-Bus app's (``NotificationAppRecord/viaBus``); an app whose authorization is undetermined gets
+    /// `answer` (the config's `bus.authorization`: D-Bus clients never ask; nil = `prompt`, left
+    /// to the user), marked as the default's (N1), and watchers are told (`settingsChanged`).
+    /// Replies `.done`, or `.failed(limitReached)` when a new app finds no room (``NotificationPolicyConfig/maxApps``).
+    case busAppSeen(app: String, answer: NotificationAuthorizationStatus?)
     /// A remote notification from a provider through the broker (issue 11), with the provider's
     /// message id. A message id of the same app among the last `dedupeWindow` seen replies `.duplicate` and
     /// changes nothing (exactly once: the broker may deliver a message again). Otherwise the id is
@@ -222,4 +228,7 @@ public enum NotificationWatcherEvent: Codable, Sendable, Equatable {
     case authorizationRequested(app: String, options: [NotificationAuthorizationOption])
     /// The user changed an app's settings (N2).
     case settingsChanged(app: String, NotificationAppSettings)
+    /// The daemon forgot an app's record to make room for a new app's (``NotificationPolicyConfig/maxApps``):
+    /// it held no choice of the user's and nothing waiting (``NotificationAppRecord/mayBeForgotten``).
+    case appForgotten(app: String)
 }

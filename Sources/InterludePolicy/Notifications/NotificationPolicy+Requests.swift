@@ -3,11 +3,30 @@
 extension NotificationReducer {
     /// Handles one event at `now`, after `advance(to: now)`.
     mutating func handle(_ event: NotificationEvent, at now: NotificationTime) {
+        // An event that may make a record for an app not known yet needs room for it (`maxApps`);
+        // the record it makes was seen now.
+        if let app = event.appItRecords, state.apps[app] == nil {
+            guard makeRoomForNewApp(app) else {
+                if case .appConnected = event { return }  // presence only: an app with no record is not kept
+                return fail(.limitReached, "the daemon keeps records of \(config.maxApps) apps (maxApps) and none of them may be "
+                            + "forgotten: each holds a choice of the user's or something waiting")
+            }
+            defer { if state.apps[app] != nil, state.apps[app]!.lastSeen == nil { state.apps[app]!.lastSeen = now } }
+            handleEvent(event, at: now)
+            return
+        }
+        handleEvent(event, at: now)
+    }
+
+    /// ``handle(_:at:)`` once there is room for the app's record.
+    private mutating func handleEvent(_ event: NotificationEvent, at now: NotificationTime) {
         switch event {
         case .requestAuthorization(let app, let options): requestAuthorization(app: app, options: options, at: now)
         case .setSettings(let app, let change):
             let settings = change.applied(to: state.apps[app, default: .init()].settings)
             state.apps[app, default: .init()].settings = settings
+            // N1: an authorization the user sets is the user's answer, not the default's.
+            if change.authorization != nil { state.apps[app]!.answeredByDefault = nil }
             effects.append(.emit(.settingsChanged(app: app, settings)))
             effects.append(.reply(.done))
         case .add(let request, let app, let path, let problem): add(request, app: app, peerPath: path, peerProblem: problem, at: now)
@@ -45,6 +64,17 @@ extension NotificationReducer {
         case .registerRemote(let app, let enabled):
             state.apps[app, default: .init()].remoteRegistered = enabled
             effects.append(.reply(.done))
+        case .busAppSeen(let app, let answer):
+            let known = state.apps[app]
+            var record = known ?? NotificationAppRecord()
+            if known == nil { record.viaBus = true }  // an app first known from the bus
+            if record.settings.authorization == .notDetermined, let answer {
+                record.settings.authorization = answer
+                record.answeredByDefault = true
+                effects.append(.emit(.settingsChanged(app: app, record.settings)))
+            }
+            state.apps[app] = record
+            effects.append(.reply(.done))
         case .addRemote(let request, let app, let messageID, let window):
             addRemote(request, app: app, messageID: messageID, dedupeWindow: window, at: now)
         case .remoteReceiptsOwed(let receipts):
@@ -64,9 +94,11 @@ extension NotificationReducer {
         var asked = record.requestedOptions ?? []
         for o in options where !asked.contains(o) { asked.append(o) }
         record.requestedOptions = asked
+        record.lastSeen = now
         let wantsProvisional = options.contains(.provisional)
         let status = record.settings.authorization
         if status == .notDetermined || (status == .provisional && !wantsProvisional) {
+            let before = record.settings.authorization
             switch config.authorization.default {
             case .grant: record.settings.authorization = wantsProvisional ? .provisional : .authorized
             case .deny: record.settings.authorization = .denied
@@ -77,6 +109,7 @@ extension NotificationReducer {
                     effects.append(.emit(.authorizationRequested(app: app, options: options)))
                 }
             }
+            if record.settings.authorization != before { record.answeredByDefault = true }
         }
         state.apps[app] = record
         let granted = record.isAuthorized ? asked : []
@@ -342,5 +375,48 @@ extension NotificationPolicy {
                                       config: NotificationPolicyConfig) -> RequestProblem? {
         if case .failure(let p) = NotificationReducer(state: NotificationState(), config: config).requestProblem(request, at: now) { return p }
         return nil
+    }
+}
+
+/// The bound on app records (``NotificationPolicyConfig/maxApps``).
+extension NotificationReducer {
+    /// Makes room for a record of `app`, not known yet, within `maxApps`: nothing to do under the
+    /// bound; at it, the least recently seen records that may be forgotten (``NotificationAppRecord/mayBeForgotten``,
+    /// and the app has nothing in the center, waiting for a trigger, held for the summary or
+    /// coalesced) are forgotten, oldest `lastSeen` first (then by app id), and watchers told
+    /// (`appForgotten`). False, and nothing forgotten, when not enough of them may go. A lowered
+    /// limit takes effect this way, as new apps come.
+    mutating func makeRoomForNewApp(_ app: String) -> Bool {
+        let excess = state.apps.count - config.maxApps + 1
+        guard excess > 0 else { return true }
+        var waiting: Set<String> = []
+        for n in state.delivered { waiting.insert(n.app) }
+        for p in state.pending { waiting.insert(p.app) }
+        for h in state.summaryQueue { waiting.insert(h.app) }
+        for h in state.coalesced { waiting.insert(h.app) }
+        var candidates: [(seen: Double, app: String)] = []
+        for (name, record) in state.apps where name != app && !waiting.contains(name) && record.mayBeForgotten {
+            candidates.append((record.lastSeen?.secondsSince1970 ?? -Double.infinity, name))
+        }
+        guard candidates.count >= excess else { return false }
+        let forgotten = excess == 1 ? [candidates.min { $0 < $1 }!] : Array(candidates.sorted { $0 < $1 }.prefix(excess))
+        for f in forgotten {
+            state.apps[f.app] = nil
+            effects.append(.emit(.appForgotten(app: f.app)))
+        }
+        return true
+    }
+}
+
+extension NotificationEvent {
+    /// The app whose record the event may make when it has none (and so needs room for it,
+    /// ``NotificationPolicyConfig/maxApps``); nil for events that make none.
+    var appItRecords: String? {
+        switch self {
+        case let .requestAuthorization(app, _), let .setSettings(app, _), let .appConnected(app), let .registerRemote(app, _),
+             let .registerCategories(app, _), let .busAppSeen(app, _):
+            app
+        default: nil
+        }
     }
 }

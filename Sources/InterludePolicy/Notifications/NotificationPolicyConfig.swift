@@ -25,6 +25,12 @@ public struct NotificationPolicyConfig: Codable, Sendable, Equatable {
     public var maxPendingPerApp: Int
     /// Most notifications all apps together may have waiting for a trigger (N8); default 1000.
     public var maxPendingTotal: Int
+    /// Most apps the daemon keeps a record of (their settings, authorization, badge); default
+    /// 4096. A new app beyond it takes the place of the least recently seen record that holds no
+    /// choice of the user's and nothing waiting (``NotificationAppRecord/mayBeForgotten``);
+    /// when none may go, its request is refused with `limitReached`. Any D-Bus client names the
+    /// app of its notifications, so without a bound each new name was kept for ever, on disk too.
+    public var maxApps: Int
     /// Body shown to watchers when previews are hidden and the category has no placeholder (N13).
     public var placeholderText: String
     /// IANA time zone for wall-clock triggers, schedules and summary times (N8); nil = the system's.
@@ -53,6 +59,7 @@ public struct NotificationPolicyConfig: Codable, Sendable, Equatable {
         minimumRepeatingInterval: Double = 60,
         maxPendingPerApp: Int = 64,
         maxPendingTotal: Int = 1000,
+        maxApps: Int = 4096,
         placeholderText: String = "Notification",
         timeZone: String? = nil,
         maxActionsPerCategory: Int = 4,
@@ -70,6 +77,7 @@ public struct NotificationPolicyConfig: Codable, Sendable, Equatable {
         self.minimumRepeatingInterval = minimumRepeatingInterval
         self.maxPendingPerApp = maxPendingPerApp
         self.maxPendingTotal = maxPendingTotal
+        self.maxApps = maxApps
         self.placeholderText = placeholderText
         self.timeZone = timeZone
         self.maxActionsPerCategory = maxActionsPerCategory
@@ -81,7 +89,7 @@ public struct NotificationPolicyConfig: Codable, Sendable, Equatable {
 
     private enum CodingKeys: String, CodingKey {
         case authorization, entitledCriticalApps, focusModes, summaryTimes, bursts, repeatedCallWindow
-        case minimumRepeatingInterval, maxPendingPerApp, maxPendingTotal, placeholderText, timeZone, maxActionsPerCategory
+        case minimumRepeatingInterval, maxPendingPerApp, maxPendingTotal, maxApps, placeholderText, timeZone, maxActionsPerCategory
         case defaultCriticalVolume, missedTriggerTolerance, decisionLogLimit, decisionHistoryPerNotification
     }
 
@@ -98,6 +106,7 @@ public struct NotificationPolicyConfig: Codable, Sendable, Equatable {
         minimumRepeatingInterval = try c.notificationValue(.minimumRepeatingInterval, d.minimumRepeatingInterval)
         maxPendingPerApp = try c.notificationValue(.maxPendingPerApp, d.maxPendingPerApp)
         maxPendingTotal = try c.notificationValue(.maxPendingTotal, d.maxPendingTotal)
+        maxApps = try c.notificationValue(.maxApps, d.maxApps)
         placeholderText = try c.notificationValue(.placeholderText, d.placeholderText)
         timeZone = try c.decodeIfPresent(String.self, forKey: .timeZone)
         maxActionsPerCategory = try c.notificationValue(.maxActionsPerCategory, d.maxActionsPerCategory)
@@ -138,6 +147,7 @@ public struct NotificationPolicyConfig: Codable, Sendable, Equatable {
         }
         if maxPendingPerApp < 1 { out.append("maxPendingPerApp: must be ≥ 1") }
         if maxPendingTotal < 1 { out.append("maxPendingTotal: must be ≥ 1") }
+        if maxApps < 1 { out.append("maxApps: must be ≥ 1") }
         if maxActionsPerCategory < 0 { out.append("maxActionsPerCategory: must be ≥ 0") }
         if repeatedCallWindow < 0 { out.append("repeatedCallWindow: must be ≥ 0") }
         return out

@@ -134,10 +134,23 @@ public struct NotificationAppRecord: Codable, Sendable, Equatable {
     public var queuedResponses: [NotificationActionResponse]
     /// Whether the app registered for remote notifications (issue 11, N1); nil = never asked.
     public var remoteRegistered: Bool?
+    /// When the app last made itself known: its record was made, or it requested authorization
+    /// (N1). Which record goes first when the daemon must forget one (``NotificationPolicyConfig/maxApps``);
+    /// nil in records saved before it was kept (they go first).
+    public var lastSeen: NotificationTime?
+    /// Whether the authorization in `settings` is the default's answer, not the user's: the
+    /// config's `authorization.default` answering the app's request (N1), or `bus.authorization`
+    /// answering a D-Bus app. Nil when the user answered, or in records saved before it was kept.
+    public var answeredByDefault: Bool?
+    /// Whether the record was made by a D-Bus notification of the app (`Notify`), whose next one
+    /// makes it again as it is now (its authorization, its options, its presence); nil = no (a
+    /// socket app's, or saved before it was kept).
+    public var viaBus: Bool?
 
-    /// A record for an app never seen before.
-    public init(settings: NotificationAppSettings = .init()) {
+    /// A record for an app never seen before (at `lastSeen`, if given).
+    public init(settings: NotificationAppSettings = .init(), lastSeen: NotificationTime? = nil) {
         self.settings = settings
+        self.lastSeen = lastSeen
         requestedOptions = nil
         categories = [:]
         badge = 0
@@ -166,6 +179,24 @@ public struct NotificationAppRecord: Codable, Sendable, Equatable {
 
     /// Whether the badge is kept for this app (N12).
     var badgesOn: Bool { settings.badge && granted(.badge) }
+
+    /// Whether the daemon may forget this record to stay within ``NotificationPolicyConfig/maxApps``:
+    /// it holds no choice of the user's and nothing waits on it, so that the app's next contact
+    /// makes the same record again. That is: every setting at its default, and the authorization
+    /// undetermined or the default's answer (``answeredByDefault``); no queued action responses
+    /// (N14), no remote registration; no badge, no categories and not connected, unless the app
+    /// is a D-Bus one (``viaBus``: the bus sets no badge, so its badge only counted its own
+    /// notifications up (N12), its categories are those of its own notifications, and it counts as
+    /// connected for as long as the daemon runs). What the app has in the center or waiting is
+    /// checked by the caller. A socket app forgotten this way must request authorization again
+    /// before its next notification (N1), as after a reinstall.
+    var mayBeForgotten: Bool {
+        var others = settings
+        others.authorization = .notDetermined
+        guard others == NotificationAppSettings(), queuedResponses.isEmpty, remoteRegistered == nil else { return false }
+        guard settings.authorization == .notDetermined || answeredByDefault == true else { return false }
+        return viaBus == true || (badge == 0 && categories.isEmpty && !connected)
+    }
 }
 
 /// A request waiting for its trigger (N8).
