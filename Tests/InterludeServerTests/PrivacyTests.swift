@@ -135,4 +135,41 @@ import InterludeWire
         try await user.setRinger(silent: true)
         #expect(try await chat.status().ringer == "silent")
     }
+
+    /// `maxApps` over the socket: a new app beyond the bound takes the place of an app that left
+    /// and held nothing (the least recently seen), and only the user's tools hear of it
+    /// (`appForgotten`): a subscribed app does not learn which other apps the daemon knew. The
+    /// forgotten app comes back by asking again.
+    @Test func aForgottenAppIsToldToTheUsersToolsOnly() async throws {
+        let d = try TestDaemon(overlay: #"{ authorization: { default: "grant" }, maxApps: 4 }"#)
+        let user = try await InterludeClient.connect(socket: d.socket, app: Engine.userToolApp)
+        try await user.subscribe()
+        let spy = try await app(d, "org.example.Spy")
+        try await spy.subscribe()
+        for gone in ["org.example.Old", "org.example.Mid"] { try await app(d, gone).close() }
+        // The new app's request, once both have been seen leaving (until then each holds a connection).
+        var reply: Result<AuthorizationResult, any Error>?
+        for _ in 0..<200 {
+            let new = try await InterludeClient.connect(socket: d.socket, app: "org.example.New")
+            do {
+                reply = .success(try await new.call(NotificationMethod.requestAuthorization, RequestAuthorizationParams(options: [.alert]),
+                                                    as: AuthorizationResult.self))
+            } catch {
+                reply = .failure(error)
+            }
+            new.close()
+            if case .failure(let e as WireError) = reply, e.code == .limitReached { try await Task.sleep(nanoseconds: 10_000_000); continue }
+            break
+        }
+        #expect(try reply?.get().status == .authorized, "\(String(describing: reply))")
+        let heard = await events(user) { $0.event == NotificationEventName.appForgotten }
+        #expect(heard.last?.data == .object(["app": .string("org.example.Old")]), "\(heard.map(\.event))")
+        // A global switch after it reaches every subscriber: what the spy got before it is all it got.
+        try await user.setRinger(silent: true)
+        let spied = await events(spy) { $0.event == WireEventName.ringerChanged }
+        #expect(spied.last?.event == WireEventName.ringerChanged && !spied.contains { $0.event == NotificationEventName.appForgotten },
+                "\(spied.map(\.event))")
+        #expect(try await app(d, "org.example.Old").call(NotificationMethod.requestAuthorization, RequestAuthorizationParams(options: [.alert]),
+                                                         as: AuthorizationResult.self).status == .authorized, "it comes back by asking")
+    }
 }
