@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 import InterludeClient
-@testable import InterludeEngine
+import InterludeEngine
 import InterludeServer
 import InterludePolicy
 import InterludeWire
@@ -153,7 +153,7 @@ import InterludeWire
                                 desktopEntry: String(repeating: "d", count: 1000), facts: PlayerFacts(status: .playing)).identity?.utf8.count == 255)
     }
 
-    /// `status`'s bounded lists take the first `k` in order with one pass (`Engine.smallest`), not
+    /// `status`'s bounded lists take the first `k` in order with one pass (`firstInOrder`), not
     /// a sort of all of them: the same result as sorting and taking `k`, ties in the order they
     /// came, for every `k` from none to more than there are.
     @Test func theFirstKOfAListAreThoseASortGives() {
@@ -161,14 +161,14 @@ import InterludeWire
         for n in [0, 1, 2, 7, 33, 300] {
             let items = (0..<n).map { _ in (key: Int.random(in: 0..<20, using: &rng), place: Int.random(in: 0..<1000, using: &rng)) }
             for k in [0, 1, 2, 8, 32, 256, n, n + 5] {
-                let picked = Engine.smallest(k, of: items) { $0.key < $1.key }
+                let picked = firstInOrder(k, of: items) { $0.key < $1.key }
                 // Swift's sort is stable: of equal keys, the one that came first stays first.
                 let sorted = items.enumerated().sorted { ($0.element.key, $0.offset) < ($1.element.key, $1.offset) }.map(\.element)
                 #expect(picked.map(\.key) == sorted.prefix(k).map(\.key) && picked.map(\.place) == sorted.prefix(k).map(\.place),
                         "n \(n), k \(k)")
             }
         }
-        #expect(Engine.smallest(3, of: Set(["s9", "s10", "s2", "s1"]), by: <) == ["s1", "s10", "s2"])
+        #expect(firstInOrder(3, of: Set(["s9", "s10", "s2", "s1"]), by: <) == ["s1", "s10", "s2"])
     }
 
     /// N8 over the wire: the 65th notification an app schedules is refused with `limitReached`;

@@ -10,8 +10,17 @@ public struct AudioSession: Codable, Sendable, Equatable {
     public var id: AudioSessionID
     public var descriptor: AudioSessionDescriptor
     public var state: AudioSessionState = .inactive
-    /// A6: the sessions that interrupt this one. Non-empty exactly when `state == .interrupted`.
-    public var interruptedBy: Set<AudioSessionID> = []
+    /// A6: the interrupters kept by name. The others follow from the order of activations
+    /// (``AudioPolicyState/interrupters(of:)`` gives the whole set, non-empty exactly when
+    /// `state == .interrupted`). Only a player that stops being spoken audio while interrupted
+    /// under A3 keeps some here: those would no longer follow from the order.
+    public var keptInterrupters: Set<AudioSessionID> = []
+    /// A6: the order of the activation that made it a holder (``AudioPolicyState/nextOrder``);
+    /// nil when it holds no activation.
+    public var activationOrder: Int?
+    /// A3: the order from which it counts as spoken audio: its activation, or when a player
+    /// became spoken audio while holding one; nil when it is not spoken audio or holds none.
+    public var spokenOrder: Int?
     /// The reason sent with the first `interruptionBegan` of the current interruption.
     public var interruptionReason: InterruptionReason?
     /// When the current interruption began (seconds, engine clock).
@@ -53,12 +62,19 @@ public struct SessionOutput: Codable, Sendable, Equatable {
 /// The whole state of the audio arbiter.
 ///
 /// Besides the sessions it keeps indexes, derived from them and kept in step by the policy's own
-/// mutators (`put`, `modify`, `remove`, and `stackInterrupter`/`unstackInterrupter` for A6): which
-/// sessions are live, active duckers and calls, exclusive and spoken-audio holders, delayed, timed
-/// (A8, A9), who interrupts whom, and which changed since the outputs were last derived. Every
-/// rule looks only at the index it needs (and at the sessions its event names), so an event costs
-/// in proportion to the sessions it can affect, not to the sessions registered, nor to the ones
-/// active and untouched (issue 9).
+/// mutators (`put`, `modify`, `remove`): which sessions are live, active (by class), active
+/// duckers and calls, delayed, timed (A8, A9), the holders in the order of their activations (by
+/// class: who interrupts whom follows from it, A6), and which changed since the outputs were last
+/// derived. Every rule looks only at the index it needs (and at the sessions its event names), so
+/// an event costs in proportion to the sessions it can affect, not to the sessions registered,
+/// nor to the ones active and untouched (issue 9).
+///
+/// A6 by the order of activations: a taker interrupts every holder of its class at its
+/// activation (A1: the non-mixable holders; A4: every holder; A3: the spoken-audio holders), and
+/// stays one of their interrupters until it releases its activation. So the interrupters of a
+/// holder are the takers of its classes activated after it and holding still
+/// (``interrupters(of:)``): a pile of n exclusive activations is a list of n, where keeping each
+/// session's set was n²/2 entries (1 GB at 6,000) and its release as many removals.
 /// `sessions` and `applied` are therefore read-only outside the policy.
 public struct AudioPolicyState: Codable, Sendable, Equatable {
     /// Every registered session, by id.
@@ -74,14 +90,31 @@ public struct AudioPolicyState: Codable, Sendable, Equatable {
     var activeDuckers: Set<AudioSessionID> = []
     /// Index: the active calls (A4).
     var activeCallIDs: Set<AudioSessionID> = []
-    /// Index: the non-mixable sessions holding an activation (whom A1 interrupts).
-    var exclusiveHolders: Set<AudioSessionID> = []
-    /// Index: the `spokenAudio` sessions holding an activation (whom A3 interrupts).
-    var spokenAudioHolders: Set<AudioSessionID> = []
+    /// Index: the active sessions (whom A4 interrupts at a call's activation).
+    var activeSessions: Set<AudioSessionID> = []
+    /// Index: the active non-mixable sessions (whom A1 interrupts at an activation).
+    var activeExclusive: Set<AudioSessionID> = []
+    /// Index: the active `spokenAudio` sessions (whom A3 interrupts at an activation).
+    var activeSpoken: Set<AudioSessionID> = []
     /// Index: the sessions waiting for the call to end (A4).
     var delayed: Set<AudioSessionID> = []
-    /// Index: each interrupter, with the sessions whose `interruptedBy` holds it (A5, A6, A9).
-    var interrupting: [AudioSessionID: Set<AudioSessionID>] = [:]
+    /// The next activation's order (``AudioSession/activationOrder``).
+    public internal(set) var nextOrder = 0
+    /// Index (A1, A6): the non-mixable holders by activation order. Each interrupts those before
+    /// it (an exclusive activation, A1, or a call, A4).
+    var exclusiveOrder = ActivationOrder()
+    /// Index (A4, A6): every holder by activation order, whom the calls after it interrupt.
+    var holderOrder = ActivationOrder()
+    /// Index (A4, A6): the calls holding an activation, by activation order.
+    var callOrder = ActivationOrder()
+    /// Index (A3, A6): the spoken-audio holders by ``AudioSession/spokenOrder``, whom the
+    /// sessions with `interruptSpokenAudioAndMixWithOthers` activated after it interrupt.
+    var spokenOrder = ActivationOrder()
+    /// Index (A3, A6): the holders with `interruptSpokenAudioAndMixWithOthers`, by activation order.
+    var spokenTakerOrder = ActivationOrder()
+    /// Index: each interrupter kept by name (``AudioSession/keptInterrupters``), with the sessions
+    /// that keep it (A5, A6, A9).
+    var keptInterrupting: [AudioSessionID: Set<AudioSessionID>] = [:]
     /// Index: the sessions with an A8 grace deadline (``AudioPolicy/a8GraceDeadline(_:config:)``).
     var a8Timed: Set<AudioSessionID> = []
     /// Index: the sessions with an A9 expiry deadline (``AudioPolicy/a9ExpiryDeadline(_:in:config:)``).
@@ -109,7 +142,10 @@ public struct AudioPolicyState: Codable, Sendable, Equatable {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         ringerSilent = try c.decode(Bool.self, forKey: .ringerSilent)
         outputsRingerSilent = ringerSilent
-        for (_, s) in try c.decode([AudioSessionID: AudioSession].self, forKey: .sessions) { put(s) }
+        let decoded = try c.decode([AudioSessionID: AudioSession].self, forKey: .sessions)
+        nextOrder = (decoded.values.compactMap { max($0.activationOrder ?? -1, $0.spokenOrder ?? -1) }.max() ?? -1) + 1
+        for s in decoded.values.sorted(by: { ($0.activationOrder ?? -1, $0.id) < ($1.activationOrder ?? -1, $1.id) }) { put(s) }
+        for id in sessions.keys { reindexA9(id) }  // who interrupts whom is known once all are in
         for (id, out) in try c.decode([AudioSessionID: SessionOutput].self, forKey: .applied) { setApplied(id, out) }
     }
 
@@ -161,26 +197,64 @@ public struct AudioPolicyState: Codable, Sendable, Equatable {
         applied[id] = out
     }
 
-    /// A6: `taker` joins the interrupters of `id`, which is interrupted already (its state, and so
-    /// its output and every index but `interrupting`, stay as they are). The set grows in place:
-    /// the session is not copied out and put back, which copied a set of as many interrupters as
-    /// a pile of exclusive activations had made (quadratic in the pile per activation).
-    mutating func stackInterrupter(_ taker: AudioSessionID, on id: AudioSessionID) {
-        guard sessions[id]?.interruptedBy.insert(taker).inserted == true else { return }
-        let first = interrupting[taker] == nil
-        interrupting[taker, default: []].insert(id)
-        if first { reindexA9(taker) }  // now an interrupter
+    /// Takes the next activation order (A6).
+    mutating func takeOrder() -> Int {
+        defer { nextOrder += 1 }
+        return nextOrder
     }
 
-    /// A5/A6: `interrupter` leaves the interrupters of `id`, which stays interrupted by others;
-    /// in place, as ``stackInterrupter(_:on:)``.
-    mutating func unstackInterrupter(_ interrupter: AudioSessionID, from id: AudioSessionID) {
-        guard sessions[id]?.interruptedBy.remove(interrupter) != nil else { return }
-        interrupting[interrupter]?.remove(id)
-        if interrupting[interrupter]?.isEmpty == true {
-            interrupting[interrupter] = nil
-            reindexA9(interrupter)  // no longer an interrupter
+    /// A6: every session interrupting `id`: those it keeps by name, and the takers of its classes
+    /// activated after it that hold still (the exclusive holders after a non-mixable one, the
+    /// calls after any holder, the A3 takers after a spoken-audio one). Empty for a session that
+    /// holds no activation. Costs the number of interrupters (for `status`).
+    public func interrupters(of id: AudioSessionID) -> Set<AudioSessionID> {
+        guard let s = sessions[id] else { return [] }
+        var out = s.keptInterrupters
+        guard s.holdsActivation, let order = s.activationOrder else { return out }
+        if !s.descriptor.isMixable { out.formUnion(exclusiveOrder.later(than: order)) }
+        out.formUnion(callOrder.later(than: order))
+        if let spoken = s.spokenOrder { out.formUnion(spokenTakerOrder.later(than: spoken)) }
+        return out
+    }
+
+    /// A6 for a bounded listing (`status`): the first `limit` of ``interrupters(of:)`` by id, in
+    /// order, and how many there are, without making the set: the session at the bottom of a pile
+    /// has thousands. The parts are taken so that none is counted twice (a non-mixable call is in
+    /// the exclusive order too; a call may interrupt spoken audio).
+    public func interrupterSummary(of id: AudioSessionID, first limit: Int) -> (first: [AudioSessionID], count: Int) {
+        guard let s = sessions[id] else { return ([], 0) }
+        let order = s.holdsActivation ? s.activationOrder : nil
+        let exclusive = order.map { !s.descriptor.isMixable ? exclusiveOrder.later(than: $0) : [] } ?? []
+        func isCall(_ x: AudioSessionID) -> Bool { sessions[x]?.descriptor.isCall == true }
+        // Calls not in `exclusive`; A3 takers and kept ones that are not calls (those are in `calls`).
+        let calls = (order.map { callOrder.later(than: $0) } ?? []).filter { x in
+            s.descriptor.isMixable || sessions[x]?.descriptor.isMixable == true
         }
+        let spoken = (order != nil ? s.spokenOrder.map { spokenTakerOrder.later(than: $0) } ?? [] : []).filter { !isCall($0) }
+        let kept = s.keptInterrupters.filter { x in !(isCall(x) && order.map { o in (sessions[x]?.activationOrder ?? .min) > o } == true) }
+        let all = exclusive.lazy + calls + spoken + kept
+        return (firstInOrder(limit, of: all, by: <), exclusive.count + calls.count + spoken.count + kept.count)
+    }
+
+    /// A6: whether anyone interrupts `s` (``interrupters(of:)`` is not empty), in constant time.
+    func isInterruptedByAnyone(_ s: AudioSession) -> Bool {
+        if !s.keptInterrupters.isEmpty { return true }
+        guard s.holdsActivation, let order = s.activationOrder else { return false }
+        if !s.descriptor.isMixable, exclusiveOrder.hasLater(than: order) { return true }
+        if callOrder.hasLater(than: order) { return true }
+        if let spoken = s.spokenOrder, spokenTakerOrder.hasLater(than: spoken) { return true }
+        return false
+    }
+
+    /// A6, A9: whether `s` interrupts anyone: someone keeps it by name, or a holder of the class it
+    /// interrupts was activated before it.
+    func interruptsSomeone(_ s: AudioSession) -> Bool {
+        if keptInterrupting[s.id] != nil { return true }
+        guard s.holdsActivation, let order = s.activationOrder else { return false }
+        if s.descriptor.isCall { return holderOrder.hasEarlier(than: order) }
+        if !s.descriptor.isMixable, exclusiveOrder.hasEarlier(than: order) { return true }
+        if s.descriptor.interruptsSpokenAudio, spokenOrder.hasEarlier(than: order) { return true }
+        return false
     }
 
     /// Brings every index in step with the session `id`, now `new` (nil: removed), before `old`.
@@ -189,26 +263,53 @@ public struct AudioPolicyState: Codable, Sendable, Equatable {
         func mark(_ set: inout Set<AudioSessionID>, _ member: Bool) {
             if member { set.insert(id) } else { set.remove(id) }
         }
-        let active = s?.state == .active, holds = s?.holdsActivation ?? false
+        let active = s?.state == .active
         mark(&live, s.map { $0.state != .inactive } ?? false)
+        mark(&activeSessions, active)
         mark(&activeDuckers, active && s!.descriptor.ducksOthers)
         mark(&activeCallIDs, active && s!.descriptor.isCall)
-        mark(&exclusiveHolders, holds && !s!.descriptor.isMixable)
-        mark(&spokenAudioHolders, holds && s!.descriptor.mode == .spokenAudio)
+        mark(&activeExclusive, active && !s!.descriptor.isMixable)
+        mark(&activeSpoken, active && s!.descriptor.mode == .spokenAudio)
         mark(&delayed, s?.state == .delayed)
         mark(&a8Timed, s.map { AudioPolicy.a8GraceStart($0) != nil } ?? false)
-        let before = old?.interruptedBy ?? [], after = s?.interruptedBy ?? []
+        // The orders: a holder's place in each list of its classes.
+        func order(_ x: AudioSession?, _ member: (AudioSession) -> Bool) -> Int? {
+            guard let x, x.holdsActivation, member(x) else { return nil }
+            return x.activationOrder
+        }
+        var firstsLeft: [(takers: KeyPath<AudioPolicyState, ActivationOrder>, was: Int, now: Int?)] = []
+        func place(_ list: WritableKeyPath<AudioPolicyState, ActivationOrder>, _ was: Int?, _ now: Int?,
+                   takers: KeyPath<AudioPolicyState, ActivationOrder>? = nil) {
+            guard was != now else { return }
+            let first = self[keyPath: list].first
+            if let was { self[keyPath: list].remove(was) }
+            if let now { self[keyPath: list].insert(now, id) }
+            // The first holder a class's takers interrupt left: the takers between it and the new
+            // first may interrupt no one now (A9's index).
+            if let takers, let was, was == first { firstsLeft.append((takers, was, self[keyPath: list].first)) }
+        }
+        place(\.exclusiveOrder, order(old) { !$0.descriptor.isMixable }, order(s) { !$0.descriptor.isMixable }, takers: \.exclusiveOrder)
+        place(\.holderOrder, order(old) { _ in true }, order(s) { _ in true }, takers: \.callOrder)
+        place(\.callOrder, order(old) { $0.descriptor.isCall }, order(s) { $0.descriptor.isCall })
+        place(\.spokenTakerOrder, order(old) { $0.descriptor.interruptsSpokenAudio }, order(s) { $0.descriptor.interruptsSpokenAudio })
+        let spokenWas = old.flatMap { $0.holdsActivation ? $0.spokenOrder : nil }
+        let spokenNow = s.flatMap { $0.holdsActivation ? $0.spokenOrder : nil }
+        place(\.spokenOrder, spokenWas, spokenNow, takers: \.spokenTakerOrder)
+        for (takers, was, now) in firstsLeft {
+            for x in self[keyPath: takers].between(was + 1, now.map { $0 + 1 } ?? .max) where x != id { reindexA9(x) }
+        }
+        let before = old?.keptInterrupters ?? [], after = s?.keptInterrupters ?? []
         if before != after {
             for x in before.subtracting(after) {
-                interrupting[x]?.remove(id)
-                if interrupting[x]?.isEmpty == true {
-                    interrupting[x] = nil
-                    reindexA9(x)  // no longer an interrupter
+                keptInterrupting[x]?.remove(id)
+                if keptInterrupting[x]?.isEmpty == true {
+                    keptInterrupting[x] = nil
+                    reindexA9(x)  // perhaps no longer an interrupter
                 }
             }
             for x in after.subtracting(before) {
-                let first = interrupting[x] == nil
-                interrupting[x, default: []].insert(id)
+                let first = keptInterrupting[x] == nil
+                keptInterrupting[x, default: []].insert(id)
                 if first { reindexA9(x) }  // now an interrupter
             }
         }
@@ -220,8 +321,9 @@ public struct AudioPolicyState: Codable, Sendable, Equatable {
         if let s = sessions[id], AudioPolicy.a9ExpiryStart(s, in: self) != nil { a9Timed.insert(id) } else { a9Timed.remove(id) }
     }
 
-    /// What differs between the indexes and the sessions they derive from (empty when in step):
-    /// for tests, after every event.
+    /// What differs between the indexes and the sessions they derive from (empty when in step),
+    /// and where A6 does not hold (a session interrupted with no interrupter, or the reverse): for
+    /// tests, after every event.
     func indexProblems() -> [String] {
         var problems: [String] = []
         func check<T: Equatable>(_ name: String, _ kept: T, _ derived: T) {
@@ -230,18 +332,44 @@ public struct AudioPolicyState: Codable, Sendable, Equatable {
         let all = Array(sessions.values)
         func ids(_ p: (AudioSession) -> Bool) -> Set<AudioSessionID> { Set(all.filter(p).map(\.id)) }
         check("live", live, ids { $0.state != .inactive })
+        check("activeSessions", activeSessions, ids { $0.state == .active })
         check("activeDuckers", activeDuckers, ids { $0.state == .active && $0.descriptor.ducksOthers })
         check("activeCallIDs", activeCallIDs, ids { $0.state == .active && $0.descriptor.isCall })
-        check("exclusiveHolders", exclusiveHolders, ids { $0.holdsActivation && !$0.descriptor.isMixable })
-        check("spokenAudioHolders", spokenAudioHolders, ids { $0.holdsActivation && $0.descriptor.mode == .spokenAudio })
+        check("activeExclusive", activeExclusive, ids { $0.state == .active && !$0.descriptor.isMixable })
+        check("activeSpoken", activeSpoken, ids { $0.state == .active && $0.descriptor.mode == .spokenAudio })
         check("delayed", delayed, ids { $0.state == .delayed })
-        var interrupters: [AudioSessionID: Set<AudioSessionID>] = [:]
-        for s in all { for x in s.interruptedBy { interrupters[x, default: []].insert(s.id) } }
-        check("interrupting", interrupting, interrupters)
+        func orderOf(_ p: (AudioSession) -> Bool, _ key: (AudioSession) -> Int?) -> [Int] {
+            all.filter { $0.holdsActivation && p($0) }.compactMap(key).sorted()
+        }
+        check("exclusiveOrder", exclusiveOrder.orders, orderOf({ !$0.descriptor.isMixable }, \.activationOrder))
+        check("holderOrder", holderOrder.orders, orderOf({ _ in true }, \.activationOrder))
+        check("callOrder", callOrder.orders, orderOf({ $0.descriptor.isCall }, \.activationOrder))
+        check("spokenTakerOrder", spokenTakerOrder.orders, orderOf({ $0.descriptor.interruptsSpokenAudio }, \.activationOrder))
+        check("spokenOrder", spokenOrder.orders, orderOf({ _ in true }, \.spokenOrder))
+        for list in [exclusiveOrder, holderOrder, callOrder, spokenTakerOrder, spokenOrder] {
+            for (order, id) in list.entries where sessions[id]?.activationOrder != order && sessions[id]?.spokenOrder != order {
+                problems.append("order \(order) lists \(id), whose orders are \(String(describing: sessions[id]?.activationOrder))")
+            }
+        }
+        var keptBy: [AudioSessionID: Set<AudioSessionID>] = [:]
+        for s in all { for x in s.keptInterrupters { keptBy[x, default: []].insert(s.id) } }
+        check("keptInterrupting", keptInterrupting, keptBy)
         check("a8Timed", a8Timed, ids { AudioPolicy.a8GraceStart($0) != nil })
-        check("a9Timed", a9Timed, ids {
-            $0.state == .active && !$0.isPlaying && ($0.descriptor.ducksOthers || $0.descriptor.isCall || interrupters[$0.id] != nil)
-        })
+        check("a9Timed", a9Timed, ids { AudioPolicy.a9ExpiryStart($0, in: self) != nil })
+        for s in all {
+            if s.holdsActivation != (s.activationOrder != nil) {
+                problems.append("\(s.id) is \(s.state) with activation order \(String(describing: s.activationOrder))")
+            }
+            let all = interrupters(of: s.id)
+            if (s.state == .interrupted) != isInterruptedByAnyone(s) || isInterruptedByAnyone(s) != !all.isEmpty {
+                problems.append("A6: \(s.id) is \(s.state), interrupted by \(all.sorted())")
+            }
+            let summary = interrupterSummary(of: s.id, first: 3)
+            if summary.count != all.count || summary.first != Array(all.sorted().prefix(3)) {
+                problems.append("A6: \(s.id)'s summary \(summary) is not its interrupters \(all.sorted())")
+            }
+            if let o = s.activationOrder, o >= nextOrder { problems.append("\(s.id)'s order \(o) is not below \(nextOrder)") }
+        }
         return problems
     }
 }
@@ -411,6 +539,9 @@ public enum AudioPolicy {
         s.state = .active
         s.delayedSince = nil
         s.playingChangedAt = s.isPlaying ? s.playingChangedAt : now
+        // A6: its place in the order of activations, after every holder it interrupts.
+        s.activationOrder = state.takeOrder()
+        s.spokenOrder = s.descriptor.mode == .spokenAudio ? s.activationOrder : nil
         state.put(s)
         var fx: [AudioPolicyEffect] = []
         if s.descriptor.isCall {
@@ -426,22 +557,23 @@ public enum AudioPolicy {
     /// reason `otherSession`. Mixable sessions keep playing.
     static func a1ExclusiveActivation(_ state: inout AudioPolicyState, by id: AudioSessionID, now: Double) -> [AudioPolicyEffect] {
         guard let taker = state.sessions[id], !taker.descriptor.isMixable else { return [] }
-        let losers = state.exclusiveHolders.filter { $0 != id }.sorted()
-        return losers.flatMap { interrupt(&state, $0, by: id, reason: .otherSession, now: now) }
+        // The interrupted ones stack (A6): the taker is after them in the order.
+        let losers = state.activeExclusive.filter { $0 != id }.sorted()
+        return losers.flatMap { interrupt(&state, $0, reason: .otherSession, now: now) }
     }
 
     /// A3: a session with `interruptSpokenAudioAndMixWithOthers` interrupts (does not duck) every
     /// active `spokenAudio` session, reason `otherSession`.
     static func a3PauseSpokenAudio(_ state: inout AudioPolicyState, by id: AudioSessionID, now: Double) -> [AudioPolicyEffect] {
         guard let taker = state.sessions[id], taker.descriptor.interruptsSpokenAudio else { return [] }
-        let losers = state.spokenAudioHolders.filter { $0 != id }.sorted()
-        return losers.flatMap { interrupt(&state, $0, by: id, reason: .otherSession, now: now) }
+        let losers = state.activeSpoken.filter { $0 != id }.sorted()
+        return losers.flatMap { interrupt(&state, $0, reason: .otherSession, now: now) }
     }
 
     /// A4: a call interrupts every other session holding an activation, mixable or not, reason `call`.
     static func a4CallInterruptsAll(_ state: inout AudioPolicyState, by id: AudioSessionID, now: Double) -> [AudioPolicyEffect] {
-        let losers = state.live.subtracting(state.delayed).filter { $0 != id }.sorted()
-        return losers.flatMap { interrupt(&state, $0, by: id, reason: .call, now: now) }
+        let losers = state.activeSessions.filter { $0 != id }.sorted()
+        return losers.flatMap { interrupt(&state, $0, reason: .call, now: now) }
     }
 
     /// A4: while a call is active, a non-mixable session cannot activate: `insufficientPriority`, or
@@ -465,28 +597,18 @@ public enum AudioPolicy {
         return AudioPolicyState.holdsOther(state.activeCallIDs, than: s.id) ? .short : .normal
     }
 
-    /// A6: interruptions stack. The first interrupter sends `interruptionBegan`; later ones only
-    /// join the set.
-    static func interrupt(_ state: inout AudioPolicyState, _ id: AudioSessionID, by taker: AudioSessionID,
-                          reason: InterruptionReason, now: Double) -> [AudioPolicyEffect] {
-        // Interrupted already: the taker joins the set in place (a pile of interrupted sessions
-        // made every exclusive activation copy each one's set, a stranger's find).
-        if state.sessions[id]?.state == .interrupted {
-            state.stackInterrupter(taker, on: id)
-            return []
-        }
-        guard var s = state.sessions[id], s.holdsActivation else { return [] }
-        var fx: [AudioPolicyEffect] = []
-        if s.interruptedBy.isEmpty {
-            s.state = .interrupted
-            s.interruptionReason = reason
-            s.interruptedAt = now
-            s.wasPlayingWhenInterrupted = s.isPlaying
-            fx.append(.interruptionBegan(id, reason: reason))
-        }
-        s.interruptedBy.insert(taker)
+    /// A6: interruptions stack. The first interrupter of an active session interrupts it and sends
+    /// `interruptionBegan`; an interrupted one is not named, as each later interrupter follows from
+    /// the order of activations (``AudioPolicyState/interrupters(of:)``).
+    static func interrupt(_ state: inout AudioPolicyState, _ id: AudioSessionID, reason: InterruptionReason,
+                          now: Double) -> [AudioPolicyEffect] {
+        guard var s = state.sessions[id], s.state == .active else { return [] }
+        s.state = .interrupted
+        s.interruptionReason = reason
+        s.interruptedAt = now
+        s.wasPlayingWhenInterrupted = s.isPlaying
         state.put(s)
-        return fx
+        return [.interruptionBegan(id, reason: reason)]
     }
 
     // MARK: Deactivation (A1, A5, A6, A9)
@@ -494,18 +616,21 @@ public enum AudioPolicy {
     static func deactivate(_ state: inout AudioPolicyState, _ id: AudioSessionID, notifyOthers: Bool,
                            now: Double, config: AudioPolicyConfig) -> [AudioPolicyEffect] {
         guard var s = state.sessions[id], s.state != .inactive else { return [] }
+        let released = s
         let wasHolding = s.holdsActivation
         let wasCall = s.descriptor.isCall && s.state == .active
         s.state = .inactive
-        s.interruptedBy = []
+        s.keptInterrupters = []
         s.interruptionReason = nil
         s.interruptedAt = nil
         s.delayedSince = nil
         s.enforcedMute = false
+        s.activationOrder = nil
+        s.spokenOrder = nil
         state.put(s)
         guard wasHolding else { return [] }
         // Calls always notify others (A5).
-        var fx = a5ReleaseInterruptions(&state, by: id, notifyOthers: notifyOthers || s.descriptor.isCall, now: now)
+        var fx = a5ReleaseInterruptions(&state, released: released, notifyOthers: notifyOthers || s.descriptor.isCall, now: now)
         if wasCall && state.activeCallIDs.isEmpty {
             fx += a4ActivateDelayed(&state, now: now)
         }
@@ -515,19 +640,35 @@ public enum AudioPolicy {
     /// A5/A6: the deactivating session stops interrupting others. A session whose last interrupter
     /// ends gets `interruptionEnded`, with `shouldResume` only if that interrupter notified others and
     /// the session was playing when interrupted. A1: without notification the loss is permanent —
-    /// no event, and the session is inactive.
-    static func a5ReleaseInterruptions(_ state: inout AudioPolicyState, by id: AudioSessionID, notifyOthers: Bool,
+    /// no event, and the session is inactive; and what it interrupted itself is released as by a
+    /// deactivation without notification (it will never notify them: they lose theirs for good
+    /// too, unless another interrupter holds them).
+    ///
+    /// `released` is the session as it was before it released its activation (its place in the
+    /// order). Only the sessions it was the last interrupter of by its class can resume: those
+    /// activated after the latest taker of that class that holds still (none when it was not the
+    /// latest), and those that kept it by name; each is checked for other interrupters.
+    static func a5ReleaseInterruptions(_ state: inout AudioPolicyState, released: AudioSession, notifyOthers: Bool,
                                        now: Double) -> [AudioPolicyEffect] {
         var fx: [AudioPolicyEffect] = []
-        for otherID in (state.interrupting[id] ?? []).sorted() {
-            // Still interrupted by others: `id` leaves the set in place, nothing else changes.
-            if let count = state.sessions[otherID]?.interruptedBy.count, count > 1 {
-                state.unstackInterrupter(id, from: otherID)
-                continue
+        // The released sessions, in turn: this one, then those that lost theirs for good by it.
+        var queue = [released][...]
+        while let gone = queue.popFirst() {
+            let id = gone.id
+            var candidates = state.keptInterrupting[id] ?? []
+            for other in candidates { state.modify(other) { $0.keptInterrupters.remove(id) } }
+            if let order = gone.activationOrder {
+                func lastTaken(_ victims: ActivationOrder, after takers: ActivationOrder) {
+                    let latest = takers.last ?? .min
+                    if latest < order { candidates.formUnion(victims.between(latest, order)) }
+                }
+                if gone.descriptor.isCall { lastTaken(state.holderOrder, after: state.callOrder) }
+                if !gone.descriptor.isMixable { lastTaken(state.exclusiveOrder, after: state.exclusiveOrder) }
+                if gone.descriptor.interruptsSpokenAudio { lastTaken(state.spokenOrder, after: state.spokenTakerOrder) }
             }
-            guard var o = state.sessions[otherID], o.interruptedBy.contains(id) else { continue }
-            o.interruptedBy.remove(id)
-            if o.interruptedBy.isEmpty {
+            for otherID in candidates.sorted() {
+                guard var o = state.sessions[otherID], o.state == .interrupted, !state.isInterruptedByAnyone(o) else { continue }
+                let before = o
                 let wasMuted = o.enforcedMute
                 o.interruptionReason = nil
                 o.interruptedAt = nil
@@ -541,10 +682,13 @@ public enum AudioPolicy {
                     fx.append(.interruptionEnded(otherID, shouldResume: o.wasPlayingWhenInterrupted))
                 } else {
                     o.state = .inactive
+                    o.activationOrder = nil
+                    o.spokenOrder = nil
+                    queue.append(before)
                 }
                 if wasMuted { fx.append(.enforcementChanged(otherID, muted: false)) }
+                state.put(o)
             }
-            state.put(o)
         }
         return fx
     }
@@ -607,9 +751,9 @@ public enum AudioPolicy {
     }
 
     /// Whether a session's activation affects others: it ducks, is a call, or interrupts someone
-    /// (the `interrupting` index).
+    /// (``AudioPolicyState/interruptsSomeone(_:)``).
     static func isTransientHolder(_ s: AudioSession, in state: AudioPolicyState) -> Bool {
-        s.descriptor.ducksOthers || s.descriptor.isCall || state.interrupting[s.id] != nil
+        s.descriptor.ducksOthers || s.descriptor.isCall || state.interruptsSomeone(s)
     }
 
     /// A9: since when an active transient holder has had no running stream; nil when it cannot

@@ -116,9 +116,22 @@ extension AudioPolicy {
             }
         }
         let playing = facts.status == .playing
+        // A3, A6: a holder that stops being spoken audio keeps its A3 interrupters by name (they
+        // no longer follow from the order); one that becomes spoken audio counts from now.
+        var kept = s.keptInterrupters, spokenOrder = s.spokenOrder
+        if let descriptor, s.holdsActivation, (descriptor.mode == .spokenAudio) != (s.descriptor.mode == .spokenAudio) {
+            if let from = s.spokenOrder {
+                kept.formUnion(state.spokenTakerOrder.later(than: from))
+                spokenOrder = nil
+            } else {
+                spokenOrder = state.takeOrder()
+            }
+        }
         state.modify(id) {
             $0.player = p
             if let descriptor { $0.descriptor = descriptor }
+            $0.keptInterrupters = kept
+            $0.spokenOrder = spokenOrder
             if $0.isPlaying != playing { $0.isPlaying = playing; $0.playingChangedAt = now }
         }
         // A player that lost its activation for good (A1 without notification) takes it again

@@ -73,6 +73,8 @@ struct AudioHarness {
     mutating func tick(to t: Double) -> [AudioPolicyEffect] { send(.tick, at: t) }
 
     func session(_ name: String) -> AudioSession { state.sessions[AudioSessionID(name)]! }
+    /// A6: every session interrupting `name`.
+    func interrupters(_ name: String) -> Set<AudioSessionID> { state.interrupters(of: AudioSessionID(name)) }
     func stateOf(_ name: String) -> AudioSessionState { state.sessions[AudioSessionID(name)]?.state ?? .inactive }
     func output(_ name: String) -> SessionOutput { AudioPolicy.output(of: session(name), in: state, config: config) }
     /// The last output the engine was told to apply.
