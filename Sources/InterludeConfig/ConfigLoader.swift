@@ -124,6 +124,15 @@ public struct InterludeConfig: Sendable {
     /// until then.
     public func contradictions(runningSince started: InterludeConfig?) -> [String] {
         var out = limitContradictions(runningSince: started)
+        // Records that may not be forgotten without the user: those of connected apps and of
+        // apps with notifications in the center or waiting for a trigger.
+        let held = ["server.maxClients", "bursts.maxDeliveredTotal", "maxPendingTotal"]
+        let heldTotal = held.map { Int(number($0)) }.reduce(0, +)
+        if Int(number("maxApps")) <= heldTotal {
+            let (file, line) = lookup("maxApps") != nil ? place(of: "maxApps") : ("the default", 0)
+            out.append("maxApps \(Int(number("maxApps"))) (\(line > 0 ? "\(file):\(line)" : file)) is not above \(held.joined(separator: " + ")) "
+                       + "(\(heldTotal)): connected apps and apps with notifications could hold every record, and new apps be refused (limitReached)")
+        }
         if !strings("server.userTools").contains("org.interlude.CLI") {
             let (file, line) = place(of: "server.userTools")
             out.append("server.userTools (\(file):\(line)) does not name org.interlude.CLI: the interlude CLI can no longer change "

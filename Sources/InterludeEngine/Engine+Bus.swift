@@ -86,7 +86,7 @@ extension Engine {
     /// N1 for bus clients: they never ask. The first time an app is seen, the answer is the
     /// config's `bus.authorization` (`grant`, the desktop default; `deny`; or `prompt`, which
     /// leaves it undetermined for the user); an answer the user gave stays. A record the bus
-    /// makes is a bus app's, which the daemon may forget when it holds nothing else (`maxApps`).
+    /// makes is a bus app's (``NotificationAppRecord/viaBus``).
     /// - Throws: `limitReached` for a new app when no record may be forgotten.
     func authorizeBusApp(_ app: String) throws(WireError) {
         let record = notifState.apps[app]
@@ -101,7 +101,8 @@ extension Engine {
         if notifState.apps[app]?.requestedOptions == nil {
             _ = try expect(notify(.requestAuthorization(app: app, options: [.alert, .sound, .badge])))
         }
-        if notifState.apps[app]?.connected != true { _ = try? notify(.appConnected(app: app)) }
+        // No `appConnected`: a D-Bus app is not connected to the socket, and hears the user's
+        // responses on the bus (its record is ``NotificationAppRecord/viaBus``).
     }
 
     /// `Notify` from the bus: the same `add` event of the notification core as a socket app's

@@ -311,6 +311,18 @@ import InterludePolicy
         }
     }
 
+    /// `maxApps` at or under what connected apps and apps with notifications can hold without the
+    /// user (`server.maxClients` + `bursts.maxDeliveredTotal` + `maxPendingTotal`) is said: new
+    /// apps could then be refused (a stranger's question: 180 D-Bus apps with notifications
+    /// filled `maxApps: 200`, and the next names were refused without a word in the log).
+    @Test func maxAppsUnderWhatAppsCanHoldIsSaid() throws {
+        #expect(try ConfigLoader.load(folders: [try tempDir("{ maxApps: 2257 }")]).contradictions.isEmpty)
+        let dir = try tempDir("{\n  maxApps: 200,\n}")
+        let got = try ConfigLoader.load(folders: [dir]).contradictions
+        #expect(got == ["maxApps 200 (\(dir)/interlude.json5:2) is not above server.maxClients + bursts.maxDeliveredTotal + maxPendingTotal "
+                        + "(2256): connected apps and apps with notifications could hold every record, and new apps be refused (limitReached)"], "\(got)")
+    }
+
     /// A reload that lowers `server.maxClients` (restart-only) under the per-process limit: the
     /// warning says the total binds after a restart and what is in force until then (it said
     /// "in effect it is at most 10" while 256 connections were still served).

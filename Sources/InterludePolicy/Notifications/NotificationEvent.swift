@@ -42,7 +42,8 @@ public enum NotificationEvent: Codable, Sendable, Equatable {
     /// audible alert, or the thread's last alert, is another one; nothing for a playback without a
     /// decision time. No reply.
     case soundNotPlayed(NotificationSoundPlayback)
-    /// The app connected: queued action responses are sent (N14). No reply.
+    /// The app connected: queued action responses are sent (N14). Its record is made even past
+    /// ``NotificationPolicyConfig/maxApps`` (connections are bounded). No reply.
     case appConnected(app: String)
     /// The app disconnected. No reply.
     case appDisconnected(app: String)

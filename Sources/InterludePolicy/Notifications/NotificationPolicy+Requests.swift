@@ -6,10 +6,13 @@ extension NotificationReducer {
         // An event that may make a record for an app not known yet needs room for it (`maxApps`);
         // the record it makes was seen now.
         if let app = event.appItRecords, state.apps[app] == nil {
-            guard makeRoomForNewApp(app) else {
-                if case .appConnected = event { return }  // presence only: an app with no record is not kept
-                return fail(.limitReached, "the daemon keeps records of \(config.maxApps) apps (maxApps) and none of them may be "
-                            + "forgotten: each holds a choice of the user's or something waiting")
+            // A connecting app gets its record in any case: it may not be forgotten while it is
+            // connected, and connections are bounded (`server.maxClients`), so connected apps can
+            // take the records past `maxApps` only by as many.
+            let connecting = if case .appConnected = event { true } else { false }
+            guard makeRoomForNewApp(app) || connecting else {
+                return fail(.limitReached, "the daemon keeps records of \(config.maxApps) apps (maxApps) and not enough of them may be "
+                            + "forgotten: the others hold a choice of the user's, something waiting, or a connection")
             }
             defer { if state.apps[app] != nil, state.apps[app]!.lastSeen == nil { state.apps[app]!.lastSeen = now } }
             handleEvent(event, at: now)
@@ -53,6 +56,7 @@ extension NotificationReducer {
         case .soundNotPlayed(let playback): n11SoundNotHeard(playback)
         case .appConnected(let app):
             state.apps[app, default: .init()].connected = true
+            state.apps[app]!.viaBus = nil  // it speaks over the socket: no longer only a D-Bus app's record
             for response in state.apps[app]!.queuedResponses { effects.append(.sendToApp(app: app, response)) }
             state.apps[app]!.queuedResponses = []
         case .appDisconnected(let app):
@@ -301,9 +305,9 @@ extension NotificationReducer {
         effects.append(.emit(.actionResponse(app: app, response)))
         if state.apps[app]?.connected == true {
             effects.append(.sendToApp(app: app, response))
-        } else {
+        } else if state.apps[app]?.viaBus != true {
             state.apps[app, default: .init()].queuedResponses.append(response)
-        }
+        }  // a D-Bus app hears it from the bus (`ActionInvoked`, from the `actionResponse` above), never queued
         effects.append(.reply(.done))
     }
 

@@ -27,9 +27,10 @@ public struct NotificationPolicyConfig: Codable, Sendable, Equatable {
     public var maxPendingTotal: Int
     /// Most apps the daemon keeps a record of (their settings, authorization, badge); default
     /// 4096. A new app beyond it takes the place of the least recently seen record that holds no
-    /// choice of the user's and nothing waiting (``NotificationAppRecord/mayBeForgotten``);
-    /// when none may go, its request is refused with `limitReached`. Any D-Bus client names the
-    /// app of its notifications, so without a bound each new name was kept for ever, on disk too.
+    /// choice of the user's, nothing waiting and no connection (``NotificationAppRecord/mayBeForgotten``);
+    /// when not enough may go, its request is refused with `limitReached`. An app that connects
+    /// gets its record in any case (connections are bounded). Any D-Bus client names the app of
+    /// its notifications, so without a bound each new name was kept for ever, on disk too.
     public var maxApps: Int
     /// Body shown to watchers when previews are hidden and the category has no placeholder (N13).
     public var placeholderText: String

@@ -142,9 +142,10 @@ public struct NotificationAppRecord: Codable, Sendable, Equatable {
     /// config's `authorization.default` answering the app's request (N1), or `bus.authorization`
     /// answering a D-Bus app. Nil when the user answered, or in records saved before it was kept.
     public var answeredByDefault: Bool?
-    /// Whether the record was made by a D-Bus notification of the app (`Notify`), whose next one
-    /// makes it again as it is now (its authorization, its options, its presence); nil = no (a
-    /// socket app's, or saved before it was kept).
+    /// Whether the record was made by a D-Bus notification of the app (`Notify`) and the app has
+    /// not connected to the socket since: the user's responses to its notifications reach it on
+    /// the bus (`ActionInvoked`) and are not queued (N14). Nil = no (a socket app's, or saved
+    /// before it was kept).
     public var viaBus: Bool?
 
     /// A record for an app never seen before (at `lastSeen`, if given).
@@ -181,21 +182,20 @@ public struct NotificationAppRecord: Codable, Sendable, Equatable {
     var badgesOn: Bool { settings.badge && granted(.badge) }
 
     /// Whether the daemon may forget this record to stay within ``NotificationPolicyConfig/maxApps``:
-    /// it holds no choice of the user's and nothing waits on it, so that the app's next contact
-    /// makes the same record again. That is: every setting at its default, and the authorization
-    /// undetermined or the default's answer (``answeredByDefault``); no queued action responses
-    /// (N14), no remote registration; no badge, no categories and not connected, unless the app
-    /// is a D-Bus one (``viaBus``: the bus sets no badge, so its badge only counted its own
-    /// notifications up (N12), its categories are those of its own notifications, and it counts as
-    /// connected for as long as the daemon runs). What the app has in the center or waiting is
-    /// checked by the caller. A socket app forgotten this way must request authorization again
-    /// before its next notification (N1), as after a reinstall.
+    /// it holds no choice of the user's, no answer of the user's waiting for the app, and the app
+    /// is not connected. That is: every setting at its default, the authorization undetermined or
+    /// the default's answer (``answeredByDefault``), no queued action responses (N14). What the
+    /// app declared itself (the options it asked for, its categories, its badge, its remote
+    /// registration) does not keep it: an app forgotten declares them again, as after a
+    /// reinstall (a socket app must request authorization again before its next notification,
+    /// N1; a D-Bus app's next `Notify` does it for it). Otherwise any app could make records that
+    /// never go, under as many names as it likes. What the app has in the center or waiting is
+    /// checked by the caller.
     var mayBeForgotten: Bool {
         var others = settings
         others.authorization = .notDetermined
-        guard others == NotificationAppSettings(), queuedResponses.isEmpty, remoteRegistered == nil else { return false }
-        guard settings.authorization == .notDetermined || answeredByDefault == true else { return false }
-        return viaBus == true || (badge == 0 && categories.isEmpty && !connected)
+        guard others == NotificationAppSettings(), queuedResponses.isEmpty, !connected else { return false }
+        return settings.authorization == .notDetermined || answeredByDefault == true
     }
 }
 

@@ -41,11 +41,11 @@ import Testing
         #expect(h.state.apps.count == 3)
     }
 
-    /// What keeps a record: each row gives the oldest app (A) something, and the new app's record
-    /// then takes B's place instead of A's.
+    /// What keeps a record: each row gives the oldest app (A) something of the user's or something
+    /// waiting, and the new app's record then takes B's place instead of A's.
     @Test(arguments: [
-        "a setting of the user's", "the user's authorization", "a badge", "a notification in the center",
-        "one waiting for its trigger", "a connection", "categories", "a remote registration", "a queued action response",
+        "a setting of the user's", "the user's authorization", "a notification in the center",
+        "one waiting for its trigger", "a connection", "a queued action response",
     ])
     func whatTheUserChoseOrWhatWaitsKeepsARecord(_ what: String) {
         var h = Self.threeAppsSeen(maxApps: 4)
@@ -53,19 +53,15 @@ import Testing
         switch what {
         case "a setting of the user's": h.send(.setSettings(app: a, NotificationSettingsChange(sound: false)))
         case "the user's authorization": h.send(.setSettings(app: a, NotificationSettingsChange(authorization: .authorized)))
-        case "a badge": h.send(.setBadge(app: a, count: 3))
         case "a notification in the center": h.post("n1", from: a)
         case "one waiting for its trigger": h.post("later", from: a, trigger: .interval(seconds: 3600, repeats: false))
         case "a connection": h.send(.appConnected(app: a))
-        case "categories": h.send(.registerCategories(app: a, [.init(identifier: "msg")]))
-        case "a remote registration": h.send(.registerRemote(app: a, enabled: true))
         default:
             // Answered while the app is away: the response waits for it (N14).
             h.send(.registerCategories(app: a, [.init(identifier: "msg", actions: [.init(identifier: "ok", title: "OK")])]))
             h.post("n1", from: a, NotificationContent(title: "t", body: "b", categoryIdentifier: "msg"))
             h.send(.respondToAction(app: a, notificationIdentifier: "n1", actionIdentifier: "ok", text: nil))
             #expect(h.state.apps[a]?.queuedResponses.count == 1)
-            h.send(.registerCategories(app: a, []))
         }
         #expect(h.errorCode == nil, "\(what): \(String(describing: h.reply))")
         h.authorize("org.example.Filler")  // the fourth record: under the bound, nothing goes
@@ -75,8 +71,51 @@ import Testing
         #expect(h.state.apps[a] != nil)
     }
 
-    /// When no record may go, the new app is refused and nothing is forgotten; an app connecting
-    /// gets no record (presence only). The apps known keep working.
+    /// What the app declared itself does not keep its record: it declares it again when it comes
+    /// back, as after a reinstall. Else any app could make records that never go, under as many
+    /// names as it likes (a stranger's find: 20 names with an empty category list, or a remote
+    /// registration turned off, filled a bound of 20 for good, across restarts).
+    @Test(arguments: ["a badge", "categories", "a remote registration", "a remote registration turned off"])
+    func whatTheAppDeclaredDoesNotKeepARecord(_ what: String) {
+        var h = Self.threeAppsSeen(maxApps: 3)
+        let a = "org.example.A"
+        switch what {
+        case "a badge": h.send(.setBadge(app: a, count: 3))
+        case "categories": h.send(.registerCategories(app: a, [.init(identifier: "msg", actions: [.init(identifier: "ok", title: "OK")])]))
+        case "a remote registration": h.send(.registerRemote(app: a, enabled: true))
+        default: h.send(.registerRemote(app: a, enabled: false))
+        }
+        #expect(h.errorCode == nil, "\(what): \(String(describing: h.reply))")
+        h.authorize("org.example.D")
+        #expect(Self.forgotten(h.last) == [a], "\(what)")
+        // Back, it declares again what it needs: a request for authorization first (N1).
+        #expect(h.post("n1", from: a) != nil && h.errorCode == .notAuthorized)
+        h.authorize(a)
+        #expect(h.post("n1", from: a) != nil && h.errorCode == nil)
+    }
+
+    /// An app that connects gets its record even with no room (it may not go while connected, and
+    /// connections are bounded): an app that said `hello` while every record held something was
+    /// given none, then a record marked not connected when it asked for authorization, and the
+    /// next new app took its place while it was connected (a stranger's find).
+    @Test func anAppThatConnectsWhenNoRecordMayGoIsKeptWhileConnected() {
+        var h = Self.threeAppsSeen()
+        for app in Self.apps { h.send(.appConnected(app: app)) }
+        h.send(.appConnected(app: "org.example.Late"))
+        #expect(h.state.apps["org.example.Late"]?.connected == true && h.state.apps.count == 4, "past the bound, by a connected app")
+        h.send(.appDisconnected(app: "org.example.A"))
+        h.authorize("org.example.Late")
+        h.authorize("org.example.New")
+        #expect(h.errorCode == .limitReached, "four records and a bound of three: two must go for a new one, one may")
+        h.send(.appDisconnected(app: "org.example.B"))
+        h.authorize("org.example.New")
+        #expect(h.errorCode == nil && Self.forgotten(h.all) == ["org.example.A", "org.example.B"], "those that left, not the one connected")
+        #expect(h.state.apps["org.example.Late"] != nil && h.state.apps.count == 3)
+        #expect(h.post("n1", from: "org.example.Late") != nil && h.errorCode == nil)
+    }
+
+    /// When no record may go, the new app is refused and nothing is forgotten. The apps known
+    /// keep working.
     @Test func withNothingToForgetANewAppIsLimitReached() {
         var h = Self.threeAppsSeen()
         for app in Self.apps { h.send(.setSettings(app: app, NotificationSettingsChange(showPreviews: .never))) }
@@ -84,17 +123,18 @@ import Testing
         h.authorize("org.example.D")
         #expect(h.errorCode == .limitReached)
         if case let .failed(_, message, _)? = h.reply { #expect(message.contains("maxApps")) }
-        h.send(.appConnected(app: "org.example.E"))
         h.send(.registerCategories(app: "org.example.F", [.init(identifier: "msg")]))
         #expect(h.errorCode == .limitReached)
+        h.send(.setSettings(app: "org.example.G", NotificationSettingsChange(sound: false)))
+        #expect(h.errorCode == .limitReached, "the user's setting for an app not known yet too")
         #expect(h.state.apps == before, "nothing forgotten, nothing added")
         #expect(Self.forgotten(h.all).isEmpty)
         #expect(h.post("n1", from: "org.example.B") != nil && h.errorCode == nil, "a known app still delivers")
     }
 
-    /// A D-Bus app's record (made by `busAppSeen`) may go while "connected", with categories of its
-    /// notifications and the badge N12 counted up for them, once they left the center: its next
-    /// `Notify` makes the same record again.
+    /// A D-Bus app's record (made by `busAppSeen`; the bus does not connect it) goes once its
+    /// notifications left the center, and its next `Notify` makes the same record again. The
+    /// user's responses to it are not queued: the bus tells it (`ActionInvoked`).
     @Test func aBusAppsRecordGoesWhenItHoldsNothingAndComesBackTheSame() {
         var h = NotificationHarness(config: NotificationPolicyConfig(maxApps: 2, timeZone: "UTC"))
         let bus = "org.example.Chat"
@@ -102,15 +142,15 @@ import Testing
             // What the engine sends for a bus notification of a new app (Engine.authorizeBusApp).
             h.send(.busAppSeen(app: app, answer: .authorized))
             if h.state.apps[app]?.requestedOptions == nil { h.send(.requestAuthorization(app: app, options: [.alert, .sound, .badge])) }
-            h.send(.appConnected(app: app))
-            h.send(.registerCategories(app: app, [.init(identifier: "dbus-1")]))
         }
         busNotify(bus)
         let made = h.state.apps[bus]
-        #expect(made?.viaBus == true && made?.answeredByDefault == true && made?.settings.authorization == .authorized)
-        h.post("dbus-1", from: bus)
-        h.send(.removeDelivered(app: bus, identifiers: ["dbus-1"]))
-        #expect(h.state.apps[bus]?.badge == 1 && h.state.delivered.isEmpty, "N12 counted it up; it left the center")
+        #expect(made?.viaBus == true && made?.answeredByDefault == true && made?.settings.authorization == .authorized && made?.connected == false)
+        h.send(.registerCategories(app: bus, [.init(identifier: "dbus-1", actions: [.init(identifier: "ok", title: "OK")])]))
+        h.post("dbus-1", from: bus, NotificationContent(title: "t", body: "b", categoryIdentifier: "dbus-1"))
+        h.send(.respondToAction(app: bus, notificationIdentifier: "dbus-1", actionIdentifier: "ok", text: nil))
+        #expect(h.state.apps[bus]?.queuedResponses.isEmpty == true && h.state.delivered.isEmpty, "answered, not queued; it left the center")
+        #expect(h.state.apps[bus]?.badge == 1, "N12 counted it up")
         h.advance(10)
         h.send(.requestAuthorization(app: "org.example.Socket", options: [.alert]))  // undetermined (prompt): may go too
         h.advance(10)
@@ -120,9 +160,25 @@ import Testing
         busNotify(bus)
         var again = h.state.apps[bus]
         again?.lastSeen = made?.lastSeen
-        #expect(again?.badge == 0)
         #expect(again == made, "the same record again, seen later")
         #expect(Self.forgotten(h.all) == [bus, "org.example.Socket"])
+    }
+
+    /// A socket app of the same name as a D-Bus app connects: the record is a socket app's from
+    /// then on, kept while it is connected (it was forgotten while connected, losing its
+    /// categories, because the bus had made it: a stranger's find).
+    @Test func aSocketAppNamedAsABusAppIsKeptWhileConnected() {
+        var h = NotificationHarness(config: NotificationPolicyConfig(authorization: .init(default: .grant), maxApps: 2, timeZone: "UTC"))
+        h.send(.busAppSeen(app: "org.shared.S", answer: .authorized))
+        h.send(.appConnected(app: "org.shared.S"))
+        #expect(h.state.apps["org.shared.S"]?.viaBus == nil)
+        h.authorize("org.shared.S")
+        h.send(.registerCategories(app: "org.shared.S", [.init(identifier: "cat")]))
+        h.authorize("org.example.B")
+        h.advance(10)
+        h.authorize("org.example.New")
+        #expect(Self.forgotten(h.all) == ["org.example.B"])
+        #expect(h.state.apps["org.shared.S"]?.categories["cat"] != nil)
     }
 
     /// The user's answer to a bus app stays: it is not the default's.
