@@ -586,7 +586,9 @@ public enum AudioPolicy {
         guard acceptsDelay else { return .failed(code: .insufficientPriority) }
         state.modify(id) {
             $0.state = .delayed
-            $0.delayedSince = now
+            // Asked again while it waits: it keeps its place (first come, first served; it went
+            // to the back, and was activated after one that asked later, a stranger's find).
+            $0.delayedSince = $0.delayedSince ?? now
         }
         return .delayed
     }
@@ -710,7 +712,11 @@ public enum AudioPolicy {
     static func a9ClientGone(_ state: inout AudioPolicyState, _ ids: [AudioSessionID], now: Double,
                              config: AudioPolicyConfig) -> [AudioPolicyEffect] {
         var fx: [AudioPolicyEffect] = []
-        for id in ids.sorted() {
+        // Its sessions waiting for a call first (they hold nothing): else the end of its own call
+        // activated them (A4) on their way out, and they interrupted others for an instant (a
+        // stranger's find: another app got interruptionEnded, interruptionBegan, interruptionEnded).
+        let waiting = ids.filter { state.delayed.contains($0) }
+        for id in waiting.sorted() + ids.filter({ !waiting.contains($0) }).sorted() {
             fx += deactivate(&state, id, notifyOthers: true, now: now, config: config)
             state.remove(id)
         }

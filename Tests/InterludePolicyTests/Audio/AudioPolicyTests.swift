@@ -554,6 +554,44 @@ import Testing
     }
 }
 
+/// A4 with A9: what waits for a call (delayed activations) and a client that leaves.
+@Suite struct AudioPolicyDelayTests {
+    /// A client that leaves with a call and a session waiting for that call: its waiting session
+    /// is dropped before its call ends, so it is not activated on its way out. Another app's
+    /// session gets one `interruptionEnded` (it got `interruptionEnded`, `interruptionBegan`,
+    /// `interruptionEnded`: a stranger's find).
+    @Test func A4_A9_aLeavingClientsWaitingSessionIsNotActivatedByItsOwnCallsEnd() {
+        var h = AudioHarness()
+        h.start("a", AudioHarness.music)
+        h.start("k1", AudioHarness.call)  // its id comes before the waiting one's, as the daemon numbers them
+        h.register("k2", AudioHarness.music2)
+        #expect(h.activate("k2", acceptsDelay: true) == [.activationResult(id("k2"), .delayed)])
+        let fx = h.send(.clientGone([id("k2"), id("k1")]))
+        #expect(fx.filter { if case .setOutput = $0 { false } else { true } } == [.interruptionEnded(id("a"), shouldResume: true)], "\(fx)")
+        #expect(h.stateOf("a") == .active)
+    }
+
+    /// A4: first come, first served. A session that asks again while it waits keeps its place
+    /// (it went to the back, and was activated after one that asked later, so it interrupted it);
+    /// asked again without `acceptsDelay` it is refused and the earlier request stands.
+    @Test func A4_aSessionAskingAgainWhileItWaitsKeepsItsPlace() {
+        var h = AudioHarness()
+        h.start("k", AudioHarness.call)
+        h.register("d", AudioHarness.music)
+        h.register("e", AudioHarness.music2)
+        _ = h.activate("d", acceptsDelay: true, at: 1)
+        _ = h.activate("e", acceptsDelay: true, at: 2)
+        #expect(h.activate("d", acceptsDelay: true, at: 3) == [.activationResult(id("d"), .delayed)])
+        #expect(h.activate("d", acceptsDelay: false, at: 4) == [.activationResult(id("d"), .failed(code: .insufficientPriority))])
+        #expect(h.stateOf("d") == .delayed)
+        let fx = h.deactivate("k", at: 5)
+        // d first, then e, which interrupts d (A1): e is the one playing at the end.
+        let order = fx.compactMap { if case let .delayedActivationCompleted(x, _) = $0 { x } else { nil } }
+        #expect(order == [id("d"), id("e")])
+        #expect(h.stateOf("e") == .active && h.stateOf("d") == .interrupted)
+    }
+}
+
 /// A6 with a pile: exclusive sessions activated one after another each interrupt every earlier one
 /// (by the order of activations, ``AudioPolicyState/interrupters(of:)``); releasing them keeps the
 /// stack's order.
