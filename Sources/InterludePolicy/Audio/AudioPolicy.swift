@@ -67,7 +67,8 @@ public struct SessionOutput: Codable, Sendable, Equatable {
 /// class: who interrupts whom follows from it, A6), and which changed since the outputs were last
 /// derived. Every rule looks only at the index it needs (and at the sessions its event names), so
 /// an event costs in proportion to the sessions it can affect, not to the sessions registered,
-/// nor to the ones active and untouched (issue 9).
+/// nor to the ones active and untouched (issue 9). `sessions` and `applied` are therefore
+/// read-only outside the policy.
 ///
 /// A6 by the order of activations: a taker interrupts every holder of its class at its
 /// activation (A1: the non-mixable holders; A4: every holder; A3: the spoken-audio holders), and
@@ -75,7 +76,6 @@ public struct SessionOutput: Codable, Sendable, Equatable {
 /// holder are the takers of its classes activated after it and holding still
 /// (``interrupters(of:)``): a pile of n exclusive activations is a list of n, where keeping each
 /// session's set was n²/2 entries (1 GB at 6,000) and its release as many removals.
-/// `sessions` and `applied` are therefore read-only outside the policy.
 public struct AudioPolicyState: Codable, Sendable, Equatable {
     /// Every registered session, by id.
     public internal(set) var sessions: [AudioSessionID: AudioSession] = [:]
