@@ -451,14 +451,12 @@ public enum AudioPolicy {
     public static func reduce(_ state: inout AudioPolicyState, _ event: AudioPolicyEvent, now: Double,
                               config: AudioPolicyConfig) -> [AudioPolicyEffect] {
         var fx: [AudioPolicyEffect] = []
-        var touched: [AudioSessionID] = []  // inactive sessions whose output the event may change
         switch event {
         case let .register(id, descriptor):
             if state.sessions[id] == nil {
                 var s = AudioSession(id: id, descriptor: descriptor)
                 s.playingChangedAt = now
-                state.put(s)
-                touched.append(id)  // A12: a new ambient session under a silent ringer starts muted
+                state.put(s)  // changed, so its output is derived: A12 mutes a new ambient one under a silent ringer
             }
         case let .activate(id, acceptsDelay):
             fx += activate(&state, id, acceptsDelay: acceptsDelay, now: now, config: config)
@@ -494,7 +492,7 @@ public enum AudioPolicy {
         fx += enforced
         fx += a9Expire(&state, now: now, config: config)
         fx = a5ResumePlayers(&state, fx)
-        fx += outputChanges(&state, also: touched, config: config)
+        fx += outputChanges(&state, config: config)
         return fx
     }
 
@@ -806,24 +804,9 @@ public enum AudioPolicy {
     /// A4: mixable sessions are ducked during a call (calls are never ducked); an interrupted
     /// session keeps the gain it had (A6: it comes back at the level the rules give when it resumes). A8/A12: muted when enforced or
     /// when the ringer is silent and the category is silenced by it.
+    /// The other sessions it depends on are read from the state's indexes of active duckers (A2)
+    /// and active calls (A4).
     public static func output(of s: AudioSession, in state: AudioPolicyState, config: AudioPolicyConfig) -> SessionOutput {
-        output(of: s, in: state, OutputContext(state), config: config)
-    }
-
-    /// What the outputs of all sessions depend on besides the session itself: the active duckers
-    /// (A2) and the active calls (A4), from the state's indexes.
-    struct OutputContext {
-        var duckers: Set<AudioSessionID>
-        var calls: Set<AudioSessionID>
-
-        init(_ state: AudioPolicyState) {
-            duckers = state.activeDuckers
-            calls = state.activeCallIDs
-        }
-    }
-
-    static func output(of s: AudioSession, in state: AudioPolicyState, _ context: OutputContext,
-                       config: AudioPolicyConfig) -> SessionOutput {
         var out = SessionOutput()
         out.muted = s.enforcedMute || (state.ringerSilent && s.descriptor.category.silencedByRinger)
         // An interrupted session is paused: its gain stays where it was (no duck news for a
@@ -833,8 +816,8 @@ public enum AudioPolicy {
             return out
         }
         guard s.state == .active, !s.descriptor.isCall else { return out }
-        let duckedByPrompt = !s.descriptor.ducksOthers && AudioPolicyState.holdsOther(context.duckers, than: s.id)
-        let duckedByCall = AudioPolicyState.holdsOther(context.calls, than: s.id)
+        let duckedByPrompt = !s.descriptor.ducksOthers && AudioPolicyState.holdsOther(state.activeDuckers, than: s.id)
+        let duckedByCall = AudioPolicyState.holdsOther(state.activeCallIDs, than: s.id)
         if duckedByPrompt || duckedByCall { out.gainDb = config.duckLevelDb }
         return out
     }
@@ -846,13 +829,12 @@ public enum AudioPolicy {
     /// ringer (A12), and whether another active ducker (A2) or call (A4) exists. For a session the
     /// event did not change, "another" is "any": a session that became or stopped being a ducker
     /// or a call changed. So the sessions that can have changed are the ones the event changed
-    /// (`changedSinceOutputs`) or named (`also`); the `live` ones too when the presence of a
-    /// ducker or of a call flipped; and every session when the ringer changed. An
-    /// event that changes one session with 1,000 others active derives one output, not 1,001.
-    static func outputChanges(_ state: inout AudioPolicyState, also touched: [AudioSessionID] = [],
-                              config: AudioPolicyConfig) -> [AudioPolicyEffect] {
+    /// (`changedSinceOutputs`: every session put or removed, a new one included, A12 muting a new
+    /// ambient one under a silent ringer); the `live` ones too when the presence of a ducker or of
+    /// a call flipped; and every session when the ringer changed. An event that changes one
+    /// session with 1,000 others active derives one output, not 1,001.
+    static func outputChanges(_ state: inout AudioPolicyState, config: AudioPolicyConfig) -> [AudioPolicyEffect] {
         var candidates = state.changedSinceOutputs
-        candidates.formUnion(touched)
         let hasDucker = !state.activeDuckers.isEmpty, hasCall = !state.activeCallIDs.isEmpty
         if state.outputsRingerSilent != state.ringerSilent {
             candidates = Set(state.sessions.keys)
@@ -863,13 +845,12 @@ public enum AudioPolicy {
         state.outputsHadDucker = hasDucker
         state.outputsHadCall = hasCall
         state.changedSinceOutputs = []
-        let context = OutputContext(state)
         // The changed ones are found first, and only they are sorted.
         var changed: [(id: AudioSessionID, new: SessionOutput, old: SessionOutput)] = []
         state.outputsDerivedLastEvent = candidates.count
         for id in candidates {
             guard let s = state.sessions[id] else { continue }
-            let new = output(of: s, in: state, context, config: config)
+            let new = output(of: s, in: state, config: config)
             let old = state.applied[id] ?? .unity
             if new != old { changed.append((id, new, old)) }
         }
