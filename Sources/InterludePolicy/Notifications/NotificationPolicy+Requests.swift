@@ -388,8 +388,8 @@ extension NotificationReducer {
     /// bound; at it, the least recently seen records that may be forgotten (``NotificationAppRecord/mayBeForgotten``,
     /// and the app has nothing in the center, waiting for a trigger, held for the summary or
     /// coalesced) are forgotten, oldest `lastSeen` first (then by app id), and watchers told
-    /// (`appForgotten`). False, and nothing forgotten, when not enough of them may go. A lowered
-    /// limit takes effect this way, as new apps come.
+    /// (`appForgotten`). False when not enough of them may go (those that may go are forgotten
+    /// all the same). A lowered limit takes effect this way, as new apps come.
     mutating func makeRoomForNewApp(_ app: String) -> Bool {
         let excess = state.apps.count - config.maxApps + 1
         guard excess > 0 else { return true }
@@ -402,13 +402,15 @@ extension NotificationReducer {
         for (name, record) in state.apps where name != app && !waiting.contains(name) && record.mayBeForgotten {
             candidates.append((record.lastSeen?.secondsSince1970 ?? -Double.infinity, name))
         }
-        guard candidates.count >= excess else { return false }
-        let forgotten = excess == 1 ? [candidates.min { $0 < $1 }!] : Array(candidates.sorted { $0 < $1 }.prefix(excess))
+        // As many as may go, up to the excess, even when that is not enough: records kept past the
+        // bound (connected apps) must not stop the others from going (a stranger's find: with the
+        // kept ones at the bound, every new name that connected added a record for good).
+        let forgotten = excess == 1 ? candidates.min { $0 < $1 }.map { [$0] } ?? [] : Array(candidates.sorted { $0 < $1 }.prefix(excess))
         for f in forgotten {
             state.apps[f.app] = nil
             effects.append(.emit(.appForgotten(app: f.app)))
         }
-        return true
+        return forgotten.count == excess
     }
 }
 

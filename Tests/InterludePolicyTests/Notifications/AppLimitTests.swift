@@ -114,6 +114,21 @@ import Testing
         #expect(h.post("n1", from: "org.example.Late") != nil && h.errorCode == nil)
     }
 
+    /// Records kept past the bound (connected apps) do not stop the others from going: with the
+    /// records that may not go at the bound, each new app that connected and left added a record
+    /// for good (a stranger's find: 103 records at a bound of 3).
+    @Test func recordsKeptPastTheBoundDoNotStopOthersFromGoing() {
+        var h = Self.threeAppsSeen()
+        for app in Self.apps { h.send(.setSettings(app: app, NotificationSettingsChange(sound: false))) }
+        for i in 0..<20 {
+            h.send(.appConnected(app: "org.example.K\(i)"))
+            h.authorize("org.example.K\(i)")
+            h.send(.appDisconnected(app: "org.example.K\(i)"))
+        }
+        #expect(h.state.apps.count <= 4, "\(h.state.apps.count) records")
+        #expect(Self.forgotten(h.all).count == 19)
+    }
+
     /// When no record may go, the new app is refused and nothing is forgotten. The apps known
     /// keep working.
     @Test func withNothingToForgetANewAppIsLimitReached() {
