@@ -99,7 +99,8 @@ public final class EngineExecutor: SerialExecutor, @unchecked Sendable {
                 let (next, handOff, after) = nextOrStop()
                 for work in handOff { work.otherwise() }
                 guard let next else {
-                    for work in after { work.body() }
+                    // The commit blocks (fdatasync): the thread's other duties go elsewhere first.
+                    for work in after { BlockingWork.run(work.body) }
                     break
                 }
                 next.runSynchronously(on: executor)
@@ -111,7 +112,9 @@ public final class EngineExecutor: SerialExecutor, @unchecked Sendable {
     /// released the engine, if no other job comes before: the leader of a group commit (issue 9).
     /// The store's commit then runs on the thread that decided it, off the engine (audio is not
     /// held), without waking a thread of its own: for one app waiting for each reply, one context
-    /// switch fewer per `notification.add` (6.5 → 5.5; README "What the numbers say").
+    /// switch fewer per `notification.add` (6.5 → 5.5; README "What the numbers say"). `body`
+    /// runs inside ``BlockingWork/run(_:)``: a thread that serves others (a connection loop of the
+    /// server) hands them to another thread first.
     ///
     /// If a job is queued before the engine is free (a burst: the thread would not be free soon),
     /// `otherwise` runs instead, on the engine's thread before that job, and must only hand the
@@ -155,37 +158,41 @@ public final class EngineExecutor: SerialExecutor, @unchecked Sendable {
     }
 }
 
-/// A first-in, first-out queue of executor jobs (a ring that grows; no allocation per job once
-/// grown), for a custom executor's own locking: not thread-safe itself.
-public struct ExecutorJobQueue {
+/// A first-in, first-out queue (a ring that grows; no allocation per element once grown), for
+/// a lock's owner: not thread-safe itself. The executors' job queues (``EngineExecutor``, the
+/// server's connection loops).
+public struct RingQueue<Element> {
     /// An empty queue.
     public init() {}
 
-    private var items: [UnownedJob?] = []
+    private var items: [Element?] = []
     private var head = 0
-    /// Jobs in the queue.
+    /// Elements in the queue.
     public private(set) var count = 0
 
-    /// Adds a job at the end.
-    public mutating func push(_ job: UnownedJob) {
+    /// Adds an element at the end.
+    public mutating func push(_ element: Element) {
         if count == items.count {
             // Grow: unroll the ring into a buffer twice as large.
-            var grown = [UnownedJob?](repeating: nil, count: max(16, items.count * 2))
+            var grown = [Element?](repeating: nil, count: max(16, items.count * 2))
             for i in 0..<count { grown[i] = items[(head + i) % items.count] }
             items = grown
             head = 0
         }
-        items[(head + count) % items.count] = job
+        items[(head + count) % items.count] = element
         count += 1
     }
 
-    /// Takes the first job; nil when empty.
-    public mutating func pop() -> UnownedJob? {
+    /// Takes the first element; nil when empty.
+    public mutating func pop() -> Element? {
         guard count > 0 else { return nil }
-        let job = items[head]
+        let element = items[head]
         items[head] = nil
         head = (head + 1) % items.count
         count -= 1
-        return job
+        return element
     }
 }
+
+/// A queue of executor jobs (``RingQueue``).
+public typealias ExecutorJobQueue = RingQueue<UnownedJob>
