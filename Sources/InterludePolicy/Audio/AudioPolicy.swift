@@ -629,11 +629,17 @@ public enum AudioPolicy {
         s.spokenOrder = nil
         state.put(s)
         guard wasHolding else { return [] }
-        // Calls always notify others (A5).
-        var fx = a5ReleaseInterruptions(&state, released: released, notifyOthers: notifyOthers || s.descriptor.isCall, now: now)
+        // A4 before A5: the sessions waiting for the last call are activated first, while what the
+        // call interrupted is still interrupted; a waiting session that would interrupt one of
+        // those (A1, A3) then holds it, and A5 resumes only the others. Resumed first, such a
+        // session was told `interruptionEnded` and `interruptionBegan` in the same instant (a
+        // music player told to play and to pause at once; both strangers of the eleventh session).
+        var fx: [AudioPolicyEffect] = []
         if wasCall && state.activeCallIDs.isEmpty {
             fx += a4ActivateDelayed(&state, now: now)
         }
+        // Calls always notify others (A5).
+        fx += a5ReleaseInterruptions(&state, released: released, notifyOthers: notifyOthers || s.descriptor.isCall, now: now)
         return fx
     }
 

@@ -590,6 +590,41 @@ import Testing
         #expect(order == [id("d"), id("e")])
         #expect(h.stateOf("e") == .active && h.stateOf("d") == .interrupted)
     }
+
+    /// A4 before A5: when the last call ends, the sessions waiting for it are activated before
+    /// what the call interrupted is resumed. A session the waiting one would interrupt (A1, A3)
+    /// stays interrupted, told nothing now, and is resumed when the waiting one ends; the others
+    /// resume as before. (Resumed first, it got `interruptionEnded` and `interruptionBegan` in the
+    /// same event: a player told to play and to pause at once.)
+    @Test(arguments: [
+        // The waiting session (not mixable: mixable ones do not wait, A4), what was playing when the
+        // call came (in the order started), what the waiting one keeps interrupted, what resumes.
+        (AudioHarness.music2, ["game", "music"], ["music"], ["game"]),
+        (AudioHarness.music2, ["podcast"], ["podcast"], []),
+        (AudioHarness.solo, ["game"], [], ["game"]),
+    ])
+    func A4_A5_theWaitingSessionsAreActivatedBeforeWhatTheCallInterruptedResumes(
+        waiting: AudioSessionDescriptor, playing: [String], kept: [String], resumed: [String]
+    ) {
+        let sessions = ["game": AudioHarness.game, "music": AudioHarness.music, "podcast": AudioHarness.podcast]
+        var h = AudioHarness()
+        for name in playing { h.start(name, sessions[name]!) }
+        h.start("k", AudioHarness.call)
+        for name in playing { #expect(h.stateOf(name) == .interrupted) }
+        h.register("w", waiting)
+        #expect(h.activate("w", acceptsDelay: true, at: 1).first == .activationResult(id("w"), .delayed))
+        let fx = h.deactivate("k", at: 2)
+        let ended = fx.compactMap { if case let .interruptionEnded(x, _) = $0 { x } else { nil } }
+        let began = fx.compactMap { if case let .interruptionBegan(x, _) = $0 { x } else { nil } }
+        #expect(Set(ended) == Set(resumed.map { id($0) }))
+        #expect(began.isEmpty, "a session resumed by the call's end was interrupted at once: \(fx)")
+        #expect(h.stateOf("w") == .active)
+        for name in kept { #expect(h.stateOf(name) == .interrupted && h.interrupters(name) == [id("w")]) }
+        for name in resumed { #expect(h.stateOf(name) == .active) }
+        // When the waiting session ends, what it kept interrupted resumes (it was playing).
+        let after = h.deactivate("w", at: 3)
+        for name in kept { #expect(after.contains(.interruptionEnded(id(name), shouldResume: true))) }
+    }
 }
 
 /// A6 with a pile: exclusive sessions activated one after another each interrupt every earlier one
