@@ -203,47 +203,61 @@ public struct AudioPolicyState: Codable, Sendable, Equatable {
         return nextOrder
     }
 
-    /// A6: every session interrupting `id`: those it keeps by name, and the takers of its classes
-    /// activated after it that hold still (the exclusive holders after a non-mixable one, the
-    /// calls after any holder, the A3 takers after a spoken-audio one). Empty for a session that
-    /// holds no activation. Costs the number of interrupters (for `status`).
+    /// A6: where a session's interrupters come from, class by class: the sessions it keeps by
+    /// name, and the takers of each of its classes activated after it that hold still (A1: the
+    /// exclusive holders after a non-mixable one; A4: the calls after any holder; A3: the
+    /// spoken-audio takers after it became spoken audio). The one place the rule is read;
+    /// ``interrupters(of:)``, ``isInterruptedByAnyone(_:)`` and ``interrupterSummary(of:first:)``
+    /// take their answers from it. The parts may overlap (a non-mixable call is in `exclusive` and
+    /// in `calls`). Costs a few binary searches, not the number of interrupters.
+    struct InterrupterParts {
+        var kept: Set<AudioSessionID> = []
+        var exclusive: ArraySlice<AudioSessionID> = []
+        var calls: ArraySlice<AudioSessionID> = []
+        var spoken: ArraySlice<AudioSessionID> = []
+        var isEmpty: Bool { kept.isEmpty && exclusive.isEmpty && calls.isEmpty && spoken.isEmpty }
+    }
+
+    /// A6: ``InterrupterParts`` of `s` (all empty for a session that holds no activation, but
+    /// for those kept by name).
+    func interrupterParts(of s: AudioSession) -> InterrupterParts {
+        var parts = InterrupterParts(kept: s.keptInterrupters)
+        guard s.holdsActivation, let order = s.activationOrder else { return parts }
+        if !s.descriptor.isMixable { parts.exclusive = exclusiveOrder.later(than: order) }
+        parts.calls = callOrder.later(than: order)
+        if let spoken = s.spokenOrder { parts.spoken = spokenTakerOrder.later(than: spoken) }
+        return parts
+    }
+
+    /// A6: every session interrupting `id` (``interrupterParts(of:)``). Costs the number of
+    /// interrupters (for `status`).
     public func interrupters(of id: AudioSessionID) -> Set<AudioSessionID> {
         guard let s = sessions[id] else { return [] }
-        var out = s.keptInterrupters
-        guard s.holdsActivation, let order = s.activationOrder else { return out }
-        if !s.descriptor.isMixable { out.formUnion(exclusiveOrder.later(than: order)) }
-        out.formUnion(callOrder.later(than: order))
-        if let spoken = s.spokenOrder { out.formUnion(spokenTakerOrder.later(than: spoken)) }
-        return out
+        let parts = interrupterParts(of: s)
+        return parts.kept.union(parts.exclusive).union(parts.calls).union(parts.spoken)
     }
 
     /// A6 for a bounded listing (`status`): the first `limit` of ``interrupters(of:)`` by id, in
     /// order, and how many there are, without making the set: the session at the bottom of a pile
-    /// has thousands. The parts are taken so that none is counted twice (a non-mixable call is in
-    /// the exclusive order too; a call may interrupt spoken audio).
+    /// has thousands. Each interrupter is counted in one part only (a non-mixable call is in
+    /// `exclusive` and in `calls`; a call may also interrupt spoken audio or be kept by name), and
+    /// the `exclusive` part, the pile, is taken as it is, without a look at each of its sessions.
     public func interrupterSummary(of id: AudioSessionID, first limit: Int) -> (first: [AudioSessionID], count: Int) {
         guard let s = sessions[id] else { return ([], 0) }
-        let order = s.holdsActivation ? s.activationOrder : nil
-        let exclusive = order.map { !s.descriptor.isMixable ? exclusiveOrder.later(than: $0) : [] } ?? []
+        let parts = interrupterParts(of: s)
         func isCall(_ x: AudioSessionID) -> Bool { sessions[x]?.descriptor.isCall == true }
-        // Calls not in `exclusive`; A3 takers and kept ones that are not calls (those are in `calls`).
-        let calls = (order.map { callOrder.later(than: $0) } ?? []).filter { x in
-            s.descriptor.isMixable || sessions[x]?.descriptor.isMixable == true
-        }
-        let spoken = (order != nil ? s.spokenOrder.map { spokenTakerOrder.later(than: $0) } ?? [] : []).filter { !isCall($0) }
-        let kept = s.keptInterrupters.filter { x in !(isCall(x) && order.map { o in (sessions[x]?.activationOrder ?? .min) > o } == true) }
-        let all = exclusive.lazy + calls + spoken + kept
-        return (firstInOrder(limit, of: all, by: <), exclusive.count + calls.count + spoken.count + kept.count)
+        // The calls not in `exclusive` (there only when both are not mixable).
+        let calls = parts.calls.filter { s.descriptor.isMixable || sessions[$0]?.descriptor.isMixable == true }
+        let spoken = parts.spoken.filter { !isCall($0) }
+        let laterCalls = Set(parts.calls)
+        let kept = parts.kept.filter { !laterCalls.contains($0) }
+        let all = parts.exclusive.lazy + calls + spoken + kept
+        return (firstInOrder(limit, of: all, by: <), parts.exclusive.count + calls.count + spoken.count + kept.count)
     }
 
-    /// A6: whether anyone interrupts `s` (``interrupters(of:)`` is not empty), in constant time.
+    /// A6: whether anyone interrupts `s` (``interrupterParts(of:)`` are not all empty).
     func isInterruptedByAnyone(_ s: AudioSession) -> Bool {
-        if !s.keptInterrupters.isEmpty { return true }
-        guard s.holdsActivation, let order = s.activationOrder else { return false }
-        if !s.descriptor.isMixable, exclusiveOrder.hasLater(than: order) { return true }
-        if callOrder.hasLater(than: order) { return true }
-        if let spoken = s.spokenOrder, spokenTakerOrder.hasLater(than: spoken) { return true }
-        return false
+        !interrupterParts(of: s).isEmpty
     }
 
     /// A6, A9: whether `s` interrupts anyone: someone keeps it by name, or a holder of the class it
