@@ -38,20 +38,3 @@ int interlude_pipe_cloexec(int fds[2]) { return pipe2(fds, O_CLOEXEC); }
 int interlude_name_this_thread(const char *name) {
     return prctl(PR_SET_NAME, (unsigned long)name, 0, 0, 0);
 }
-
-#include <sys/eventfd.h>
-int interlude_eventfd(void) { return eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK); }
-
-#include <sys/epoll.h>
-int interlude_epoll_create(void) { return epoll_create1(EPOLL_CLOEXEC); }
-int interlude_epoll_watch(int epfd, int fd, unsigned long long token, int on) {
-    struct epoll_event ev = { .events = EPOLLIN, .data = { .u64 = token } };
-    return epoll_ctl(epfd, on ? EPOLL_CTL_ADD : EPOLL_CTL_DEL, fd, &ev);
-}
-int interlude_epoll_wait(int epfd, unsigned long long *tokens, int max, int timeout_ms) {
-    struct epoll_event evs[64];
-    if (max > 64) max = 64;
-    int n = epoll_wait(epfd, evs, max, timeout_ms);
-    for (int i = 0; i < n; i++) tokens[i] = evs[i].data.u64;
-    return n;
-}

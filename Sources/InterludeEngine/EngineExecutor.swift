@@ -99,8 +99,7 @@ public final class EngineExecutor: SerialExecutor, @unchecked Sendable {
                 let (next, handOff, after) = nextOrStop()
                 for work in handOff { work.otherwise() }
                 guard let next else {
-                    // The commit blocks (fdatasync): the thread's other duties go elsewhere first.
-                    for work in after { BlockingWork.run(work.body) }
+                    for work in after { work.body() }
                     break
                 }
                 next.runSynchronously(on: executor)
@@ -112,9 +111,7 @@ public final class EngineExecutor: SerialExecutor, @unchecked Sendable {
     /// released the engine, if no other job comes before: the leader of a group commit (issue 9).
     /// The store's commit then runs on the thread that decided it, off the engine (audio is not
     /// held), without waking a thread of its own: for one app waiting for each reply, one context
-    /// switch fewer per `notification.add` (6.5 → 5.5; README "What the numbers say"). `body`
-    /// runs inside ``BlockingWork/run(_:)``: a thread that serves others (a connection loop of the
-    /// server) hands them to another thread first.
+    /// switch fewer per `notification.add` (6.5 → 5.5; README "What the numbers say").
     ///
     /// If a job is queued before the engine is free (a burst: the thread would not be free soon),
     /// `otherwise` runs instead, on the engine's thread before that job, and must only hand the
@@ -158,41 +155,37 @@ public final class EngineExecutor: SerialExecutor, @unchecked Sendable {
     }
 }
 
-/// A first-in, first-out queue (a ring that grows; no allocation per element once grown), for
-/// a lock's owner: not thread-safe itself. The executors' job queues (``EngineExecutor``, the
-/// server's connection loops).
-public struct RingQueue<Element> {
+/// A first-in, first-out queue of executor jobs (a ring that grows; no allocation per job once
+/// grown), for a custom executor's own locking: not thread-safe itself.
+public struct ExecutorJobQueue {
     /// An empty queue.
     public init() {}
 
-    private var items: [Element?] = []
+    private var items: [UnownedJob?] = []
     private var head = 0
-    /// Elements in the queue.
+    /// Jobs in the queue.
     public private(set) var count = 0
 
-    /// Adds an element at the end.
-    public mutating func push(_ element: Element) {
+    /// Adds a job at the end.
+    public mutating func push(_ job: UnownedJob) {
         if count == items.count {
             // Grow: unroll the ring into a buffer twice as large.
-            var grown = [Element?](repeating: nil, count: max(16, items.count * 2))
+            var grown = [UnownedJob?](repeating: nil, count: max(16, items.count * 2))
             for i in 0..<count { grown[i] = items[(head + i) % items.count] }
             items = grown
             head = 0
         }
-        items[(head + count) % items.count] = element
+        items[(head + count) % items.count] = job
         count += 1
     }
 
-    /// Takes the first element; nil when empty.
-    public mutating func pop() -> Element? {
+    /// Takes the first job; nil when empty.
+    public mutating func pop() -> UnownedJob? {
         guard count > 0 else { return nil }
-        let element = items[head]
+        let job = items[head]
         items[head] = nil
         head = (head + 1) % items.count
         count -= 1
-        return element
+        return job
     }
 }
-
-/// A queue of executor jobs (``RingQueue``).
-public typealias ExecutorJobQueue = RingQueue<UnownedJob>

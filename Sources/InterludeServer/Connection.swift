@@ -77,20 +77,15 @@ struct SourceSwitch {
 /// hold (``ConnectionLimits``): it stops reading while requests are waiting, and drops a reader
 /// that lets more than `maxOutputBytes` pile up.
 ///
-/// All state is under `lock`. The socket is read on the connection's loop (``ConnectionLoop``),
-/// where its request handler runs too; the write source's handler and the messages encoded off
-/// the caller's thread run on `queue`. Messages are written in the order they were sent: a
-/// message goes through `queue` unless nothing is queued or waiting to be written before it (then
-/// it is written at once, under the lock).
+/// All state is under `lock`; the dispatch sources' handlers run on `queue`. Messages are written
+/// in the order they were sent: a message goes through `queue` unless nothing is queued or
+/// waiting to be written before it (then it is written at once, under the lock).
 final class Connection: GatheredOutput, @unchecked Sendable {
     let fd: Int32
     let pid: Int32
     let queue: DispatchQueue
-    /// Runs the connection's request handler where its socket is read: on its loop
-    /// (``ConnectionExecutor``, ``ConnectionLoop``).
-    let taskExecutor: ConnectionExecutor
-    /// Closes the socket once its loop reads it no more and the write source is off it.
-    private let closer: CloseAfterBoth
+    /// Runs the connection's request handler on `queue` (``ConnectionTaskExecutor``).
+    let taskExecutor: ConnectionTaskExecutor
     let limits: ConnectionLimits
     /// Paced bytes allowed beyond `limits.maxPacedBytes` when larger (the engine's
     /// ``Engine/removalAllowance``: a whole removal at the center's limits); nil: none.
@@ -123,7 +118,7 @@ final class Connection: GatheredOutput, @unchecked Sendable {
     /// queue behind them in the paced lane (they may pass `maxOutputBytes`, which those lines
     /// were not counted against).
     private var pacedInOutput = false
-    private var reader: ReadSwitch?
+    private var reader: SourceSwitch?
     private var writer: SourceSwitch?
     /// The request handler waiting for the next line.
     private var waiting: CheckedContinuation<[UInt8]?, Never>?
@@ -144,12 +139,7 @@ final class Connection: GatheredOutput, @unchecked Sendable {
         self.log = log
         self.onClose = onClose
         self.queue = DispatchQueue(label: "interlude.connection.\(fd)", target: Connection.ioTarget)
-        let closer = CloseAfterBoth(fd: fd)
-        self.closer = closer
-        let me = WeakConnection()
-        self.taskExecutor = ConnectionExecutor(fd: fd, onReadable: { me.connection?.readAvailable() },
-                                               readingEnded: { closer.release() })
-        me.connection = self
+        self.taskExecutor = ConnectionTaskExecutor(queue: queue)
     }
 
     /// What every connection's queue runs on: the global queue, whose threads are about as many as
@@ -170,15 +160,18 @@ final class Connection: GatheredOutput, @unchecked Sendable {
         guard lock.withLock({ phase == .open && reader == nil }) else { return }
         let flags = fcntl(fd, F_GETFL)
         _ = fcntl(fd, F_SETFL, flags | O_NONBLOCK)
-        // The fd is closed after its loop reads it no more and the write source is off it (its
-        // cancel handler has run): closed earlier, its number can be reused by a new connection
-        // while the loop or libdispatch still watches it, and the late unregistration silences
-        // the new connection.
+        // The fd is closed after both sources are off it (their cancel handlers have run): closed
+        // earlier, its number can be reused by a new connection while libdispatch still watches
+        // it, and the late unregistration silences the new connection.
+        let closer = CloseAfterBoth(fd: fd)
+        let rs = DispatchSource.makeReadSource(fileDescriptor: fd, queue: queue)
+        rs.setEventHandler { [weak self] in self?.readAvailable() }
+        rs.setCancelHandler { closer.release() }
         let ws = DispatchSource.makeWriteSource(fileDescriptor: fd, queue: queue)
         ws.setEventHandler { [weak self] in self?.writable() }
-        ws.setCancelHandler { [closer] in closer.release() }
+        ws.setCancelHandler { closer.release() }
         lock.withLock {
-            reader = ReadSwitch(taskExecutor)
+            reader = SourceSwitch(rs)
             writer = SourceSwitch(ws)
             reader?.turnOn()
         }
@@ -190,14 +183,16 @@ final class Connection: GatheredOutput, @unchecked Sendable {
     /// or closed by the daemon). One caller at a time.
     func nextRequest() async -> [UInt8]? {
         await withCheckedContinuation { (k: CheckedContinuation<[UInt8]?, Never>) in
+            var resumeReading = false
             let now: [UInt8]?? = lock.withLock {
                 if phase != .open || readingStopped { return .some(nil) }
-                if let line = takeLineLocked() { return .some(line) }
+                if let line = takeLineLocked(&resumeReading) { return .some(line) }
                 if peerHalfClosed { return .some(nil) }  // every line it sent has been handed over
                 waiting = k
                 return .none
             }
             if let now { k.resume(returning: now) }
+            if resumeReading { queue.async { [weak self] in self?.readAvailable() } }
         }
     }
 
@@ -205,11 +200,14 @@ final class Connection: GatheredOutput, @unchecked Sendable {
     /// connection is closed. For a pipelining handler (issue 9): it takes what is here, and sends
     /// the replies it holds before it waits.
     func nextRequestIfReady() -> [UInt8]? {
-        lock.withLock { phase == .open && !readingStopped ? takeLineLocked() : nil }
+        var resumeReading = false
+        let line: [UInt8]? = lock.withLock { phase == .open && !readingStopped ? takeLineLocked(&resumeReading) : nil }
+        if resumeReading { queue.async { [weak self] in self?.readAvailable() } }
+        return line
     }
 
     /// Takes the next non-empty line; turns reading back on when below the bounds again.
-    private func takeLineLocked() -> [UInt8]? {
+    private func takeLineLocked(_ resumeReading: inout Bool) -> [UInt8]? {
         var line: [UInt8]?
         while let l = framer.nextLine() {
             if !l.isEmpty { line = l; break }
@@ -217,7 +215,9 @@ final class Connection: GatheredOutput, @unchecked Sendable {
         if readPaused && !overReadBoundLocked {
             readPaused = false
             reader?.turnOn()
-            // The loop watches the socket again, level-triggered: bytes already waiting are read.
+            // Also read at once: a source turned on again need not fire for bytes that were
+            // already waiting when it was turned off.
+            resumeReading = true
         }
         return line
     }
@@ -226,12 +226,13 @@ final class Connection: GatheredOutput, @unchecked Sendable {
         framer.completeLines >= limits.maxQueuedRequests || framer.pendingBytes >= limits.maxReadAheadBytes
     }
 
-    fileprivate func readAvailable() {
+    private func readAvailable() {
         withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 16384) { buf in
             var reads = 0
             while true {
                 if reads == 8 {
-                    // 128 KiB in one go: the loop's jobs run first, then it reads on.
+                    // 128 KiB in one go: let the other connections' work on the shared threads run first.
+                    queue.async { [weak self] in self?.readAvailable() }
                     return
                 }
                 reads += 1
@@ -279,7 +280,8 @@ final class Connection: GatheredOutput, @unchecked Sendable {
                 return
             }
             if let k = waiting {
-                if let line = takeLineLocked() {
+                var ignored = false
+                if let line = takeLineLocked(&ignored) {
                     waiting = nil
                     handOff = (k, line)
                 }
@@ -302,7 +304,8 @@ final class Connection: GatheredOutput, @unchecked Sendable {
             readPaused = false
             reader?.cancel()
             if let k = waiting {
-                let line = takeLineLocked()
+                var ignored = false
+                let line = takeLineLocked(&ignored)
                 waiting = nil
                 after.append { k.resume(returning: line) }
             }
@@ -633,43 +636,24 @@ final class Connection: GatheredOutput, @unchecked Sendable {
     }
 }
 
-/// The connection, for its loop's callbacks (made before the connection is).
-private final class WeakConnection: @unchecked Sendable {
-    // `@unchecked Sendable`: set once, in the connection's init, before reading starts.
-    weak var connection: Connection?
-}
+/// Runs a task's jobs on a connection's serial queue (a task executor preference, SE-0417): the
+/// connection's request handler runs where its lines are read. A line that arrives for a handler
+/// waiting for it resumes the handler right after the read, on the same thread, and the handler
+/// comes back from an engine call that ran on its thread (``EngineExecutor`` runs a job on the
+/// thread that enqueues it when the engine is free) without waking another: on Swift's pool each
+/// of those was a thread woken (issue 9: a request waiting for its handler's wake-up was a
+/// quarter of an activation's round trip).
+final class ConnectionTaskExecutor: TaskExecutor, @unchecked Sendable {
+    let queue: DispatchQueue
+    init(queue: DispatchQueue) { self.queue = queue }
 
-/// Reading as one state machine, like ``SourceSwitch``, over the connection's loop.
-struct ReadSwitch {
-    private(set) var state: SourceSwitch.State = .off
-    let executor: ConnectionExecutor
-    init(_ executor: ConnectionExecutor) { self.executor = executor }
-
-    /// The loop watches the socket; nothing once cancelled.
-    mutating func turnOn() {
-        guard state == .off else { return }
-        state = .on
-        executor.setReading(true)
-    }
-
-    /// The loop watches the socket no more, for now; nothing unless on.
-    mutating func turnOff() {
-        guard state == .on else { return }
-        state = .off
-        executor.setReading(false)
-    }
-
-    /// Stops reading for good (the loop then says so: the socket's closer is told).
-    mutating func cancel() {
-        guard state != .cancelled else { return }
-        let wasOn = state == .on
-        state = .cancelled
-        executor.cancelReading(wasOn: wasOn)
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        queue.async { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
     }
 }
 
-/// Closes a file descriptor when both its reader (the connection's loop) and its write source
-/// are off it.
+/// Closes a file descriptor when the last of its two dispatch sources has been cancelled.
 private final class CloseAfterBoth: @unchecked Sendable {
     private let fd: Int32
     private let lock = NSLock()

@@ -30,22 +30,4 @@ int interlude_pipe_cloexec(int fds[2]);
 /// thread that names itself first thing may be too early for. Returns 0, or -1 with errno set.
 int interlude_name_this_thread(const char *name);
 
-/// eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK) (<sys/eventfd.h>, which Swift's Glibc module does not
-/// import): a counter a thread waits on with poll(2) beside a socket, and other threads write to
-/// wake it. Returns the descriptor, or -1 with errno set.
-int interlude_eventfd(void);
-
-/// epoll_create1(EPOLL_CLOEXEC) (<sys/epoll.h>, which Swift's Glibc module does not import).
-/// Returns the descriptor, or -1 with errno set.
-int interlude_epoll_create(void);
-
-/// Watches `fd` for input (level-triggered EPOLLIN, reported with `token`) when `on` is nonzero,
-/// or stops watching it. Returns 0, or -1 with errno set.
-int interlude_epoll_watch(int epfd, int fd, unsigned long long token, int on);
-
-/// Waits up to `timeout_ms` (-1: without end) for watched descriptors and stores the tokens of
-/// those ready (input, or the peer gone) in `tokens`, at most `max`. Returns how many, or -1 with
-/// errno set (EINTR).
-int interlude_epoll_wait(int epfd, unsigned long long *tokens, int max, int timeout_ms);
-
 #endif
