@@ -648,8 +648,11 @@ public enum AudioPolicy {
         // those (A1, A3) then holds it, and A5 resumes only the others. Resumed first, such a
         // session was told `interruptionEnded` and `interruptionBegan` in the same instant (a
         // music player told to play and to pause at once; both strangers of the eleventh session).
+        // The last call: no call holds an activation any more. A call on hold (interrupted by the
+        // one ending) is not over: A5 resumes it, and the waiting sessions keep waiting (taken
+        // for over, the waiting session held the audio over a call on hold: a stranger's find).
         var fx: [AudioPolicyEffect] = []
-        if wasCall && state.activeCallIDs.isEmpty {
+        if wasCall && state.callOrder.isEmpty {
             fx += a4ActivateDelayed(&state, now: now)
         }
         // Calls always notify others (A5).

@@ -625,6 +625,30 @@ import Testing
         let after = h.deactivate("w", at: 3)
         for name in kept { #expect(after.contains(.interruptionEnded(id(name), shouldResume: true))) }
     }
+
+    /// A4, A5: a call that interrupts another (a call on hold) is not the last call: when it
+    /// ends, the call on hold resumes and the sessions waiting keep waiting, until the last call
+    /// ends. (Activated first, a waiting `playback` session held the audio over the call on hold.)
+    @Test func A4_A5_aCallOnHoldResumesAndTheWaitingSessionsKeepWaiting() {
+        var h = AudioHarness()
+        h.start("music", AudioHarness.music)
+        h.start("c1", AudioHarness.call)
+        h.start("c2", AudioHarness.call)
+        #expect(h.stateOf("c1") == .interrupted)
+        h.register("w", AudioHarness.music2)
+        #expect(h.activate("w", acceptsDelay: true, at: 1).first == .activationResult(id("w"), .delayed))
+        let fx = h.deactivate("c2", at: 2)
+        #expect(fx.contains(.interruptionEnded(id("c1"), shouldResume: true)))
+        #expect(!fx.contains { if case .delayedActivationCompleted = $0 { true } else { false } })
+        #expect(h.stateOf("c1") == .active && h.stateOf("w") == .delayed && h.stateOf("music") == .interrupted)
+        // A non-mixable activation is still refused: a call is active again.
+        h.register("x", AudioHarness.solo)
+        #expect(h.activate("x", at: 3) == [.activationResult(id("x"), .failed(code: .insufficientPriority))])
+        // The last call ends: the waiting session first, then the music stays interrupted by it.
+        let last = h.deactivate("c1", at: 4)
+        #expect(last.contains(.delayedActivationCompleted(id("w"), promptStyle: nil)))
+        #expect(h.stateOf("w") == .active && h.stateOf("music") == .interrupted)
+    }
 }
 
 /// A6 with a pile: exclusive sessions activated one after another each interrupt every earlier one
