@@ -405,7 +405,7 @@ extension NotificationReducer {
         // As many as may go, up to the excess, even when that is not enough: records kept past the
         // bound (connected apps) must not stop the others from going (a stranger's find: with the
         // kept ones at the bound, every new name that connected added a record for good).
-        let forgotten = excess == 1 ? candidates.min { $0 < $1 }.map { [$0] } ?? [] : Array(candidates.sorted { $0 < $1 }.prefix(excess))
+        let forgotten = firstInOrder(excess, of: candidates, by: <)
         for f in forgotten {
             state.apps[f.app] = nil
             effects.append(.emit(.appForgotten(app: f.app)))
