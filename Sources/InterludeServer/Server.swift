@@ -112,7 +112,10 @@ public final class SocketServer: @unchecked Sendable {
         guard rc == 0 else { close(fd); throw StartError(description: "bind \(path): \(String(cString: strerror(errno)))") }
         bound = true
         chmod(path, 0o600)
-        guard listen(fd, 64) == 0 else { close(fd); throw StartError(description: "listen: \(String(cString: strerror(errno)))") }
+        // The system's backlog (`SOMAXCONN`: 4096, capped by net.core.somaxconn): a burst of
+        // connections waits to be accepted instead of failing; 64 made a non-blocking connect
+        // fail with EAGAIN during a burst of 300 (a stranger's find).
+        guard listen(fd, SOMAXCONN) == 0 else { close(fd); throw StartError(description: "listen: \(String(cString: strerror(errno)))") }
         _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
         listenFD = fd
         let src = DispatchSource.makeReadSource(fileDescriptor: fd, queue: queue)

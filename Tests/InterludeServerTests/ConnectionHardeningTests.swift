@@ -113,6 +113,34 @@ import Glibc
         }
     }
 
+    /// A burst of connections is queued, not refused: with a listen backlog of 64, a
+    /// non-blocking `connect` failed with `EAGAIN` once 64 waited to be accepted (a stranger's
+    /// burst of 300). The backlog is the system's (`SOMAXCONN`, 4096): 500 connects made faster
+    /// than the daemon accepts them all succeed (those over `maxClients` are then refused with
+    /// `rateLimited`, as before).
+    @Test func aBurstOfConnectionsIsQueuedNotRefused() async throws {
+        let d = try GatedDaemon(sounds: GatedSoundPlayer(), maxClients: 600)
+        var fds: [Int32] = []
+        var refused = 0
+        defer { for fd in fds { close(fd) } }
+        for _ in 0..<500 {
+            let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+            #expect(fd >= 0)
+            var addr = sockaddr_un()
+            addr.sun_family = sa_family_t(AF_UNIX)
+            withUnsafeMutableBytes(of: &addr.sun_path) { raw in
+                let bytes = Array(d.socket.utf8)
+                raw.copyBytes(from: bytes.prefix(raw.count - 1))
+            }
+            let rc = withUnsafePointer(to: &addr) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+            }
+            if rc != 0 && errno == EAGAIN { refused += 1 }
+            fds.append(fd)
+        }
+        #expect(refused == 0, "\(refused) of 500 connects failed with EAGAIN")
+    }
+
     /// Hole 6: results are encoded once, straight from their type; the line is the same one the
     /// JSONValue round trip wrote (sorted keys, integral numbers without a fraction).
     @Test func repliesAreInTheWiresCanonicalForm() async throws {
