@@ -1,4 +1,5 @@
 import Foundation
+import InterludeConfig
 import InterludePolicy
 import InterludeWire
 
@@ -271,6 +272,37 @@ extension Engine {
         return "center: removed \(app)/\(shown)\(more), over the center's limits [N11]"
     }
 
+    /// The budget of the per-notification log lines (``logNotice(_:)``) for `config`:
+    /// `server.logNotificationsPerSecond` a second after a burst of ten times as many; nil (every
+    /// line) at 0.
+    static func noticeLineBudget(_ config: InterludeConfig) -> LogLineBudget? {
+        let rate = config.number("server.logNotificationsPerSecond")
+        return rate > 0 ? LogLineBudget(perSecond: rate, burst: 10 * rate) : nil
+    }
+
+    /// Logs one of the lines the engine writes per notification decided (delivered, held or
+    /// refused, removed over N11, a remote message's receipt) within ``noticeBudget``: during a
+    /// flood the lines over it are counted, not made (the line is an autoclosure: a line left out
+    /// costs no formatting), and the log says so when it starts leaving them out and how many it
+    /// left out when it writes the next one. Every decision stays in the N16 decision log.
+    func logNotice(_ line: @autoclosure () -> String) {
+        guard noticeBudget != nil else { return log(line()) }
+        let rate = Int(noticeBudget!.perSecond)
+        switch noticeBudget!.admit(at: clock.now) {
+        case let .write(leftOut, since):
+            if leftOut > 0 {
+                log("\(leftOut) notification line\(leftOut == 1 ? "" : "s") not logged in the last \(String(format: "%.1f", since)) s "
+                    + "(over \(rate) a second) [N16]")
+            }
+            log(line())
+        case .leaveOut(first: true):
+            log("notification lines over \(rate) a second are counted, not logged, until the flood ends; "
+                + "`interlude explain ID` shows each decision [N16]")
+        case .leaveOut(first: false):
+            break
+        }
+    }
+
     /// Carries out a notification event's effects (its reply goes back to the caller).
     func carryOut(_ fx: [NotificationEffect]) {
         for e in fx {
@@ -278,7 +310,7 @@ extension Engine {
             case .reply: break
             case let .deliver(n):
                 // "late": a trigger missed while the daemon was down, shown now (N15).
-                log("notification \(n.app)/\(n.request.identifier) \(n.decision.outcome)\(n.late ? " late" : "") sound=\(n.decision.sound.map { "\($0.name)@\($0.volume)" } ?? "none") [\(n.decision.rules.joined(separator: ","))]")
+                logNotice("notification \(n.app)/\(n.request.identifier) \(n.decision.outcome)\(n.late ? " late" : "") sound=\(n.decision.sound.map { "\($0.name)@\($0.volume)" } ?? "none") [\(n.decision.rules.joined(separator: ","))]")
             case let .playSound(p): playNotificationSound(p)
             case let .emit(w): route(w)
             case let .badgeChanged(app, count):
@@ -374,7 +406,7 @@ extension Engine {
             // The daemon's own removals are said in the log, as deliveries are (the app's and the
             // user's own removals are theirs to know). Not a "notification APP/ID" line: those say
             // what is in the center now, and log readers count them as deliveries.
-            if reason == "N11" { log(Self.removalLogLine(app: app, identifiers: ids)) }
+            if reason == "N11" { logNotice(Self.removalLogLine(app: app, identifiers: ids)) }
             for part in Self.removedEventParts(ids) {
                 publish(NotificationEventName.removed, .object(["app": .string(app), "identifiers": enc(part), "reason": .string(reason)]),
                         to: .app(app, always: true), paced: true)
@@ -383,7 +415,7 @@ extension Engine {
             // Held or refused; a badge-only request (N12) is decided "delivered" but puts nothing in
             // the center.
             let what = decision.outcome == .delivered ? "badge only, nothing in the center" : "\(decision.outcome)"
-            log("not delivered: \(app)/\(id) \(what) [\(decision.rules.joined(separator: ","))]")
+            logNotice("not delivered: \(app)/\(id) \(what) [\(decision.rules.joined(separator: ","))]")
             publish(NotificationEventName.decided, .object(["app": .string(app), "identifier": .string(id), "decision": enc(decision)]), to: .app(app))
         case let .actionResponse(app, response):
             // The user's typed reply: the app gets it (.sendToApp, or queued), the user's tools this copy.

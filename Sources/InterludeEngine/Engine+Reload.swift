@@ -35,6 +35,7 @@ extension Engine {
         removalAllowance.set(Self.removalAllowanceBytes(notifConfig))
         userTools = Set(new.strings("server.userTools"))
         sessionLimits = Self.sessionLimits(new)
+        noticeBudget = Self.noticeLineBudget(new)
         log("config reloaded from \(new.files.isEmpty ? "built-in defaults" : new.files.joined(separator: ", "))"
             + (kept.isEmpty ? "" : "; until a restart these keep the values the daemon started with: \(kept.joined(separator: ", "))"))
         let warnings = new.contradictions(runningSince: startedWith)

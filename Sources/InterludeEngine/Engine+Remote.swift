@@ -160,7 +160,7 @@ extension Engine {
         }
         for d in decided {
             let receipt = receipts[d.index]!
-            log("remote message \(d.message.id) for \(d.message.app)/\(receipt.identifier ?? "?"): \(receipt.status.rawValue) [\(receipt.rules.joined(separator: ","))]")
+            logNotice("remote message \(d.message.id) for \(d.message.app)/\(receipt.identifier ?? "?"): \(receipt.status.rawValue) [\(receipt.rules.joined(separator: ","))]")
         }
         return zip(receipts, owed).map { DecidedRemoteMessage(receipt: $0!, owed: $1) }
     }

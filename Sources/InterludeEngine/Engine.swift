@@ -153,6 +153,9 @@ public actor Engine {
     /// Notification events whose state is being committed, oldest first: their effects and
     /// replies wait for the commit (N15), in order (see `notifyDurably`).
     var awaitingCommit = CommitQueue()
+    /// How many per-notification log lines are written during a flood (``logNotice(_:)``).
+    /// Nil: every line (`server.logNotificationsPerSecond` 0).
+    var noticeBudget: LogLineBudget?
     /// Whether the daemon is stopping (``beginStopping()``): no sound starts from then on.
     var stopping = false
     /// Whether a batch of `notification.add`s stops after the decision in hand and commits what it
@@ -201,6 +204,7 @@ public actor Engine {
         self.removalAllowance = SharedByteCount(Self.removalAllowanceBytes(config.notificationPolicy))
         self.userTools = Set(config.strings("server.userTools"))
         self.sessionLimits = Self.sessionLimits(config)
+        self.noticeBudget = Self.noticeLineBudget(config)
         self.store = store
         if let store { notifState = try store.load() }
         self.config = config

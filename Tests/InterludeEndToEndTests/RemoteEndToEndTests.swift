@@ -78,6 +78,8 @@ enum TestBroker {
             self.arguments = arguments
             try work.config("""
             { authorization: { default: "grant" }, bursts: { \(bursts) },
+              // These tests count deliveries by the log's lines: every line, whatever the rate.
+              server: { logNotificationsPerSecond: 0 },
               remote: { broker: "\(broker ?? TestBroker.url!)", deviceId: "\(device)",
                         passwordFile: "\(passwordFile ?? TestBroker.passwordFile(device))" \(remoteConfig) }
               \(extraConfig) }

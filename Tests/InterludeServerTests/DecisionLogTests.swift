@@ -53,7 +53,7 @@ import Testing
         let log = StoppingTests.Lines()
         func config(perApp: Int) throws -> InterludeConfig {
             try ConfigLoader.load(folders: [], overlay: ("test", try JSON5.parse(
-                #"{"authorization": {"default": "grant"}, "bursts": {"maxDeliveredPerApp": \#(perApp), "maxDeliveredTotal": 2000}}"#)))
+                #"{"authorization": {"default": "grant"}, "bursts": {"maxDeliveredPerApp": \#(perApp), "maxDeliveredTotal": 2000}, "server": {"logNotificationsPerSecond": 0}}"#)))
         }
         let engine = try Engine(config: try config(perApp: 1000), audio: FakeAudioBackend(), sounds: FakeSoundPlayer(),
                                 store: MemoryNotificationStore(), version: "test", log: log.append)
@@ -106,5 +106,44 @@ import Testing
             #expect(written.count <= Engine.maxRemovedEventBytes, "\(written.count) bytes")
         }
         #expect(Engine.removedEventParts([]) == [[]])
+    }
+
+    /// N16 and the log's size: a flood of 300 adds at one instant logs the first 200 (a burst of
+    /// ten times `server.logNotificationsPerSecond`, 20), says once that it leaves the rest out,
+    /// and the next line written, a second later, says how many it left out. Every decision is
+    /// still in the decision log (`interlude explain`). At 0, every line. (A stranger's daemon
+    /// logged 162 MB in 15 minutes of flooding, a line per delivery and per N11 removal.)
+    @Test(arguments: [20, 0])
+    func aFloodOfNotificationsIsCountedNotLogged_N16(perSecond: Int) async throws {
+        let log = StoppingTests.Lines()
+        let clock = ManualClock()
+        let config = try ConfigLoader.load(folders: [], overlay: ("test", try JSON5.parse(
+            #"{"authorization": {"default": "grant"}, "bursts": {"maxDeliveredPerApp": 1000}, "server": {"logNotificationsPerSecond": \#(perSecond)}}"#)))
+        let engine = try Engine(config: config, audio: FakeAudioBackend(), sounds: FakeSoundPlayer(), clock: clock,
+                                store: MemoryNotificationStore(), version: "test", log: log.append)
+        let chat = await engine.connect(pid: getpid(), sink: { _ in })
+        _ = try await engine.hello(client: chat, app: "org.example.Chat")
+        _ = try await engine.requestAuthorization(client: chat, RequestAuthorizationParams(options: [.alert]))
+        for i in 0..<300 { _ = try await engine.addNotification(client: chat, AddNotificationParams(identifier: "m\(i)", title: "hi")) }
+        let deliveries = log.all.filter { $0.hasPrefix("notification org.example.Chat/") }
+        let leaving = log.all.filter { $0.hasPrefix("notification lines over 20 a second are counted, not logged") }
+        if perSecond == 0 {
+            #expect(deliveries.count == 300)
+            #expect(leaving.isEmpty)
+            return
+        }
+        #expect(deliveries.count == 200, "the burst: \(deliveries.count)")
+        #expect(deliveries.last == "notification org.example.Chat/m199 delivered sound=none [N1]")
+        #expect(leaving.count == 1, "said once: \(leaving)")
+        clock.advance(by: 1)
+        _ = try await engine.addNotification(client: chat, AddNotificationParams(identifier: "after", title: "hi"))
+        let tail = Array(log.all.suffix(2))
+        #expect(tail == ["100 notification lines not logged in the last 1.0 s (over 20 a second) [N16]",
+                         "notification org.example.Chat/after delivered sound=none [N1]"], "\(tail)")
+        // Left out of the log, not out of the decision log.
+        let user = await engine.connect(pid: getpid(), sink: { _ in })
+        _ = try await engine.hello(client: user, app: "org.interlude.CLI")
+        let explained = try await engine.explain(client: user, ExplainParams(app: "org.example.Chat", identifier: "m250"))
+        #expect(explained.decision.rules.contains("N1"), "\(explained)")
     }
 }
