@@ -282,24 +282,28 @@ extension Engine {
 
     /// Logs one of the lines the engine writes per notification decided (delivered, held or
     /// refused, removed over N11, a remote message's receipt) within ``noticeBudget``: during a
-    /// flood the lines over it are counted, not made (the line is an autoclosure: a line left out
-    /// costs no formatting), and the log says so when it starts leaving them out and how many it
-    /// left out when it writes the next one. Every decision stays in the N16 decision log.
+    /// flood the lines are counted, not made (the line is an autoclosure: a line left out costs no
+    /// formatting); the log says when a flood begins, sums up every 10 s, and says when it is
+    /// over. Every decision stays in the N16 decision log (`interlude explain ID`).
     func logNotice(_ line: @autoclosure () -> String) {
-        guard noticeBudget != nil else { return log(line()) }
-        let rate = Int(noticeBudget!.perSecond)
-        switch noticeBudget!.admit(at: clock.now) {
-        case let .write(leftOut, since):
-            if leftOut > 0 {
-                log("\(leftOut) notification line\(leftOut == 1 ? "" : "s") not logged in the last \(String(format: "%.1f", since)) s "
-                    + "(over \(rate) a second) [N16]")
-            }
+        guard var budget = noticeBudget else { return log(line()) }
+        let verdict = budget.admit(at: clock.now)
+        noticeBudget = budget
+        func lines(_ n: Int) -> String { n == 1 ? "1 notification line" : "\(n) notification lines" }
+        func seconds(_ s: Double) -> String { String(format: "%.1f s", s) }
+        switch verdict {
+        case .write:
             log(line())
-        case .leaveOut(first: true):
-            log("notification lines over \(rate) a second are counted, not logged, until the flood ends; "
-                + "`interlude explain ID` shows each decision [N16]")
-        case .leaveOut(first: false):
+        case let .writeAfterFlood(count, over):
+            log("\(lines(count)) not logged in the last \(seconds(over)); the flood is over [N16]")
+            log(line())
+        case .floodBegins:
+            log("notification lines over \(Int(budget.perSecond)) a second: counted, not logged, until "
+                + "\(Int(budget.burst / budget.perSecond)) s pass under that rate; `interlude explain ID` shows each decision [N16]")
+        case .leaveOut:
             break
+        case let .leaveOutAndSum(count, over):
+            log("\(lines(count)) not logged in the last \(seconds(over)) [N16]")
         }
     }
 

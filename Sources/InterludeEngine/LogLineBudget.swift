@@ -5,51 +5,91 @@
 /// a remote message's receipt). During a flood (an app syncing thousands of messages, a fleet's
 /// backlog) those lines were the log: 162 MB in 15 minutes of a stranger's flood, with nothing to
 /// bound them when the daemon runs by hand (the user's service has the journal's rate limit).
-/// Over the budget the lines are counted, not written; the first one over says so, and the next
-/// line written after it says how many were left out. Each decision stays in the N16 decision log
-/// (`interlude explain ID`), so nothing but the log's copy is lost. Pure and deterministic: the
-/// caller passes the time.
+///
+/// Within the budget every line is written. The first line over it starts a flood: from then on
+/// the lines are counted, not written, with a sum every `sumEvery` seconds, until the bucket has
+/// filled up again (the lines came below `perSecond` for `burst / perSecond` seconds); the next
+/// line then says how many were left out since the last sum, and is written. Each decision stays
+/// in the N16 decision log (`interlude explain ID`), so only the log's copy is left out. Pure and
+/// deterministic: the caller passes the time.
 public struct LogLineBudget: Sendable, Equatable {
-    /// Lines a second written once the burst is spent (the refill rate).
+    /// Lines a second written once the burst is spent (the refill rate; > 0).
     public let perSecond: Double
-    /// Lines written at once before the rate applies (the bucket's size).
+    /// Lines written at once before the rate applies (the bucket's size; ≥ 1).
     public let burst: Double
+    /// Seconds between two sums during a flood.
+    public let sumEvery: Double
     private var tokens: Double
     private var lastRefill: Double?
-    /// Lines left out since the last one written.
+    private var flooding = false
+    /// Lines left out since the flood began or since the last sum.
     public private(set) var leftOut = 0
-    /// When the first of them was left out (monotonic seconds).
+    /// When the flood began or the last sum was said (monotonic seconds).
     private var leftOutSince = 0.0
 
     /// - Parameters:
     ///   - perSecond: the sustained rate, in lines a second (> 0).
     ///   - burst: the lines written at once before the rate applies (≥ 1).
-    public init(perSecond: Double, burst: Double) {
+    ///   - sumEvery: seconds between two sums of the lines left out during a flood.
+    public init(perSecond: Double, burst: Double, sumEvery: Double = 10) {
         self.perSecond = perSecond
         self.burst = max(1, burst)
+        self.sumEvery = sumEvery
         tokens = self.burst
     }
 
-    /// What to do with one routine line at `now` (monotonic seconds).
+    /// What to do with one routine line.
     public enum Verdict: Equatable, Sendable {
-        /// Write it; `leftOut` lines were left out before it, from `since` (seconds before `now`).
-        case write(leftOut: Int, since: Double)
-        /// Leave it out; `first` when it is the first left out since a line was written (the one
-        /// to say that lines are being left out).
-        case leaveOut(first: Bool)
+        /// Write it (no flood).
+        case write
+        /// A flood is over: say that `count` lines were left out in the last `seconds`, then
+        /// write this one.
+        case writeAfterFlood(count: Int, seconds: Double)
+        /// Leave it out: the first line of a flood (say that lines are left out from now on).
+        case floodBegins
+        /// Leave it out.
+        case leaveOut
+        /// Leave it out, and say that `count` lines were left out in the last `seconds` (this
+        /// one included).
+        case leaveOutAndSum(count: Int, seconds: Double)
     }
 
-    /// Takes one line's token at `now`, if there is one.
+    /// Decides one line at `now` (monotonic seconds): takes its token, if there is one.
     public mutating func admit(at now: Double) -> Verdict {
-        if let last = lastRefill, now > last { tokens = min(burst, tokens + (now - last) * perSecond) }
-        if lastRefill == nil || now > lastRefill! { lastRefill = now }
-        if tokens >= 1 - 1e-9 {  // ten refills of a tenth are one line, whatever the rounding
-            tokens = max(0, tokens - 1)
-            defer { leftOut = 0 }
-            return .write(leftOut: leftOut, since: leftOut > 0 ? now - leftOutSince : 0)
+        if let last = lastRefill {
+            if now > last {
+                tokens = min(burst, tokens + (now - last) * perSecond)
+                lastRefill = now
+            }
+        } else {
+            lastRefill = now
         }
-        leftOut += 1
-        if leftOut == 1 { leftOutSince = now }
-        return .leaveOut(first: leftOut == 1)
+        // Ten refills of a tenth are one line, whatever the rounding.
+        let epsilon = 1e-9
+        if flooding {
+            if tokens >= burst - epsilon {
+                flooding = false
+                tokens -= 1
+                let verdict = Verdict.writeAfterFlood(count: leftOut, seconds: max(0, now - leftOutSince))
+                leftOut = 0
+                return verdict
+            }
+            tokens = max(0, tokens - 1)
+            leftOut += 1
+            guard now - leftOutSince >= sumEvery - epsilon else { return .leaveOut }
+            let verdict = Verdict.leaveOutAndSum(count: leftOut, seconds: now - leftOutSince)
+            leftOut = 0
+            leftOutSince = now
+            return verdict
+        }
+        if tokens >= 1 - epsilon {
+            tokens = max(0, tokens - 1)
+            return .write
+        }
+        flooding = true
+        tokens = 0  // the flood drains the bucket from its first line on
+        leftOut = 1
+        leftOutSince = now
+        return .floodBegins
     }
 }

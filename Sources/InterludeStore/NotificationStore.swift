@@ -241,12 +241,12 @@ public final class NotificationStore {
         do {
             // Encode first: a value that does not encode fails before the transaction begins.
             let rows = try batch.flatMap { try $0.rows.map(encode) }
-            try db.execute("BEGIN IMMEDIATE")
+            try statements.begin.run([])
             do {
                 // In place: after a failure the rows and their slots are read again before the
                 // next write (`differ` is nil), so a half-applied picture is never used.
                 try slots.run(rows, statements)
-                try db.execute("COMMIT")
+                try statements.commit.run([])
             } catch {
                 if db.inTransaction { try? db.execute("ROLLBACK") }
                 throw error
@@ -392,6 +392,9 @@ public final class NotificationStore {
         let decisionLog: ListTable
         let owedReceipts: ListTable
         let dataVersionQuery: SQLiteStatement
+        /// A write transaction's ends, compiled once: `sqlite3_exec` compiled each from its text
+        /// at every commit (issue 9).
+        let begin, commit: SQLiteStatement
 
         init(_ db: SQLiteDatabase) throws {
             app = try KeyedTable(db, table: "app", key: "app_id")
@@ -401,6 +404,8 @@ public final class NotificationStore {
             decisionLog = try ListTable(db, table: "decision_log")
             owedReceipts = try ListTable(db, table: "owed_receipt")
             dataVersionQuery = try db.prepare("PRAGMA data_version")
+            begin = try db.prepare("BEGIN IMMEDIATE")
+            commit = try db.prepare("COMMIT")
         }
 
         /// Runs one row operation of the `app` or `meta` table (list rows go through ``ListSlots``).
