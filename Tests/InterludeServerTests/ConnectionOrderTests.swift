@@ -88,3 +88,70 @@ import Glibc
         }
     }
 }
+
+/// PROTOCOL.md "Order" for `session.deactivate` (the twelfth session's third stranger: the order
+/// of the `{}` reply against the `activated` and `interruptionEnded` events was not stated): the
+/// events a call's end causes for the connection that ends it (its delayed session `activated`,
+/// its music's `interruptionEnded`) are written before the reply.
+@Suite struct DeactivateOrderTests {
+    @Test func theEventsOfACallsEndComeBeforeItsReply_A4_A5() throws {
+        let d = try TestDaemon()
+        let p = try d.rawConnect()
+        p.send(#"{"id":1,"method":"hello","params":{"app":"org.example.Phone"}}"# + "\n")
+        #expect(p.reply()?.error == nil)
+        func call(_ id: Int, _ method: String, _ params: String) -> WireReply? {
+            p.send(#"{"id":\#(id),"method":"\#(method)","params":\#(params)}"# + "\n")
+            return p.reply()
+        }
+        func session(_ r: WireReply?) -> String { r?.result?["session"]?.stringValue ?? "?" }
+        // Mixable music: the call interrupts it (A4), the delayed podcast does not (A1).
+        let music = session(call(2, "session.register", #"{"category":"playback","options":["mixWithOthers"]}"#))
+        let phone = session(call(3, "session.register", #"{"category":"playAndRecord","mode":"voiceChat"}"#))
+        _ = call(5, "session.activate", #"{"session":"\#(music)"}"#)
+        _ = call(6, "session.setPlaying", #"{"session":"\#(music)","playing":true}"#)
+        _ = call(7, "session.activate", #"{"session":"\#(phone)"}"#)
+        let podcast = session(call(8, "session.register", #"{"category":"playback","mode":"spokenAudio"}"#))
+        #expect(call(9, "session.activate", #"{"session":"\#(podcast)","acceptsDelay":true}"#)?.result?["state"]?.stringValue == "delayed")
+        p.send(#"{"id":10,"method":"session.deactivate","params":{"session":"\#(phone)"}}"# + "\n")
+        var seen: [String] = []
+        while let m = p.readLine() {
+            switch m {
+            case let .event(e): seen.append("\(e.event) \(e.data["session"]?.stringValue ?? "")")
+            case let .reply(r): seen.append("reply \(r.id)")
+            default: break
+            }
+            if seen.last?.hasPrefix("reply") == true { break }
+        }
+        // The delayed podcast is activated first (A4), then the music resumes (A5); both before
+        // the reply.
+        #expect(seen == ["activated \(podcast)", "interruptionEnded \(music)", "reply 10"], "\(seen)")
+    }
+
+    /// The same for a prompt's end: the `duckChanged` of the end of its duck comes before the reply.
+    @Test func theEndOfADuckIsSaidBeforeTheReply_A2() throws {
+        let d = try TestDaemon()
+        let p = try d.rawConnect()
+        p.send(#"{"id":1,"method":"hello","params":{"app":"org.example.Navigation"}}"# + "\n")
+        #expect(p.reply()?.error == nil)
+        func call(_ id: Int, _ method: String, _ params: String) -> WireReply? {
+            p.send(#"{"id":\#(id),"method":"\#(method)","params":\#(params)}"# + "\n")
+            return p.reply()
+        }
+        func session(_ r: WireReply?) -> String { r?.result?["session"]?.stringValue ?? "?" }
+        let music = session(call(2, "session.register", #"{"category":"playback"}"#))
+        let prompt = session(call(3, "session.register", #"{"category":"playback","mode":"voicePrompt","options":["duckOthers"]}"#))
+        _ = call(4, "session.activate", #"{"session":"\#(music)"}"#)
+        #expect(call(5, "session.activate", #"{"session":"\#(prompt)"}"#)?.result?["ducked"] != nil)
+        p.send(#"{"id":6,"method":"session.deactivate","params":{"session":"\#(prompt)"}}"# + "\n")
+        var seen: [String] = []
+        while let m = p.readLine() {
+            switch m {
+            case let .event(e): seen.append("\(e.event) \(e.data["session"]?.stringValue ?? "") \(e.data["ducked"]?.boolValue.map(String.init) ?? "")")
+            case let .reply(r): seen.append("reply \(r.id)")
+            default: break
+            }
+            if seen.last?.hasPrefix("reply") == true { break }
+        }
+        #expect(seen == ["duckChanged \(music) false", "reply 6"], "\(seen)")
+    }
+}
