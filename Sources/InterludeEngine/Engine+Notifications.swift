@@ -283,28 +283,56 @@ extension Engine {
     /// Logs one of the lines the engine writes per notification decided (delivered, held or
     /// refused, removed over N11, a remote message's receipt) within ``noticeBudget``: during a
     /// flood the lines are counted, not made (the line is an autoclosure: a line left out costs no
-    /// formatting); the log says when a flood begins, sums up every 10 s, and says when it is
-    /// over. Every decision stays in the N16 decision log (`interlude explain ID`).
+    /// formatting). The log says when a flood begins; a timer sums it up every 10 s and says when
+    /// it is over (``noticeTick()``). Every decision stays in the N16 decision log
+    /// (`interlude explain ID`).
     func logNotice(_ line: @autoclosure () -> String) {
         guard var budget = noticeBudget else { return log(line()) }
         let verdict = budget.admit(at: clock.now)
         noticeBudget = budget
-        func lines(_ n: Int) -> String { n == 1 ? "1 notification line" : "\(n) notification lines" }
-        func seconds(_ s: Double) -> String { String(format: "%.1f s", s) }
         switch verdict {
         case .write:
             log(line())
         case let .writeAfterFlood(count, over):
-            log("\(lines(count)) not logged in the last \(seconds(over)); the flood is over [N16]")
+            noticeTimer.arm(nil, clock: clock) { }
+            log(Self.floodOverLine(count: count, seconds: over))
             log(line())
         case .floodBegins:
             log("notification lines over \(Int(budget.perSecond)) a second: counted, not logged, until "
                 + "\(Int(budget.burst / budget.perSecond)) s pass under that rate; `interlude explain ID` shows each decision [N16]")
+            armNoticeTick()
         case .leaveOut:
             break
-        case let .leaveOutAndSum(count, over):
-            log("\(lines(count)) not logged in the last \(seconds(over)) [N16]")
         }
+    }
+
+    /// During a flood of notification lines: sums it up every `sumEvery` seconds (10), and says
+    /// when it is over (``LogLineBudget/tick(at:)``).
+    func noticeTick() {
+        noticeTimer.fired()
+        guard var budget = noticeBudget, let tick = budget.tick(at: clock.now) else { return }
+        noticeBudget = budget
+        switch tick {
+        case let .sum(count, seconds):
+            log("\(Self.notificationLines(count)) not logged in the last \(String(format: "%.1f s", seconds)) [N16]")
+            armNoticeTick()
+        case .quiet:
+            armNoticeTick()
+        case let .over(count, seconds):
+            log(Self.floodOverLine(count: count, seconds: seconds))
+        }
+    }
+
+    func armNoticeTick() {
+        guard let budget = noticeBudget else { return }
+        noticeTimer.arm(clock.now + budget.sumEvery, clock: clock) { [weak self] in await self?.noticeTick() }
+    }
+
+    static func notificationLines(_ n: Int) -> String { n == 1 ? "1 notification line" : "\(n) notification lines" }
+
+    static func floodOverLine(count: Int, seconds: Double) -> String {
+        count == 0 ? "notification lines: the flood is over [N16]"
+            : "\(notificationLines(count)) not logged in the last \(String(format: "%.1f s", seconds)); the flood is over [N16]"
     }
 
     /// Carries out a notification event's effects (its reply goes back to the caller).

@@ -156,6 +156,8 @@ public actor Engine {
     /// How many per-notification log lines are written during a flood (``logNotice(_:)``).
     /// Nil: every line (`server.logNotificationsPerSecond` 0).
     var noticeBudget: LogLineBudget?
+    /// Sums up a flood of notification lines every 10 s (``noticeTick()``).
+    var noticeTimer = DeadlineTimer()
     /// Whether the daemon is stopping (``beginStopping()``): no sound starts from then on.
     var stopping = false
     /// Whether a batch of `notification.add`s stops after the decision in hand and commits what it
