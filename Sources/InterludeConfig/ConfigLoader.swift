@@ -445,7 +445,20 @@ public enum ConfigLoader {
                 try validate(item, path: p, file: file, line: line)
             }
         default:
-            throw bad("must be \(describe(spec.kind))")
+            throw bad("must be \(describe(spec.kind)), not \(shown(v))")
+        }
+    }
+
+    /// The value given, as the message names it: a scalar as written (a string quoted and cut to
+    /// 40 characters), a list or an object by its kind.
+    static func shown(_ v: ConfigValue) -> String {
+        switch v {
+        case .null: return "null"
+        case let .bool(b): return b ? "true" : "false"
+        case let .number(n): return plain(n)
+        case let .string(s): return "\"" + (s.count > 40 ? String(s.prefix(40)) + "…" : s) + "\""
+        case .array: return "a list"
+        case .object: return "an object"
         }
     }
 

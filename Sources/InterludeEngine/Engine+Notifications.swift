@@ -284,7 +284,7 @@ extension Engine {
     /// refused, removed over N11, a remote message's receipt) within ``noticeBudget``: during a
     /// flood the lines are counted, not made (the line is an autoclosure: a line left out costs no
     /// formatting). The log says when a flood begins; a timer sums it up every 10 s and says when
-    /// it is over (``noticeTick()``). Every decision stays in the N16 decision log
+    /// it is over (``noticeTick()``). The latest decisions stay in the N16 decision log
     /// (`interlude explain ID`).
     func logNotice(_ line: @autoclosure () -> String) {
         guard var budget = noticeBudget else { return log(line()) }
@@ -293,13 +293,9 @@ extension Engine {
         switch verdict {
         case .write:
             log(line())
-        case let .writeAfterFlood(count, over):
-            noticeTimer.arm(nil, clock: clock) { }
-            log(Self.floodOverLine(count: count, seconds: over))
-            log(line())
         case .floodBegins:
-            log("notification lines over \(Int(budget.perSecond)) a second: counted, not logged, until "
-                + "\(Int(budget.burst / budget.perSecond)) s pass under that rate; `interlude explain ID` shows each decision [N16]")
+            log("notification lines over \(Int(budget.perSecond)) a second: counted, not logged, and summed up every "
+                + "\(Int(budget.sumEvery)) s until \(Int(budget.sumEvery)) s come under that rate; `interlude explain ID` shows the latest decisions [N16]")
             armNoticeTick()
         case .leaveOut:
             break
@@ -312,27 +308,32 @@ extension Engine {
         noticeTimer.fired()
         guard var budget = noticeBudget, let tick = budget.tick(at: clock.now) else { return }
         noticeBudget = budget
+        logNoticeTick(tick)
+        if case .sum = tick { armNoticeTick() }
+    }
+
+    /// Ends a flood of notification lines now, saying what it left out (a reload that changes
+    /// the rate, the daemon's stop).
+    func finishNoticeFlood(_ why: String) {
+        guard var budget = noticeBudget, let tick = budget.finish(at: clock.now) else { return }
+        noticeBudget = budget
+        noticeTimer.arm(nil, clock: clock) {}
+        logNoticeTick(tick, why: why)
+    }
+
+    func logNoticeTick(_ tick: LogLineBudget.Tick, why: String = "") {
         switch tick {
         case let .sum(count, seconds):
-            log("\(Self.notificationLines(count)) not logged in the last \(String(format: "%.1f s", seconds)) [N16]")
-            armNoticeTick()
-        case .quiet:
-            armNoticeTick()
+            log("\(count) notification line\(count == 1 ? "" : "s") not logged in the last \(String(format: "%.1f s", seconds)) [N16]")
         case let .over(count, seconds):
-            log(Self.floodOverLine(count: count, seconds: seconds))
+            log("\(count) notification line\(count == 1 ? "" : "s") not logged in the last \(String(format: "%.1f s", seconds)); "
+                + "the flood is over\(why) [N16]")
         }
     }
 
     func armNoticeTick() {
         guard let budget = noticeBudget else { return }
         noticeTimer.arm(clock.now + budget.sumEvery, clock: clock) { [weak self] in await self?.noticeTick() }
-    }
-
-    static func notificationLines(_ n: Int) -> String { n == 1 ? "1 notification line" : "\(n) notification lines" }
-
-    static func floodOverLine(count: Int, seconds: Double) -> String {
-        count == 0 ? "notification lines: the flood is over [N16]"
-            : "\(notificationLines(count)) not logged in the last \(String(format: "%.1f s", seconds)); the flood is over [N16]"
     }
 
     /// Carries out a notification event's effects (its reply goes back to the caller).

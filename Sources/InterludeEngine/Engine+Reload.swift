@@ -35,9 +35,13 @@ extension Engine {
         removalAllowance.set(Self.removalAllowanceBytes(notifConfig))
         userTools = Set(new.strings("server.userTools"))
         sessionLimits = Self.sessionLimits(new)
-        // A flood being counted goes on counting unless the rate changed.
+        // A flood being counted goes on counting unless the rate changed: then what it counted
+        // is said first.
         let budget = Self.noticeLineBudget(new)
-        if budget?.perSecond != noticeBudget?.perSecond { noticeBudget = budget }
+        if budget?.perSecond != noticeBudget?.perSecond {
+            finishNoticeFlood(" (server.logNotificationsPerSecond changed)")
+            noticeBudget = budget
+        }
         log("config reloaded from \(new.files.isEmpty ? "built-in defaults" : new.files.joined(separator: ", "))"
             + (kept.isEmpty ? "" : "; until a restart these keep the values the daemon started with: \(kept.joined(separator: ", "))"))
         let warnings = new.contradictions(runningSince: startedWith)

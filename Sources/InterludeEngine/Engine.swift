@@ -393,7 +393,12 @@ public actor Engine {
     /// `session.deactivate`.
     public func deactivate(client: Int, _ p: DeactivateParams) throws(WireError) {
         let id = try ownedSession(client, p.session)
-        reduce(.deactivate(id, notifyOthers: p.notifyOthers ?? true))
+        let notifyOthers = p.notifyOthers ?? true
+        // Said as the activation is (a stranger read the log and found only the activations).
+        if let state = audioState.sessions[id]?.state, state != .inactive {
+            log("\(id) deactivate (\(state.rawValue)) notifyOthers=\(notifyOthers) [A5]")
+        }
+        reduce(.deactivate(id, notifyOthers: notifyOthers))
     }
 
     /// `session.setPlaying`.
@@ -605,6 +610,7 @@ public actor Engine {
     /// answered, but no notification sound starts from now on (it would outlive the daemon).
     public func beginStopping() {
         stopping = true
+        finishNoticeFlood(" (stopping)")
     }
 
     /// Puts every stream the daemon changed back as the user had it: gain 0 dB and unmuted, at

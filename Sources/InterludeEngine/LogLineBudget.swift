@@ -7,25 +7,28 @@
 /// bound them when the daemon runs by hand (the user's service has the journal's rate limit).
 ///
 /// Within the budget every line is written. The first line over it starts a flood: from then on
-/// the lines are counted, not written, until the bucket has filled up again (the lines came below
-/// `perSecond` for `burst / perSecond` seconds). The caller asks ``tick(at:)`` every `sumEvery`
-/// seconds during a flood: it sums up the lines left out since the last sum, and says when the
-/// flood is over. Each decision stays in the N16 decision log (`interlude explain ID`), so only
-/// the log's copy is left out. Pure and deterministic: the caller passes the time.
+/// the lines are counted, not written. The caller asks ``tick(at:)`` every `sumEvery` seconds
+/// during a flood: a stretch with more lines than `perSecond` allows is summed up and the flood
+/// goes on; the first stretch within it ends the flood (with its count), and the bucket is full
+/// again. ``finish(at:)`` ends a flood at once (a reload that changes the rate, the daemon's
+/// stop), so that no count goes unsaid. Each decision stays in the N16 decision log (`interlude
+/// explain ID`, the latest ones), so only the log's copy is left out. Pure and deterministic: the
+/// caller passes the time.
 public struct LogLineBudget: Sendable, Equatable {
     /// Lines a second written once the burst is spent (the refill rate; > 0).
     public let perSecond: Double
     /// Lines written at once before the rate applies (the bucket's size; ≥ 1).
     public let burst: Double
-    /// Seconds between two sums during a flood.
+    /// Seconds between two ticks (sums) during a flood.
     public let sumEvery: Double
     private var tokens: Double
     private var lastRefill: Double?
-    private var flooding = false
+    /// Whether a flood is being counted.
+    public private(set) var flooding = false
     /// Lines left out since the flood began or since the last sum.
-    public private(set) var leftOut = 0
+    private var leftOut = 0
     /// When the flood began or the last sum was said (monotonic seconds).
-    private var leftOutSince = 0.0
+    private var stretchStart = 0.0
 
     /// - Parameters:
     ///   - perSecond: the sustained rate, in lines a second (> 0).
@@ -40,59 +43,59 @@ public struct LogLineBudget: Sendable, Equatable {
 
     /// What to do with one routine line.
     public enum Verdict: Equatable, Sendable {
-        /// Write it (no flood).
+        /// Write it.
         case write
-        /// A flood is over (the tick that would have said so had not come yet): say that `count`
-        /// lines were left out in the last `seconds`, then write this one.
-        case writeAfterFlood(count: Int, seconds: Double)
         /// Leave it out: the first line of a flood (say that lines are left out from now on, and
         /// tick every `sumEvery` seconds).
         case floodBegins
-        /// Leave it out.
+        /// Leave it out (counted).
         case leaveOut
     }
 
-    /// What a tick during a flood says.
+    /// What a tick during a flood says: `count` lines were left out in the last `seconds`.
     public enum Tick: Equatable, Sendable {
-        /// `count` lines were left out in the last `seconds`; the flood goes on (tick again).
+        /// More than the rate allows: the flood goes on (tick again).
         case sum(count: Int, seconds: Double)
-        /// None was left out since the last tick, but the flood is not over yet (tick again).
-        case quiet
-        /// The flood is over: `count` lines were left out in the last `seconds` (no more ticks).
+        /// Within the rate (or the flood was ended): the flood is over (no more ticks).
         case over(count: Int, seconds: Double)
     }
 
-    /// Decides one line at `now` (monotonic seconds): takes its token, if there is one.
+    /// Decides one line at `now` (monotonic seconds).
     public mutating func admit(at now: Double) -> Verdict {
-        refill(at: now)
         if flooding {
-            if let over = endIfFull(at: now) {
-                tokens -= 1
-                guard case let .over(count, seconds) = over else { return .write }
-                return .writeAfterFlood(count: count, seconds: seconds)
-            }
-            tokens = max(0, tokens - 1)
             leftOut += 1
             return .leaveOut
         }
+        refill(at: now)
         if tokens >= 1 - Self.epsilon {
             tokens = max(0, tokens - 1)
             return .write
         }
         flooding = true
-        tokens = 0  // the flood drains the bucket from its first line on
         leftOut = 1
-        leftOutSince = now
+        stretchStart = now
         return .floodBegins
     }
 
-    /// During a flood, what to say at `now` (every `sumEvery` seconds); nil when there is no flood.
+    /// During a flood, the sum of the stretch since the flood began or the last tick, at `now`
+    /// (every `sumEvery` seconds); nil when there is no flood.
     public mutating func tick(at now: Double) -> Tick? {
         guard flooding else { return nil }
-        refill(at: now)
-        if let over = endIfFull(at: now) { return over }
-        defer { leftOut = 0; leftOutSince = now }
-        return leftOut == 0 ? .quiet : .sum(count: leftOut, seconds: max(0, now - leftOutSince))
+        let seconds = max(0, now - stretchStart)
+        if Double(leftOut) <= perSecond * seconds + Self.epsilon { return finish(at: now) }
+        defer { leftOut = 0; stretchStart = now }
+        return .sum(count: leftOut, seconds: seconds)
+    }
+
+    /// Ends a flood now: what was left out since the flood began or the last sum; nil when there
+    /// is no flood. The bucket is full again.
+    public mutating func finish(at now: Double) -> Tick? {
+        guard flooding else { return nil }
+        flooding = false
+        tokens = burst
+        lastRefill = max(lastRefill ?? now, now)
+        defer { leftOut = 0 }
+        return .over(count: leftOut, seconds: max(0, now - stretchStart))
     }
 
     /// Ten refills of a tenth are one line, whatever the rounding.
@@ -103,13 +106,5 @@ public struct LogLineBudget: Sendable, Equatable {
         guard now > last else { return }  // a clock read that goes back refills nothing
         tokens = min(burst, tokens + (now - last) * perSecond)
         lastRefill = now
-    }
-
-    /// Ends the flood if the bucket is full again: what was left out since the last sum.
-    private mutating func endIfFull(at now: Double) -> Tick? {
-        guard tokens >= burst - Self.epsilon else { return nil }
-        flooding = false
-        defer { leftOut = 0 }
-        return .over(count: leftOut, seconds: max(0, now - leftOutSince))
     }
 }

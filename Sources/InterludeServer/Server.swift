@@ -30,6 +30,9 @@ public final class SocketServer: @unchecked Sendable {
     private var countedPid: [ObjectIdentifier: Int32] = [:]
     /// Processes refused at `maxClientsPerProcess` since they were last below it (logged once); on `queue`.
     private var refusedPids: Set<Int32> = []
+    /// Whether connections were refused at `maxClients` since the count was last below it
+    /// (logged once); on `queue`.
+    private var refusingAtMax = false
     /// Handlers still deciding requests, and the point where they all are done when stopping.
     private let stopping = StopGate()
     /// The connections being served, with their handler's task (nil for one being refused), by
@@ -185,6 +188,7 @@ public final class SocketServer: @unchecked Sendable {
         queue.async {
             self.open -= 1
             self.live[id] = nil
+            if self.open < self.maxClients { self.refusingAtMax = false }
             if let pid = self.countedPid.removeValue(forKey: id) {
                 let left = (self.servedByPid[pid] ?? 1) - 1
                 self.servedByPid[pid] = left > 0 ? left : nil
@@ -253,6 +257,12 @@ public final class SocketServer: @unchecked Sendable {
                 continue
             }
             guard open <= maxClients else {
+                // Logged once per stretch at the limit, as the per-process one (a stranger saw
+                // the per-process refusals in the log and these not at all).
+                if !refusingAtMax {
+                    refusingAtMax = true
+                    log("\(maxClients) connections open (server.maxClients); refusing more until one closes (client pid \(pid) refused first)")
+                }
                 conn.send(.reply(WireReply(id: nil, error: WireError(.rateLimited, "too many connections (\(maxClients))"))))
                 conn.closeWhenFlushed()
                 continue

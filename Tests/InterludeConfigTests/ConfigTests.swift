@@ -239,7 +239,12 @@ import InterludePolicy
     @Test("a notification key of the wrong kind says what it must be in the config's words, not Swift's",
           arguments: [
             ("{\n  entitledCriticalApps: 'org.example.Alarm',\n}", "entitledCriticalApps", "must be a list"),
-            ("{\n  authorization: [],\n}", "authorization", "must be an object"),
+            ("{\n  authorization: [],\n}", "authorization", "must be an object, not a list"),
+            // The value given is named (a stranger's `"20"`, null and true said only what it must be).
+            ("{\n  server: { logNotificationsPerSecond: '20' },\n}", "server.logNotificationsPerSecond",
+             "must be a whole number in 0…1000000 lines a second, not \"20\""),
+            ("{\n  server: { logNotificationsPerSecond: null },\n}", "server.logNotificationsPerSecond", ", not null"),
+            ("{\n  server: { logNotificationsPerSecond: true },\n}", "server.logNotificationsPerSecond", ", not true"),
             ("{\n  entitledCriticalApps: [{ app: 'org.example.Alarm', executablepath: '/usr/bin/alarm' }],\n}",
              "entitledCriticalApps[0].executablepath", "unknown key"),
           ])

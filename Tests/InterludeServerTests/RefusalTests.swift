@@ -101,6 +101,32 @@ import InterludeWire
         _ = try await mine[0].status()  // those served are still served
     }
 
+    /// The log says once that connections are refused at `server.maxClients`, and again after the
+    /// count went below it (a stranger saw only the per-process refusals in the log).
+    @Test func refusalsAtMaxClientsAreLoggedOncePerStretch() async throws {
+        let d = try TestDaemon()
+        await d.start()
+        let path = d.dir + "/logged"
+        let lines = LockedLines()
+        let server = SocketServer(path: path, engine: d.engine, maxClients: 1, log: lines.append)
+        try server.start()
+        defer { server.stop() }
+        let first = try await InterludeClient.connect(socket: path, app: "org.example.First", replyTimeout: 5)
+        for _ in 0..<5 { _ = await Self.outcome(path, Self.connectSecond) }
+        let said = { lines.lines.filter { $0.hasPrefix("1 connections open (server.maxClients); refusing more until one closes") } }
+        #expect(said().count == 1, "\(lines.lines)")
+        first.close()
+        // Below the limit again: the next stretch is said again.
+        var again: InterludeClient?
+        for _ in 0..<100 where again == nil {
+            again = try? await InterludeClient.connect(socket: path, app: "org.example.Again", replyTimeout: 5)
+            if again == nil { try await Task.sleep(nanoseconds: 20_000_000) }
+        }
+        #expect(again != nil)
+        for _ in 0..<3 { _ = await Self.outcome(path, Self.connectSecond) }
+        #expect(said().count == 2, "\(lines.lines)")
+    }
+
     @Test func aClientPastMaxClientsAlwaysGetsRateLimited() async throws {
         let other = try await refusedOtherwise(Self.connectSecond)
         #expect(other.count == 0, "\(other.count) of 400 refused otherwise, e.g. \(other.prefix(3))")
