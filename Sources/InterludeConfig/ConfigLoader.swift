@@ -434,13 +434,13 @@ public enum ConfigLoader {
             if let allowed, !allowed.contains(s) { throw bad("'\(s)' is not one of \(allowed.joined(separator: ", "))") }
         case (.string, .null): break
         case let (.strings, .array(items)):
-            for item in items { guard case .string = item else { throw bad("must be a list of strings") } }
+            for item in items { guard case .string = item else { throw bad("must be a list of strings, not one holding \(shown(item))") } }
         case (.object, .object):
             try validate(v, path: path, file: file, line: line)
         case (.json, _): break
         case let (.objects, .array(items)):
             for item in items {
-                guard case .object = item else { throw bad("must be a list of objects") }
+                guard case .object = item else { throw bad("must be a list of objects, not one holding \(shown(item))") }
                 var p = path; p[p.count - 1] += "[]"
                 try validate(item, path: p, file: file, line: line)
             }

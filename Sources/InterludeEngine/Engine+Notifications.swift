@@ -295,7 +295,7 @@ extension Engine {
             log(line())
         case .floodBegins:
             log("notification lines over \(Int(budget.perSecond)) a second: counted, not logged, and summed up every "
-                + "\(Int(budget.sumEvery)) s until \(Int(budget.sumEvery)) s come under that rate; `interlude explain ID` shows the latest decisions [N16]")
+                + "\(Int(budget.sumEvery)) s until \(Int(budget.sumEvery)) s come within that rate; `interlude explain ID` shows the latest decisions [N16]")
             armNoticeTick()
         case .leaveOut:
             break

@@ -245,6 +245,8 @@ import InterludePolicy
              "must be a whole number in 0…1000000 lines a second, not \"20\""),
             ("{\n  server: { logNotificationsPerSecond: null },\n}", "server.logNotificationsPerSecond", ", not null"),
             ("{\n  server: { logNotificationsPerSecond: true },\n}", "server.logNotificationsPerSecond", ", not true"),
+            // A list's item of the wrong kind too (the second stranger: `[1]` said only "a list of strings").
+            ("{\n  server: { userTools: ['org.interlude.CLI', 1] },\n}", "server.userTools", "must be a list of strings, not one holding 1"),
             ("{\n  entitledCriticalApps: [{ app: 'org.example.Alarm', executablepath: '/usr/bin/alarm' }],\n}",
              "entitledCriticalApps[0].executablepath", "unknown key"),
           ])
