@@ -97,30 +97,17 @@ import Glibc
     @Test func theEventsOfACallsEndComeBeforeItsReply_A4_A5() throws {
         let d = try TestDaemon()
         let p = try d.rawConnect()
-        p.send(#"{"id":1,"method":"hello","params":{"app":"org.example.Phone"}}"# + "\n")
-        #expect(p.reply()?.error == nil)
-        func call(_ id: Int, _ method: String, _ params: String) -> WireReply? {
-            p.send(#"{"id":\#(id),"method":"\#(method)","params":\#(params)}"# + "\n")
-            return p.reply()
-        }
-        func session(_ r: WireReply?) -> String { r?.result?["session"]?.stringValue ?? "?" }
+        #expect(p.hello("org.example.Phone"))
         // Mixable music: the call interrupts it (A4), the delayed podcast does not (A1).
-        let music = session(call(2, "session.register", #"{"category":"playback","options":["mixWithOthers"]}"#))
-        let phone = session(call(3, "session.register", #"{"category":"playAndRecord","mode":"voiceChat"}"#))
-        _ = call(5, "session.activate", #"{"session":"\#(music)"}"#)
-        _ = call(6, "session.setPlaying", #"{"session":"\#(music)","playing":true}"#)
-        _ = call(7, "session.activate", #"{"session":"\#(phone)"}"#)
-        let podcast = session(call(8, "session.register", #"{"category":"playback","mode":"spokenAudio"}"#))
-        #expect(call(9, "session.activate", #"{"session":"\#(podcast)","acceptsDelay":true}"#)?.result?["state"]?.stringValue == "delayed")
-        p.send(#"{"id":10,"method":"session.deactivate","params":{"session":"\#(phone)"}}"# + "\n")
-        var seen: [String] = []
-        while let m = p.readLine() {
-            switch m {
-            case let .event(e): seen.append("\(e.event) \(e.data["session"]?.stringValue ?? "")")
-            case let .reply(r): seen.append("reply \(r.id)")
-            default: break
-            }
-            if seen.last?.hasPrefix("reply") == true { break }
+        let music = p.session(p.call(2, "session.register", #"{"category":"playback","options":["mixWithOthers"]}"#))
+        let phone = p.session(p.call(3, "session.register", #"{"category":"playAndRecord","mode":"voiceChat"}"#))
+        _ = p.call(5, "session.activate", #"{"session":"\#(music)"}"#)
+        _ = p.call(6, "session.setPlaying", #"{"session":"\#(music)","playing":true}"#)
+        _ = p.call(7, "session.activate", #"{"session":"\#(phone)"}"#)
+        let podcast = p.session(p.call(8, "session.register", #"{"category":"playback","mode":"spokenAudio"}"#))
+        #expect(p.call(9, "session.activate", #"{"session":"\#(podcast)","acceptsDelay":true}"#)?.result?["state"]?.stringValue == "delayed")
+        let seen = p.eventsThenReply(10, "session.deactivate", #"{"session":"\#(phone)"}"#) { e in
+            "\(e.event) \(e.data["session"]?.stringValue ?? "")"
         }
         // The delayed podcast is activated first (A4), then the music resumes (A5); both before
         // the reply.
@@ -131,27 +118,48 @@ import Glibc
     @Test func theEndOfADuckIsSaidBeforeTheReply_A2() throws {
         let d = try TestDaemon()
         let p = try d.rawConnect()
-        p.send(#"{"id":1,"method":"hello","params":{"app":"org.example.Navigation"}}"# + "\n")
-        #expect(p.reply()?.error == nil)
-        func call(_ id: Int, _ method: String, _ params: String) -> WireReply? {
-            p.send(#"{"id":\#(id),"method":"\#(method)","params":\#(params)}"# + "\n")
-            return p.reply()
-        }
-        func session(_ r: WireReply?) -> String { r?.result?["session"]?.stringValue ?? "?" }
-        let music = session(call(2, "session.register", #"{"category":"playback"}"#))
-        let prompt = session(call(3, "session.register", #"{"category":"playback","mode":"voicePrompt","options":["duckOthers"]}"#))
-        _ = call(4, "session.activate", #"{"session":"\#(music)"}"#)
-        #expect(call(5, "session.activate", #"{"session":"\#(prompt)"}"#)?.result?["ducked"] != nil)
-        p.send(#"{"id":6,"method":"session.deactivate","params":{"session":"\#(prompt)"}}"# + "\n")
-        var seen: [String] = []
-        while let m = p.readLine() {
-            switch m {
-            case let .event(e): seen.append("\(e.event) \(e.data["session"]?.stringValue ?? "") \(e.data["ducked"]?.boolValue.map(String.init) ?? "")")
-            case let .reply(r): seen.append("reply \(r.id)")
-            default: break
-            }
-            if seen.last?.hasPrefix("reply") == true { break }
+        #expect(p.hello("org.example.Navigation"))
+        let music = p.session(p.call(2, "session.register", #"{"category":"playback"}"#))
+        let prompt = p.session(p.call(3, "session.register", #"{"category":"playback","mode":"voicePrompt","options":["duckOthers"]}"#))
+        _ = p.call(4, "session.activate", #"{"session":"\#(music)"}"#)
+        #expect(p.call(5, "session.activate", #"{"session":"\#(prompt)"}"#)?.result?["ducked"] != nil)
+        let seen = p.eventsThenReply(6, "session.deactivate", #"{"session":"\#(prompt)"}"#) { e in
+            "\(e.event) \(e.data["session"]?.stringValue ?? "") \(e.data["ducked"]?.boolValue.map(String.init) ?? "")"
         }
         #expect(seen == ["duckChanged \(music) false", "reply 6"], "\(seen)")
+    }
+}
+
+extension RawPeer {
+    /// Says `hello` as `app` (id 1); whether it was answered without an error.
+    func hello(_ app: String) -> Bool {
+        send(#"{"id":1,"method":"hello","params":{"app":"\#(app)"}}"# + "\n")
+        return reply().map { $0.error == nil } ?? false
+    }
+
+    /// Sends one request and returns its reply (the events before it are skipped).
+    func call(_ id: Int, _ method: String, _ params: String) -> WireReply? {
+        send(#"{"id":\#(id),"method":"\#(method)","params":\#(params)}"# + "\n")
+        return reply()
+    }
+
+    /// The `session` of a `session.register` reply ("?" if there is none).
+    func session(_ r: WireReply?) -> String { r?.result?["session"]?.stringValue ?? "?" }
+
+    /// Sends one request and returns, in the order they came, each event before its reply (as
+    /// `describe` says it) and then "reply ID".
+    func eventsThenReply(_ id: Int, _ method: String, _ params: String, describe: (WireEvent) -> String) -> [String] {
+        send(#"{"id":\#(id),"method":"\#(method)","params":\#(params)}"# + "\n")
+        var seen: [String] = []
+        while let m = readLine() {
+            switch m {
+            case let .event(e): seen.append(describe(e))
+            case let .reply(r):
+                seen.append("reply \(r.id)")
+                return seen
+            default: break
+            }
+        }
+        return seen
     }
 }
