@@ -166,6 +166,9 @@ import InterludeWire
                 let sorted = items.enumerated().sorted { ($0.element.key, $0.offset) < ($1.element.key, $1.offset) }.map(\.element)
                 #expect(picked.map(\.key) == sorted.prefix(k).map(\.key) && picked.map(\.place) == sorted.prefix(k).map(\.place),
                         "n \(n), k \(k)")
+                // A lazy filter (as `status` passes) does not know its count: the one-pass path.
+                let lazily = firstInOrder(k, of: items.lazy.filter { _ in true }) { $0.key < $1.key }
+                #expect(lazily.map(\.key) == picked.map(\.key) && lazily.map(\.place) == picked.map(\.place), "lazy: n \(n), k \(k)")
             }
         }
         #expect(firstInOrder(3, of: Set(["s9", "s10", "s2", "s1"]), by: <) == ["s1", "s10", "s2"])
