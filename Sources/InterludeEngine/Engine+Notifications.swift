@@ -321,16 +321,17 @@ extension Engine {
         logNoticeTick(tick, why: why)
     }
 
+    /// Logs a flood's sum, or its end with `why` it ended when not by the rate.
     func logNoticeTick(_ tick: LogLineBudget.Tick, why: String = "") {
-        switch tick {
-        case let .sum(count, seconds):
-            log("\(count) notification line\(count == 1 ? "" : "s") not logged in the last \(String(format: "%.1f s", seconds)) [N16]")
-        case let .over(count, seconds):
-            log("\(count) notification line\(count == 1 ? "" : "s") not logged in the last \(String(format: "%.1f s", seconds)); "
-                + "the flood is over\(why) [N16]")
+        let (count, seconds, over) = switch tick {
+        case let .sum(count, seconds): (count, seconds, false)
+        case let .over(count, seconds): (count, seconds, true)
         }
+        log("\(count) notification line\(count == 1 ? "" : "s") not logged in the last \(String(format: "%.1f s", seconds))"
+            + (over ? "; the flood is over\(why)" : "") + " [N16]")
     }
 
+    /// Asks for the flood's next sum in `sumEvery` seconds.
     func armNoticeTick() {
         guard let budget = noticeBudget else { return }
         noticeTimer.arm(clock.now + budget.sumEvery, clock: clock) { [weak self] in await self?.noticeTick() }
