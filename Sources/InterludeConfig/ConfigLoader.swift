@@ -432,7 +432,9 @@ public enum ConfigLoader {
         case (.bool, .bool): break
         case let (.string(_, allowed), .string(s)):
             if let allowed, !allowed.contains(s) { throw bad("'\(s)' is not one of \(allowed.joined(separator: ", "))") }
-        case (.string, .null): break
+        // null stands for "not set" only where the default is unset too (`sounds.userFolder`,
+        // `remote.broker`); a key with a default of its own (`authorization.default`) is named.
+        case (.string(default: nil, _), .null): break
         case let (.strings, .array(items)):
             for item in items { guard case .string = item else { throw bad("must be a list of strings, not one holding \(shown(item))") } }
         case (.object, .object):

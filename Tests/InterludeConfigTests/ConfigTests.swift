@@ -245,6 +245,11 @@ import InterludePolicy
              "must be a whole number in 0…1000000 lines a second, not \"20\""),
             ("{\n  server: { logNotificationsPerSecond: null },\n}", "server.logNotificationsPerSecond", ", not null"),
             ("{\n  server: { logNotificationsPerSecond: true },\n}", "server.logNotificationsPerSecond", ", not true"),
+            // null only where the default is unset (the thirteenth session's stranger: `authorization.default:
+            // null` was taken and acted as prompt; `sounds.default`, `bus.defaultSound` were taken too).
+            ("{\n  authorization: { default: null },\n}", "authorization.default", "must be one of grant, deny, prompt, not null"),
+            ("{\n  sounds: { default: null },\n}", "sounds.default", "must be a string, not null"),
+            ("{\n  bus: { defaultSound: null },\n}", "bus.defaultSound", "must be a string, not null"),
             // A list's item of the wrong kind too (the second stranger: `[1]` said only "a list of strings").
             ("{\n  server: { userTools: ['org.interlude.CLI', 1] },\n}", "server.userTools", "must be a list of strings, not one holding 1"),
             ("{\n  entitledCriticalApps: [{ app: 'org.example.Alarm', executablepath: '/usr/bin/alarm' }],\n}",
