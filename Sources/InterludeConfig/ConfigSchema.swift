@@ -93,7 +93,7 @@ public enum ConfigSchema {
         .init("server.maxSessions", .integer(default: 8192, range: 1...1_000_000, unit: "sessions"),
               "Audio sessions all connections together may hold; session.register beyond it is refused (limitReached)."),
         .init("server.logNotificationsPerSecond", .integer(default: 20, range: 0...1_000_000, unit: "lines a second"),
-              "N16: the log's lines per notification decided (delivered, held, refused, removed over N11, a remote message's receipt) are written up to this many a second after a burst of ten times as many; past that, during a flood, they are counted and summed up every 10 s until 10 s come within this rate (the latest decisions stay in the decision log, interlude explain). 0: every line."),
+              "N16: the log's lines per notification decided (delivered, held, refused, removed over N11, a remote message's receipt, its sound's S1 warning or failure) are written up to this many a second after a burst of ten times as many; past that, during a flood, they are counted and summed up every 10 s until 10 s come within this rate (the latest decisions stay in the decision log, interlude explain). 0: every line."),
         .init("server.userTools", .strings(default: ["org.interlude.CLI"]),
               "Apps that act for the user (the interlude CLI): they change settings and focus (N2, N7), act on any app's notifications and play sounds without the notification rules (N17)."),
     ]

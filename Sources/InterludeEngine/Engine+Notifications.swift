@@ -281,7 +281,7 @@ extension Engine {
     }
 
     /// Logs one of the lines the engine writes per notification decided (delivered, held or
-    /// refused, removed over N11, a remote message's receipt) within ``noticeBudget``: during a
+    /// refused, removed over N11, a remote message's receipt, its sound's S1 warning or failure) within ``noticeBudget``: during a
     /// flood the lines are counted, not made (the line is an autoclosure: a line left out costs no
     /// formatting). The log says when a flood begins; a timer sums it up every 10 s and says when
     /// it is over (``noticeTick()``). The latest decisions stay in the N16 decision log
@@ -400,7 +400,8 @@ extension Engine {
             let key = p.notificationIdentifier.map { PlayedSounds.Key(app: p.app, identifier: $0) }
             do {
                 let r = try await sounds.play(name, volume: volume, properties: props)
-                if let w = r.warning { log("sound \(name): \(w) → played \(r.played) [S1]") }
+                // One line per notification's sound: within the flood budget, as its decision's line (N16).
+                if let w = r.warning { self.logNotice("sound \(name): \(w) → played \(r.played) [S1]") }
                 if let key { self.playedSounds.record(PlayedSound(requested: name, played: r.played, warning: r.warning), for: key) }
                 played["played"] = .string(r.played)
                 played["duration"] = .number(r.duration)
@@ -411,7 +412,7 @@ extension Engine {
                     try? await Task.sleep(nanoseconds: UInt64((r.duration + 0.1) * 1e9))
                 }
             } catch {
-                log("sound \(name) failed: \(error)")
+                self.logNotice("sound \(name) failed: \(error)")
                 // Nobody heard it: it does not count as the app's audible alert (N11).
                 self.soundNotHeard(p)
                 let e = (error as? WireError) ?? WireError(.soundFailed, "\(error)")

@@ -2,7 +2,7 @@
 /// `burst` lines, refilled at `perSecond` lines a second (monotonic seconds, the engine's clock).
 ///
 /// The engine logs a line per notification it decides (delivered, held, refused, removed over N11,
-/// a remote message's receipt). During a flood (an app syncing thousands of messages, a fleet's
+/// a remote message's receipt, its sound's S1 warning or failure). During a flood (an app syncing thousands of messages, a fleet's
 /// backlog) those lines were the log: 162 MB in 15 minutes of a stranger's flood, with nothing to
 /// bound them when the daemon runs by hand (the user's service has the journal's rate limit).
 ///

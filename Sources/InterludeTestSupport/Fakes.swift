@@ -54,11 +54,18 @@ public final class FakeSoundPlayer: SoundPlayer, @unchecked Sendable {
     let lock = NSLock()
     var _plays: [(name: String, volume: Double, properties: [String: String])] = []
     var _failure: WireError?
+    var _replacement: WireError?
     public init() {}
     public func play(_ nameOrPath: String, volume: Double, properties: [String: String]) async throws(WireError) -> SoundPlayResult {
         if let failure = lock.withLock({ _failure }) { throw failure }
-        lock.withLock { _plays.append((nameOrPath, volume, properties)) }
-        return SoundPlayResult(played: nameOrPath, warning: nil, duration: 0.5)
+        let replacement = lock.withLock { _plays.append((nameOrPath, volume, properties)); return _replacement }
+        return SoundPlayResult(played: replacement == nil ? nameOrPath : "default", warning: replacement, duration: 0.5)
+    }
+    /// While set, every play stands in the default sound for the requested one with this S1
+    /// warning (a sound the folders do not hold) and is recorded.
+    public var replacement: WireError? {
+        get { lock.withLock { _replacement } }
+        set { lock.withLock { _replacement = newValue } }
     }
     /// While set, every play fails with it (the audio server away) and is not recorded.
     public var failure: WireError? {

@@ -166,6 +166,36 @@ import Testing
         }
     }
 
+    /// A notification's sound's S1 warning is one of its lines within the budget (the thirteenth
+    /// session's stranger: a flood from many apps, each with a sound the folders lack, logged
+    /// the warning of each beside the budget's lines). 150 apps add one notification each at one
+    /// instant, each sound replaced: 300 lines due, 200 written, 100 in the sum.
+    @Test func aFloodsSoundWarningsAreWithinTheBudget_N16() async throws {
+        let log = StoppingTests.Lines()
+        let clock = ManualClock()
+        let sounds = FakeSoundPlayer()
+        sounds.replacement = WireError(.notFound, "no sound named nosuch in the sound folders [S1]")
+        let config = try ConfigLoader.load(folders: [], overlay: ("test", try JSON5.parse(#"{"authorization": {"default": "grant"}}"#)))
+        let engine = try Engine(config: config, audio: FakeAudioBackend(), sounds: sounds, clock: clock,
+                                store: MemoryNotificationStore(), version: "test", log: log.append)
+        for i in 0..<150 {
+            let c = await engine.connect(pid: getpid(), sink: { _ in })
+            _ = try await engine.hello(client: c, app: "org.example.App\(i)")
+            _ = try await engine.requestAuthorization(client: c, RequestAuthorizationParams(options: [.alert, .sound]))
+            _ = try await engine.addNotification(client: c, AddNotificationParams(identifier: "m", title: "hi", sound: "nosuch"))
+        }
+        let deadline = Date().addingTimeInterval(10)
+        while sounds.plays.count < 150, Date() < deadline { try await Task.sleep(nanoseconds: 2_000_000) }
+        #expect(sounds.plays.count == 150)
+        clock.advance(by: 10)
+        #expect(await Self.logged("100 notification lines not logged in the last 10.0 s; the flood is over [N16]", in: log),
+                "\(log.all.filter { $0.contains("[N16]") })")
+        let delivered = log.all.filter { $0.hasPrefix("notification org.example.App") }.count
+        let warnings = log.all.filter { $0.hasPrefix("sound nosuch: ") && $0.hasSuffix("[S1]") }.count
+        #expect(delivered + warnings == 200, "delivered \(delivered), S1 warnings \(warnings)")
+        #expect(warnings > 0, "the warnings are written while within the budget")
+    }
+
     /// An engine on a manual clock whose app added 300 notifications at one instant, at
     /// `server.logNotificationsPerSecond` `perSecond`.
     static func flooded(perSecond: Int) async throws -> (Engine, Int, StoppingTests.Lines, ManualClock) {
