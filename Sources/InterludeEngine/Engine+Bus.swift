@@ -48,10 +48,11 @@ struct BusBridgeState {
     var nextID: UInt32 = 1
     /// The sender of each bus notification of this run (for unicast signals).
     var senders: [UInt32: String] = [:]
-    /// Ids being closed by `CloseNotification` (reason 3 when their removal is seen).
-    var closing: Set<UInt32> = []
-    /// Transient ids leaving the center after delivery (reason 1, expired).
-    var expiring: Set<UInt32> = []
+    /// The `NotificationClosed` reason of removals asked for by the bus side, until the removal
+    /// is seen: 3 for `CloseNotification`, 1 (expired) for a transient one leaving the center after
+    /// delivery. The removal's events come once it is durable (N15), after the request that asked
+    /// for it has returned, so the reason is kept until then and taken by ``Engine/busObserve(_:)``.
+    var closeReasons: [UInt32: UInt32] = [:]
     /// Ids whose removal came from an answered action: closed (reason 2) after `ActionInvoked`.
     var answered: Set<UInt32> = []
     /// Do-not-disturb inhibitions held by bus clients (KDE's `Inhibit`), by cookie.
@@ -148,9 +149,8 @@ extension Engine {
         }
         if input.transient, owns(input.app, identifier) {
             // `transient`: delivered (and heard) but not kept in the center; closed as expired.
-            bus.expiring.insert(id)
-            defer { bus.expiring.remove(id) }
-            _ = try? notify(.removeDelivered(app: input.app, identifiers: [identifier]))
+            bus.closeReasons[id] = 1
+            if (try? notify(.removeDelivered(app: input.app, identifiers: [identifier]))) == nil { bus.closeReasons[id] = nil }
         }
         return (id, decision)
     }
@@ -167,10 +167,15 @@ extension Engine {
         }
         if let app, app != owner { throw WireError(.notFound, "no notification \(id) of \(app)") }
         if let sender, let from = bus.senders[id], from != sender { throw WireError(.notFound, "no notification \(id) of this client") }
-        bus.closing.insert(id)
-        defer { bus.closing.remove(id) }
-        _ = try expect(notify(.removePending(app: owner, identifiers: [identifier])))
-        _ = try expect(notify(.removeDelivered(app: owner, identifiers: [identifier])))
+        // A delivered one's removal is seen (busObserve) once durable; a pending one has no signal.
+        if owns(owner, identifier, delivered: true) { bus.closeReasons[id] = 3 }
+        do {
+            _ = try expect(notify(.removePending(app: owner, identifiers: [identifier])))
+            _ = try expect(notify(.removeDelivered(app: owner, identifiers: [identifier])))
+        } catch {
+            bus.closeReasons[id] = nil
+            throw error
+        }
     }
 
     /// The bus mode and name owner, for `status`.
@@ -179,9 +184,9 @@ extension Engine {
     /// Changes the mode `status` shows (the name was lost to another daemon, or the bus went away).
     public func setBusStatus(_ status: BusStatus) { bus.status = status }
 
-    func owns(_ app: String, _ identifier: String) -> Bool {
+    func owns(_ app: String, _ identifier: String, delivered only: Bool = false) -> Bool {
         notifState.delivered.contains { $0.app == app && $0.request.identifier == identifier }
-            || notifState.pending.contains { $0.app == app && $0.request.identifier == identifier }
+            || !only && notifState.pending.contains { $0.app == app && $0.request.identifier == identifier }
     }
 
     // MARK: Do not disturb over the bus (KDE's Inhibit / UnInhibit / Inhibited)
@@ -241,7 +246,7 @@ extension Engine {
             for identifier in ids {
                 guard let id = Engine.busID(identifier) else { continue }
                 if reason == "N14" { bus.answered.insert(id); continue }  // closed after ActionInvoked
-                let code: UInt32 = bus.closing.contains(id) ? 3 : bus.expiring.contains(id) ? 1 : reason == "request" || reason == "user" ? 2 : reason == "N11" ? 1 : 4
+                let code: UInt32 = bus.closeReasons.removeValue(forKey: id) ?? (reason == "request" || reason == "user" ? 2 : reason == "N11" ? 1 : 4)
                 port.notificationClosed(id: id, reason: code, destination: bus.senders.removeValue(forKey: id))
             }
         case let .actionResponse(_, response):
