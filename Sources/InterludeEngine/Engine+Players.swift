@@ -58,6 +58,9 @@ struct PlayerRecord {
 struct PlayerBridgeState {
     var control: MediaPlayerControl?
     var byName: [String: PlayerRecord] = [:]
+    /// `Pause` and `Play` calls in flight, by a serial number (``Engine/trackPlayerCommand(_:)``).
+    var commands: [UInt64: Task<Void, Never>] = [:]
+    var nextCommand: UInt64 = 0
     var nextID = 1
     /// Bus names by session id.
     var names: [AudioSessionID: String] = [:]
@@ -198,7 +201,7 @@ extension Engine {
             log("\(id) (\(name)) Pause: Playing and can pause, interrupted \(rule == "A4" ? "by a call" : "for spoken audio") [\(rule)]")
             guard let control else { log("\(id): no MPRIS connection; A8 mutes it after the grace period"); return }
             let clock = self.clock, asked = clock.now
-            Task(priority: EngineExecutor.audioLanePriority) {
+            trackPlayerCommand {
                 if let err = await control.pause(name) { log("\(id) (\(name)) Pause failed: \(err); A8 mutes it after the grace period") }
                 else { log("\(id) (\(name)) Pause answered in \(((clock.now - asked) * 10_000).rounded() / 10) ms") }
             }
@@ -207,12 +210,49 @@ extension Engine {
             log("\(id) (\(name)) \(usePlayPause ? "PlayPause (CanPlay is false)" : "Play"): Interlude paused it, still Paused, untouched by its user [A5]")
             guard let control else { return }
             let clock = self.clock, asked = clock.now
-            Task(priority: EngineExecutor.audioLanePriority) {
+            trackPlayerCommand {
                 if let err = await control.play(name, usePlayPause: usePlayPause) { log("\(id) (\(name)) Play failed: \(err)") }
                 else { log("\(id) (\(name)) \(usePlayPause ? "PlayPause" : "Play") answered in \(((clock.now - asked) * 10_000).rounded() / 10) ms") }
             }
         default: break
         }
+    }
+
+    /// Runs one `Pause` or `Play` call to a player on the audio lane, kept in
+    /// ``PlayerBridgeState/commands`` until it returns, so that the daemon's stop can wait for it
+    /// before it closes the bus connection (``releasePlayers(within:)``).
+    func trackPlayerCommand(_ body: @escaping @Sendable () async -> Void) {
+        mpris.nextCommand += 1
+        let n = mpris.nextCommand
+        mpris.commands[n] = Task(priority: EngineExecutor.audioLanePriority) {
+            await body()
+            await self.playerCommandReturned(n)
+        }
+    }
+
+    func playerCommandReturned(_ n: UInt64) { mpris.commands[n] = nil }
+
+    /// The daemon is stopping (after the socket's connections closed, whose sessions' ends may
+    /// have sent `Play` already): waits for the player calls in flight, then resumes every player
+    /// Interlude still holds paused (``AudioPolicy/a5ResumePlayersAtStop(_:)``, A5) and waits
+    /// for those calls too, all within `seconds` (a player that does not answer does not hold up
+    /// the stop). Call before the bus connection closes: a stranger's mpv, paused for a call,
+    /// stayed paused for good when the daemon stopped during the call (the `Play` went out on a
+    /// closed connection).
+    public func releasePlayers(within seconds: Double = 3) async {
+        let inFlight = Array(mpris.commands.values)
+        var toResume: [Task<Void, Never>] = []
+        let finished = await finishes(within: seconds) { for t in inFlight { await t.value } }
+        let fx = AudioPolicy.a5ResumePlayersAtStop(&audioState)
+        if !fx.isEmpty { log("stopping: resuming \(fx.count) player(s) Interlude paused [A5]") }
+        for e in fx {
+            let before = mpris.nextCommand
+            carryOutPlayer(e)
+            if mpris.nextCommand != before, let t = mpris.commands[mpris.nextCommand] { toResume.append(t) }
+        }
+        let calls = toResume
+        let resumed = await finishes(within: finished ? seconds : 0.5) { for t in calls { await t.value } }
+        if !finished || !resumed { log("stopping: a media player did not answer within \(Int(seconds)) s") }
     }
 
     /// Logs what the policy decided for a player at `interruptionBegan` / `interruptionEnded` when

@@ -276,10 +276,11 @@ enum Daemon {
         // the socket's connections and the bus close (N15), both at once, each within 5 s.
         async let busStopped: Void = bus.shutDown(timeout: 5)
         async let socketStopped: Void = server.shutDown(timeout: 5)
-        players?.stop()
         remote?.stop()
         _ = await (busStopped, socketStopped)
         await engine.releaseStreams()  // no duck or mute of ours outlives the daemon
+        await engine.releasePlayers()  // nor a pause (A5): on the bus, before its connection closes
+        players?.stop()
         pulse.disconnect()
         withExtendedLifetime(stateLock) {}  // the state folder is ours until the process ends
         return status

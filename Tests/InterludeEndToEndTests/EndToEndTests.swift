@@ -581,6 +581,11 @@ final class DaemonProcess {
     var exit: ChildProcess.Exit? { process.exited }
     func kill9() { process.kill() }
     func stop() { process.stop() }
+    /// SIGTERM, as a service manager stops it; how it ended, or nil if it still runs after `timeout` s.
+    func terminate(timeout: Double = 15) -> ChildProcess.Exit? {
+        process.signal(SIGTERM)
+        return process.wait(timeout: timeout)
+    }
 }
 
 /// A daemon's log file as the tests read it. The daemon writes its log off the thread that logs

@@ -295,6 +295,47 @@ import InterludePolicy
                 .joined(separator: "; "))
     }
 
+    // MARK: A5 at the daemon's stop
+
+    /// The daemon stopped (SIGTERM, as `systemctl --user restart` does) while a call holds mpv
+    /// paused: mpv plays again, no pause of Interlude's outlives it (a stranger's mpv stayed
+    /// paused for good: the `Play` went out after the bus connection had closed). The call is
+    /// `interlude interrupt call` on the socket (its session ends as the stop closes the
+    /// connections), or a `media.role=phone` stream of paplay's (an implicit call, A10, still
+    /// going on when the daemon ends: ``AudioPolicy/a5ResumePlayersAtStop(_:)``).
+    @Test(.enabled(if: required(), "needs mpv, mpv-mpris, playerctl, python3-gi, dbus-daemon and a PulseAudio server (Scripts/test installs them)"),
+          arguments: ["socket", "stream"])
+    func A5_theDaemonsStopDuringACallResumesMpv(call kind: String) async throws {
+        let w = try await World("stop-\(kind)")
+        defer { w.stop() }
+        let mpv = try w.mpv(440)
+        guard let name = await w.busName(ofPid: mpv.pid), await w.waitForPlayer(name) != nil else {
+            Issue.record("no player:\n\(w.log)\nmpv: \(mpv.diagnosis)"); return
+        }
+        let follow = try w.follow(name)
+        try await Task.sleep(nanoseconds: 300_000_000)
+        let start = PulseClock.monotonicSeconds()
+        if kind == "socket" {
+            _ = try w.call(seconds: 60)
+        } else {
+            var env = w.env
+            env["PULSE_PROP"] = "interlude.daemon=\(w.work.socket) media.role=phone"
+            w.children.append(try Child("/usr/bin/paplay", [try w.tone(990)], env: env, stderr: w.work.path + "/phone.log"))
+        }
+        guard let paused = await follow.out.first(after: start, timeout: 10, { $0 == "Paused" }) else {
+            Issue.record("the call did not pause mpv: \(follow.out.all)\n\(w.log)"); return
+        }
+        try await Task.sleep(nanoseconds: 500_000_000)
+        let exit = w.daemon.terminate()
+        #expect(exit == .exited(0), "\(String(describing: exit))")
+        let playing = await follow.out.first(after: paused, timeout: 5, { $0 == "Playing" })
+        #expect(playing != nil, "mpv still \(follow.out.all.last?.text ?? "?") after the daemon stopped:\n\(w.log)")
+        #expect(!w.log.contains("Play failed"), "\(w.log)")
+        if kind == "stream" {
+            #expect(w.log.contains("stopping: resuming 1 player(s) Interlude paused [A5]"), "\(w.log)")
+        }
+    }
+
     // MARK: A5: the user's own pause and resume
 
     @Test(.enabled(if: required(), "needs mpv, mpv-mpris, playerctl, python3-gi, dbus-daemon and a PulseAudio server (Scripts/test installs them)"))

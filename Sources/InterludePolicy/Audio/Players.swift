@@ -192,6 +192,28 @@ extension AudioPolicy {
         }
     }
 
+    /// A5 when the daemon stops: every player Interlude paused in an interruption that has not
+    /// ended yet (a call still going on when the daemon stops, a connection's session released
+    /// too late to be told) gets `resumePlayer` now, on the same conditions as at
+    /// `interruptionEnded` with `shouldResume`: still `Paused`, untouched by its user, and
+    /// controllable. No pause of Interlude's outlives the daemon, as no duck or mute does (A7);
+    /// a daemon started again pauses it again if the call still holds the audio. Sessions are
+    /// taken in id order; each one resumed is marked `resumed` (A5).
+    public static func a5ResumePlayersAtStop(_ state: inout AudioPolicyState) -> [AudioPolicyEffect] {
+        var out: [AudioPolicyEffect] = []
+        for id in state.sessions.keys.sorted(by: { $0.rawValue < $1.rawValue }) {
+            guard var p = state.sessions[id]?.player, p.pausedByInterlude, !p.userTouched,
+                  p.facts.status == .paused, p.facts.canControl else { continue }
+            p.lastAction = .resumed
+            p.lastRule = "A5"
+            p.pausedByInterlude = false
+            p.pauseObeyed = false
+            state.modify(id) { $0.player = p }
+            out.append(.resumePlayer(id, usePlayPause: !p.facts.canPlay))
+        }
+        return out
+    }
+
     /// A5 for players: right after each `interruptionEnded` of a player, `resumePlayer` only if
     /// `shouldResume`, Interlude paused it in this interruption, it is still `Paused`, the user did
     /// not touch it meanwhile, and it can be controlled. Otherwise it is left alone.

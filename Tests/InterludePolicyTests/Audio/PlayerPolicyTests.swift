@@ -22,6 +22,8 @@ import InterludePolicy
         case duckingPrompt(at: Double)
         case tick(at: Double)
         case vanish(String, at: Double)
+        /// The daemon stops (``AudioPolicy/a5ResumePlayersAtStop(_:)``).
+        case daemonStops
     }
 
     struct Row: CustomTestStringConvertible, Sendable {
@@ -111,6 +113,33 @@ import InterludePolicy
             expected: [.pausePlayer(id("p"), rule: "A4"), .resumePlayer(id("p"), usePlayPause: false),
                        .pausePlayer(id("p"), rule: "A4"), .resumePlayer(id("p"), usePlayPause: false)],
             finalAction: ["p": .resumed]),
+        // A5 at the daemon's stop (a stranger's mpv stayed paused for good when the daemon stopped
+        // during a call): no pause of Interlude's outlives it, on A5's conditions.
+        Row(name: "A5 at the stop: a player paused for a call still going on is resumed",
+            steps: [.appear("p", playing), .call(at: 1), .status("p", .paused, at: 1.01), .daemonStops],
+            expected: [.pausePlayer(id("p"), rule: "A4"), .resumePlayer(id("p"), usePlayPause: false)],
+            finalAction: ["p": .resumed]),
+        Row(name: "A5 at the stop: CanPlay false: PlayPause",
+            steps: [.appear("p", cannotPlay), .call(at: 1), .status("p", .paused, at: 1.01), .daemonStops],
+            expected: [.pausePlayer(id("p"), rule: "A4"), .resumePlayer(id("p"), usePlayPause: true)],
+            finalAction: ["p": .resumed]),
+        Row(name: "A5 at the stop: touched by the user during the call: left alone",
+            steps: [.appear("p", playing), .call(at: 1), .status("p", .paused, at: 1.01), .status("p", .playing, at: 2),
+                    .status("p", .paused, at: 2.5), .daemonStops],
+            expected: [.pausePlayer(id("p"), rule: "A4")]),
+        Row(name: "A5 at the stop: paused by the user before the call: left alone",
+            steps: [.appear("p", pausedByUser), .call(at: 1), .daemonStops], expected: []),
+        Row(name: "A5 at the stop: not obeyed Pause yet (still Playing): no Play",
+            steps: [.appear("p", playing), .call(at: 1), .daemonStops],
+            expected: [.pausePlayer(id("p"), rule: "A4")]),
+        Row(name: "A5 at the stop: resumed when the call ended already: not again",
+            steps: [.appear("p", playing), .call(at: 1), .status("p", .paused, at: 1.01), .callEnds(at: 4), .daemonStops],
+            expected: [.pausePlayer(id("p"), rule: "A4"), .resumePlayer(id("p"), usePlayPause: false)],
+            finalAction: ["p": .resumed]),
+        Row(name: "A5 at the stop: a spoken-audio player paused for a prompt still going on is resumed",
+            steps: [.appear("p", playing, spoken: true), .prompt(at: 1), .status("p", .paused, at: 1.01), .daemonStops],
+            expected: [.pausePlayer(id("p"), rule: "A3"), .resumePlayer(id("p"), usePlayPause: false)],
+            finalAction: ["p": .resumed]),
     ]
 
     static func relevant(_ e: AudioPolicyEffect, players: Set<String>) -> Bool {
@@ -151,6 +180,7 @@ import InterludePolicy
                 _ = h.activate("nav", at: t)
             case let .tick(t): h.tick(to: t)
             case let .vanish(name, t): h.send(.playerVanished(id(name)), at: t)
+            case .daemonStops: h.log += AudioPolicy.a5ResumePlayersAtStop(&h.state)
             }
         }
         #expect(h.log.filter { Self.relevant($0, players: players) } == row.expected)
