@@ -290,7 +290,7 @@ enum NotificationCommands {
             let id = a.positionals[1], action = a.positionals[2]
             var owner = app
             if owner == nil {
-                let all = try await c.call(NotificationMethod.delivered, ListNotificationsParams(all: true), as: NotificationListResult.self)
+                let all = try await c.wholeCenter(all: true)  // page by page: it may be past the first
                 let apps = Set(all.notifications.filter { $0.identifier == id }.map(\.app))
                 guard apps.count == 1 else {
                     return CommandOutput.fail(CommandOutput.text(apps.isEmpty ? "no notification \(id) in the center" : "several apps have a notification \(id): name one with --app"))

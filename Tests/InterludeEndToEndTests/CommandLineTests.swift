@@ -241,6 +241,30 @@ import InterludeTestSupport
         #expect(fireAt == Dictionary(uniqueKeysWithValues: cases.map { ($0.id, $0.fireAt) }), "\(fireAt)")
     }
 
+    /// `center respond ID ACTION` without `--app` finds the notification in the whole center, page
+    /// by page (a stranger's, on the third page of a center of 8 apps, was "no notification … in the
+    /// center": only the first page was read).
+    @Test func respondWithoutAppFindsANotificationPastTheFirstPage() async throws {
+        let (w, daemon) = try grantingDaemon("cli-respond-pages")
+        defer { daemon.stop(); w.remove() }
+        for i in 0..<3 {
+            let app = try await InterludeClient.connect(socket: w.socket, app: "org.example.App\(i)")
+            _ = try await app.call(NotificationMethod.requestAuthorization, RequestAuthorizationParams(options: [.alert]), as: JSONValue.self)
+            for k in 0..<50 {
+                _ = try await app.call(NotificationMethod.add, AddNotificationParams(identifier: "n\(k)", title: "filler \(k)"), as: AddNotificationResult.self)
+            }
+            app.close()
+        }
+        #expect(try interlude(["--socket", w.socket, "categories", "--app", "org.example.Chat", "ask", "--action", "yes:Yes"]).status == 0)
+        #expect(try interlude(["--socket", w.socket, "notify", "--app", "org.example.Chat", "--title", "ok?", "--id", "q9", "--category", "ask"]).status == 0)
+        let c = try await InterludeClient.connect(socket: w.socket, app: "org.interlude.CLI")
+        defer { c.close() }
+        let first = try await c.call(NotificationMethod.delivered, ListNotificationsParams(all: true), as: NotificationListResult.self)
+        #expect(!first.notifications.contains { $0.identifier == "q9" }, "q9 is past the first page")
+        let answer = try interlude(["--socket", w.socket, "center", "respond", "q9", "yes"])
+        #expect(answer.status == 0 && answer.out.contains("responded yes to org.example.Chat/q9"), "\(answer)")
+    }
+
     @Test func categoriesRespondFocusOffAndHelp() async throws {
         let (w, daemon) = try grantingDaemon("cli-n14")
         defer { daemon.stop(); w.remove() }
