@@ -80,6 +80,42 @@ public struct InterludeConfig: Sendable {
         return file.map { ($0, line) } ?? ("the built-in defaults", 1)
     }
 
+    /// Where a key path with list indices was set (`focusModes.work.schedule[0].end`,
+    /// `entitledCriticalApps[1].executablePath`): the line of its deepest key written in a file (a
+    /// member of an object inside a list has a line of its own; an item that is a plain value
+    /// has none, so it is the line of the list's key), in the file that set the key holding the
+    /// list (a list is replaced whole by a later file). ("the built-in defaults", 1) when no file
+    /// set it. Errors found by decoding (a time that is no HH:MM) named the line of the
+    /// top-level key before (a stranger's `end: "9am"` on line 8 was reported on line 3).
+    public func place(ofKeyPath path: String) -> (file: String, line: Int) {
+        var v: ConfigValue? = document
+        var line: Int?
+        var dotted = ""
+        var file: String?
+        var inList = false
+        walk: for part in path.split(separator: ".") {
+            // "schedule[0][1]" → the key "schedule", then the indices 0 and 1.
+            let key = part.prefix { $0 != "[" }
+            let indices = part.dropFirst(key.count).split(separator: "]").compactMap { Int($0.drop { $0 == "[" }) }
+            if !key.isEmpty {
+                guard case let .object(members)? = v, let m = members.last(where: { $0.key == key }) else { break walk }
+                line = m.line
+                v = m.value
+                if !inList {
+                    dotted = dotted.isEmpty ? String(key) : dotted + "." + key
+                    file = keySources[dotted] ?? file
+                }
+            }
+            for i in indices {
+                guard case let .array(items)? = v, items.indices.contains(i) else { break walk }
+                v = items[i]
+                inList = true
+            }
+        }
+        guard let file, let line else { return ("the built-in defaults", 1) }
+        return (file, line)
+    }
+
     /// Records the file that set each dotted key of `value` (an object merged over the config).
     mutating func recordSources(of value: ConfigValue, from name: String, under path: String = "") {
         guard case let .object(members) = value else { return }
@@ -316,8 +352,11 @@ public enum ConfigLoader {
         guard case let .object(members) = config.document else { return }
         let keys = Set(ConfigSchema.notifications.map { String($0.path.split(separator: ".").first!) })
         let subset = members.filter { keys.contains($0.key) }
+        // The deepest key of the path a file wrote, indices included (``InterludeConfig/place(ofKeyPath:)``).
+        let document = config
         func where_(_ key: String) -> (String, Int) {
-            (config.keySources[key] ?? config.files.last ?? "config", subset.first { $0.key == key }?.line ?? 1)
+            let (file, line) = document.place(ofKeyPath: key)
+            return file == "the built-in defaults" ? (config.files.last ?? "config", 1) : (file, line)
         }
         do {
             let p = try JSONDecoder().decode(NotificationPolicyConfig.self, from: Data(ConfigValue.object(subset).jsonText.utf8))
@@ -327,26 +366,25 @@ public enum ConfigLoader {
                 let split = problem.range(of: ": ")
                 let key = split.map { String(problem[..<$0.lowerBound]) } ?? ""
                 let message = split.map { String(problem[$0.upperBound...]) } ?? problem
-                let top = String(key.split(whereSeparator: { $0 == "." || $0 == "[" }).first ?? "")  // "entitledCriticalApps[0]…"
-                let (file, line) = where_(top)
+                let (file, line) = where_(key)
                 throw ConfigError(file: file, line: line, key: key, message: message, code: "configBadValue")
             }
             config.notificationPolicy = p
         } catch let e as ConfigError { throw e } catch let DecodingError.dataCorrupted(c) {
             let key = ConfigLoader.keyPath(c.codingPath)
-            let (file, line) = where_(c.codingPath.first?.stringValue ?? "")
+            let (file, line) = where_(key)
             throw ConfigError(file: file, line: line, key: key, message: c.debugDescription, code: "configBadValue")
         } catch let DecodingError.typeMismatch(t, c) {
             let key = ConfigLoader.keyPath(c.codingPath)
-            let (file, line) = where_(c.codingPath.first?.stringValue ?? "")
+            let (file, line) = where_(key)
             throw ConfigError(file: file, line: line, key: key, message: "must be \(ConfigLoader.plainType(t))", code: "configBadValue")
         } catch let DecodingError.keyNotFound(k, c) {
             let key = ConfigLoader.keyPath(c.codingPath + [k])
-            let (file, line) = where_(c.codingPath.first?.stringValue ?? k.stringValue)
+            let (file, line) = where_(ConfigLoader.keyPath(c.codingPath.isEmpty ? [k] : c.codingPath))  // the object it is missing from
             throw ConfigError(file: file, line: line, key: key, message: "is required", code: "configBadValue")
         } catch let DecodingError.valueNotFound(t, c) {
             let key = ConfigLoader.keyPath(c.codingPath)
-            let (file, line) = where_(c.codingPath.first?.stringValue ?? "")
+            let (file, line) = where_(key)
             throw ConfigError(file: file, line: line, key: key, message: "must be \(ConfigLoader.plainType(t)), not null", code: "configBadValue")
         } catch {
             let (file, line) = where_("")
@@ -441,10 +479,15 @@ public enum ConfigLoader {
             try validate(v, path: path, file: file, line: line)
         case (.json, _): break
         case let (.objects, .array(items)):
-            for item in items {
+            for (i, item) in items.enumerated() {
                 guard case .object = item else { throw bad("must be a list of objects, not one holding \(shown(item))") }
                 var p = path; p[p.count - 1] += "[]"
-                try validate(item, path: p, file: file, line: line)
+                do { try validate(item, path: p, file: file, line: line) } catch {
+                    // The schema's `cooldown[]` is the error's `cooldown[1]`: which one of the list.
+                    var e = error
+                    if let k = e.key, k.hasPrefix(dotted + "[]") { e.key = dotted + "[\(i)]" + k.dropFirst(dotted.count + 2) }
+                    throw e
+                }
             }
         default:
             throw bad("must be \(describe(spec.kind)), not \(shown(v))")

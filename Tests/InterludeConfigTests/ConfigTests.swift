@@ -265,6 +265,27 @@ import InterludePolicy
         }
     }
 
+    /// A key inside a list is named with its index and the line of its own key, not of the
+    /// top-level key holding the list (a stranger's `end: "9am"` on line 8 was reported on line 3).
+    @Test("a key inside a list names its index and its own line", arguments: [
+        ("{\n  focusModes: {\n    work: {\n      allowedApps: [],\n      schedule: [\n        {\n          weekdays: ['monday'],\n          start: '09:00',\n          end: '9am',\n        },\n      ],\n    },\n  },\n}",
+         9, "focusModes.work.schedule[0].end"),
+        ("{\n  focusModes: {\n    work: {\n      schedule: [\n        { start: '09:00', end: '10:00',\n          weekdays: ['funday'] },\n      ],\n    },\n  },\n}",
+         6, "focusModes.work.schedule[0].weekdays[0]"),
+        ("{\n  entitledCriticalApps: [\n    'org.example.Alarm',\n    { app: 'org.example.Clock',\n      executablePath: 'rel/path' },\n  ],\n}",
+         5, "entitledCriticalApps[1].executablePath"),
+        ("{\n  bursts: {\n    cooldown: [\n      { within: 10, volume: 0 },\n      { within: 60,\n        volume: 2 },\n    ],\n  },\n}",
+         6, "bursts.cooldown[1].volume"),
+    ])
+    func aKeyInsideAListNamesItsIndexAndLine(text: String, line: Int, key: String) throws {
+        let dir = try tempDir(text)
+        do { _ = try ConfigLoader.load(folders: [builtin, dir]); Issue.record("accepted") } catch {
+            #expect(error.file == dir + "/interlude.json5", "\(error)")
+            #expect(error.key == key, "\(error)")
+            #expect(error.line == line, "\(error)")
+        }
+    }
+
     @Test func syntaxErrorNamesFileAndLine() throws {
         let dir = try tempDir("{\n  audio: {\n    duckLevelDb: ,\n  },\n}")
         do { _ = try ConfigLoader.load(folders: [dir]); Issue.record("accepted") } catch {
