@@ -531,6 +531,47 @@ import Testing
         #expect(rig.link.status.mode == "companion")
         #expect(rig.link.status.nameOwner?.hasPrefix(":") == true)
     }
+
+    /// A companion follows the name's owner: a second display daemon that replaces the first is
+    /// named by `status`, and when the last one leaves Interlude serves the name again and
+    /// `notify-send` works (a stranger's display daemon exited: `status` still named it and
+    /// `notify-send` failed with `ServiceUnknown`).
+    @Test(.enabled(if: InhibitTests.required()))
+    func aCompanionFollowsTheOwnerAndServesTheNameWhenNobodyOwnsIt() async throws {
+        let rig = try await NotificationsServiceTests.Rig("owner")
+        defer { rig.stop() }
+        func owner() async throws -> String {
+            let r = try await rig.bus.exec("/usr/bin/gdbus", ["call", "--session", "-d", "org.freedesktop.DBus", "-o", "/org/freedesktop/DBus",
+                                                            "-m", "org.freedesktop.DBus.GetNameOwner", "org.freedesktop.Notifications"])
+            return r.stdout.trimmingCharacters(in: CharacterSet(charactersIn: "(',)\n "))
+        }
+        // Flags: 1 allow replacement, 2 replace existing, 4 do not queue (dbus-python's numbering).
+        func displayDaemon(flags: Int) throws -> PrivateBus.Background {
+            try rig.bus.start("/usr/bin/python3", ["-u", "-c", """
+                import dbus, time
+                b = dbus.SessionBus()
+                b.request_name('org.freedesktop.Notifications', \(flags))
+                time.sleep(60)
+                """])
+        }
+        let first = try displayDaemon(flags: 1 | 2 | 4)
+        defer { _ = first.stop() }
+        #expect(await rig.eventually(20) { await rig.engine.busStatus()?.mode == "companion" })
+        let firstName = try await owner()
+        #expect(await rig.eventually(5) { await rig.engine.busStatus()?.nameOwner == firstName }, "\(String(describing: rig.link.status))")
+        let second = try displayDaemon(flags: 2 | 4)
+        #expect(try await rig.eventually(20) { try await owner() != firstName })
+        let secondName = try await owner()
+        #expect(await rig.eventually(5) { await rig.engine.busStatus()?.nameOwner == secondName },
+                "status names the new owner \(secondName): \(String(describing: rig.link.status))")
+        _ = await second.stopped()
+        #expect(await rig.eventually(10) { await rig.engine.busStatus()?.mode == "server" }, "\(String(describing: rig.link.status))")
+        #expect(rig.link.status.mode == "server")
+        #expect(try await owner() == rig.link.connection?.uniqueName)
+        let sent = try await rig.notifySend(["-p", "-a", "org.example.Back", "served again"])
+        #expect(sent.status == 0, "\(sent.stderr)")
+        #expect(try await rig.center().contains { $0.app == "org.example.Back" })
+    }
 }
 
 /// A store whose every commit is durable 20 ms after it is submitted (a slow disk).
