@@ -196,43 +196,50 @@ extension Engine {
 
     /// `Inhibit(desktop_entry, reason, hints)`: the configured focus (`bus.inhibitFocus`, default
     /// `doNotDisturb`) is on for as long as one inhibition is held; a focus already on stays as
-    /// the user set it. Returns the cookie (never 0).
+    /// the user set it. Returns the cookie (never 0) once the focus it turned on is durable and
+    /// `Inhibited` says so: a client that reads `Inhibited` after the reply reads the new value.
     /// - Throws: `badRequest` when `bus.inhibitFocus` names no focus mode; `storageFailed` (N15).
-    public func busInhibit(owner: String, app: String, reason: String) throws(WireError) -> UInt32 {
+    public func busInhibit(owner: String, app: String, reason: String) async throws(WireError) -> UInt32 {
         let cookie = bus.nextCookie
         bus.nextCookie = bus.nextCookie == UInt32.max ? 1 : bus.nextCookie + 1
-        if bus.inhibitions.isEmpty, notifState.focus.active == nil {
-            let name = config.string("bus.inhibitFocus") ?? "doNotDisturb"
-            _ = try expect(notify(.setFocus(name: name, until: nil)))
-            bus.inhibitFocus = name
-        }
+        let turnOn = bus.inhibitions.isEmpty && notifState.focus.active == nil
         bus.inhibitions[cookie] = (owner, app, reason)
+        if turnOn {
+            let name = config.string("bus.inhibitFocus") ?? "doNotDisturb"
+            bus.inhibitFocus = name
+            do { _ = try expect(await notifyDurably(.setFocus(name: name, until: nil))) } catch {
+                bus.inhibitions[cookie] = nil
+                if bus.inhibitFocus == name { bus.inhibitFocus = nil }
+                throw error
+            }
+        }
         log("bus: \(app) (\(owner)) inhibits notifications: \(reason.isEmpty ? "no reason given" : reason) [N7]")
         return cookie
     }
 
     /// `UnInhibit(cookie)`: releases one inhibition (only its owner may); the last one turns the
-    /// focus it turned on off again, unless the user changed the focus since.
-    public func busUnInhibit(cookie: UInt32, owner: String?) {
+    /// focus it turned on off again, unless the user changed the focus since. Returns once that
+    /// is durable and `Inhibited` says so (a stranger read `True` right after the reply).
+    public func busUnInhibit(cookie: UInt32, owner: String?) async {
         guard let i = bus.inhibitions[cookie], owner == nil || owner == i.owner else { return }
         bus.inhibitions[cookie] = nil
-        releaseInhibitFocusIfLast()
+        await releaseInhibitFocusIfLast()
     }
 
     /// A client left the bus: its inhibitions are released (A9's spirit).
-    public func busClientLeft(_ uniqueName: String) {
+    public func busClientLeft(_ uniqueName: String) async {
         let mine = bus.inhibitions.filter { $0.value.owner == uniqueName }.map(\.key)
         guard !mine.isEmpty else { return }
         for c in mine { bus.inhibitions[c] = nil }
         log("bus: \(uniqueName) left the bus: \(mine.count) inhibition(s) released [N7]")
-        releaseInhibitFocusIfLast()
+        await releaseInhibitFocusIfLast()
     }
 
-    func releaseInhibitFocusIfLast() {
+    func releaseInhibitFocusIfLast() async {
         guard bus.inhibitions.isEmpty, let name = bus.inhibitFocus else { return }
         bus.inhibitFocus = nil
         if notifState.focus.active?.name == name, notifState.focus.active?.manual == true {
-            _ = try? notify(.setFocus(name: nil, until: nil))
+            _ = try? await notifyDurably(.setFocus(name: nil, until: nil))
         }
     }
 
