@@ -39,7 +39,12 @@ import Glibc
         let replies = ReplySequencer(connection: connection)
         let count = 2000
         let numbers = (0..<count).map { _ in replies.reserve() }
-        let reader = Task.detached { ConnectionOrderTests.readLines(peer, count: count) }
+        // The reader blocks in poll(2): on a thread of its own, not one of the pool's two (in a
+        // parallel run of the suites this test once read too few lines within its 10 s while
+        // other suites held the pool; not reproduced alone).
+        let reader = Task {
+            await withCheckedContinuation { k in Thread.detachNewThread { k.resume(returning: ConnectionOrderTests.readLines(peer, count: count)) } }
+        }
         await withTaskGroup(of: Void.self) { group in
             // Four settlers, each taking every fourth reply from the end backwards: most replies
             // arrive before their turn and are written by another thread.
