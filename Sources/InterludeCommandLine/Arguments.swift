@@ -53,7 +53,9 @@ public struct Arguments: Sendable {
                 } else if flagNames.contains(name) {
                     flags.insert(name)
                 } else {
-                    guard i + 1 < args.count, !args[i + 1].isEmpty else { throw UsageError(description: "--\(CommandOutput.text(name)) needs a value") }
+                    // An empty value is a value, as `--title=` is (`--title ""`: a badge-only
+                    // notification); a command that needs one checks it (the daemon's paths).
+                    guard i + 1 < args.count else { throw UsageError(description: "--\(CommandOutput.text(name)) needs a value") }
                     values[name, default: []].append(args[i + 1])
                     i += 1
                 }

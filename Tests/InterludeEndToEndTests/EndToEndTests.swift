@@ -334,7 +334,9 @@ extension SoundEndToEndTests {
         for option in ["--state", "--socket", "--config", "--pulse-server"] {
             let p = Process()
             p.executableURL = URL(fileURLWithPath: path)
-            p.arguments = ["--socket", w.socket, "--state", w.path + "/state", "--private", "--no-bus", option, ""]
+            // The option once, empty (given twice it is refused for that first).
+            p.arguments = (option == "--socket" ? [] : ["--socket", w.socket]) + (option == "--state" ? [] : ["--state", w.path + "/state"])
+                + ["--private", "--no-bus", option, ""]
             let err = Pipe()
             p.standardError = err
             p.standardOutput = FileHandle.nullDevice

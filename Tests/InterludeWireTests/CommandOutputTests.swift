@@ -82,6 +82,16 @@ import Testing
         }
     }
 
+    /// `--title ""` is an empty title, as `--title=` is (a stranger's `--title ""` was "needs a
+    /// value" while `--title=""` was taken); a missing value is still refused.
+    @Test func anEmptyValueIsAValueInBothForms() throws {
+        let a = try Arguments(["--title", "", "--body="], flags: [], options: ["title", "body"])
+        #expect(a.value("title") == "" && a.value("body") == "")
+        #expect { _ = try Arguments(["--title"], flags: [], options: ["title"]) } throws: { e in
+            (e as? Arguments.UsageError)?.description == "--title needs a value"
+        }
+    }
+
     @Test func repeatableOptionsKeepEveryValueInOrder() throws {
         let a = try Arguments(["--option", "mixWithOthers", "--app", "x", "--option=duckOthers", "--json", "--json"],
                               flags: ["json"], options: ["option", "app"], repeatable: ["option"])
