@@ -92,18 +92,21 @@ extension Engine {
         let role = mine.compactMap(\.role).first
         mpris.byName[info.busName]?.role = role
         mpris.names[id] = info.busName
+        var takenOver: [AudioSessionID] = []
         for s in mine {
             if let old = implicitSession.removeValue(forKey: s.index) {
                 duckReported[old] = nil
-                log("stream \(s.index) (pid \(info.pid.map(String.init) ?? "?")) joins player \(info.busName); its implicit \(old) goes [A10]")
-                reduce(.unregister(old, notifyOthers: true))
+                let interrupted = audioState.sessions[old]?.state == .interrupted
+                log("stream \(s.index) (pid \(info.pid.map(String.init) ?? "?")) joins player \(info.busName); its implicit \(old) goes"
+                    + (interrupted ? ", the player takes its place and its interruption" : "") + " [A10]")
+                takenOver.append(old)
             }
         }
         let d = AudioPolicy.playerDescriptor(app: app, role: role, spokenAudio: spoken)
         log("player \(info.busName) (pid \(info.pid.map(String.init) ?? "?"), \(mine.count) stream(s)) → implicit \(id) "
             + "\(d.category.rawValue)/\(d.mode.rawValue), \(info.facts.status.rawValue)"
             + (info.facts.pausable ? "" : ", cannot pause") + (spoken ? ", spoken audio (audio.spokenAudioPlayers)" : "") + " [A10]")
-        reduce(.playerAppeared(id, d, info.facts))
+        reduce(.playerAppeared(id, d, info.facts, takingOver: takenOver))
         if let out = audioState.applied[id], out != .unity {
             for s in mine { _ = apply(out, to: s.index, ramp: 0) }  // A7
         }

@@ -333,6 +333,19 @@ import InterludePolicy
         #expect(!w.log.contains("Play failed"), "\(w.log)")
         if kind == "stream" {
             #expect(w.log.contains("stopping: resuming 1 player(s) Interlude paused [A5]"), "\(w.log)")
+            // Started again while the call stream plays: mpv's stream is found before mpv on the
+            // bus, interrupted by the call; mpv takes its place and is paused again (A10, A4; a
+            // stranger's mpv played on under the call at −14 dB), and plays when the call ends.
+            guard let resumedAt = playing else { return }
+            let again = try DaemonProcess(socket: w.work.socket, work: w.work.path, config: false, environment: w.bus.environment, bus: true)
+            defer { again.stop() }
+            let pausedAgain = await follow.out.first(after: resumedAt, timeout: 10, { $0 == "Paused" })
+            #expect(pausedAgain != nil, "mpv not paused by the daemon started again during the call: \(follow.out.all)\n\(w.log)")
+            #expect(w.log.contains("the player takes its place and its interruption [A10]"), "\(w.log)")
+            guard let pausedAgain, let phone = w.children.last else { return }
+            phone.stop()  // the call ends
+            let after = await follow.out.first(after: pausedAgain, timeout: 5, { $0 == "Playing" })
+            #expect(after != nil, "mpv not resumed after the call: \(follow.out.all)\n\(w.log)")
         }
     }
 

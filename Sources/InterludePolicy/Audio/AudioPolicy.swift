@@ -426,7 +426,10 @@ public enum AudioPolicyEvent: Sendable, Equatable {
     case tick
     /// An MPRIS player appeared on the bus: the engine chose its id and descriptor
     /// (``AudioPolicy/playerDescriptor(app:role:spokenAudio:)``); it is registered and activated (A10).
-    case playerAppeared(AudioSessionID, AudioSessionDescriptor, PlayerFacts)
+    /// `takingOver`: the implicit sessions of the streams it takes over (A10: one app, one
+    /// session); they are unregistered, and the player takes the place of an interrupted one
+    /// (``AudioPolicy/playerAppeared(_:_:_:_:takingOver:now:config:)``).
+    case playerAppeared(AudioSessionID, AudioSessionDescriptor, PlayerFacts, takingOver: [AudioSessionID] = [])
     /// A player's properties changed (`PropertiesChanged`), or its streams' role changed its
     /// descriptor (nil: unchanged).
     case playerChanged(AudioSessionID, PlayerFacts, descriptor: AudioSessionDescriptor?)
@@ -492,8 +495,8 @@ public enum AudioPolicy {
             state.ringerSilent = silent
         case .tick:
             break
-        case let .playerAppeared(id, descriptor, facts):
-            fx += playerAppeared(&state, id, descriptor, facts, now: now, config: config)
+        case let .playerAppeared(id, descriptor, facts, old):
+            fx += playerAppeared(&state, id, descriptor, facts, takingOver: old, now: now, config: config)
         case let .playerChanged(id, facts, descriptor):
             fx += playerChanged(&state, id, facts, descriptor: descriptor, now: now, config: config)
         case let .playerVanished(id):

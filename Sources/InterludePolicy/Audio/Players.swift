@@ -86,16 +86,45 @@ extension AudioPolicy {
         return AudioSessionDescriptor(app: app, category: .playback, mode: mode, options: [.mixWithOthers], implicit: true)
     }
 
-    /// A player appeared: registered as an implicit session and activated (A10).
+    /// A player appeared: registered as an implicit session and activated (A10). The implicit
+    /// sessions of the streams it takes over (`old`) are unregistered first (one app, one
+    /// session). When one of them was interrupted (A4, A1, A3), the player takes its place in the
+    /// order of activations (A6) and its interruption, so what interrupted the stream interrupts
+    /// the player, which is paused (A4) instead of activated anew during a call and ducked under
+    /// it: a daemon started again during a call found mpv's stream first (interrupted by the call
+    /// stream), then mpv on the bus, and mpv played on at −14 dB under the call (a stranger's find).
     static func playerAppeared(_ state: inout AudioPolicyState, _ id: AudioSessionID, _ d: AudioSessionDescriptor,
-                               _ facts: PlayerFacts, now: Double, config: AudioPolicyConfig) -> [AudioPolicyEffect] {
+                               _ facts: PlayerFacts, takingOver old: [AudioSessionID] = [], now: Double,
+                               config: AudioPolicyConfig) -> [AudioPolicyEffect] {
         guard state.sessions[id] == nil else { return playerChanged(&state, id, facts, descriptor: d, now: now, config: config) }
+        let place = old.compactMap { state.sessions[$0] }.filter { $0.state == .interrupted && $0.activationOrder != nil }
+            .min { $0.activationOrder! < $1.activationOrder! }
+        var fx: [AudioPolicyEffect] = []
+        for o in old where state.sessions[o] != nil {
+            fx += deactivate(&state, o, notifyOthers: true, now: now, config: config)
+            state.remove(o)
+        }
         var s = AudioSession(id: id, descriptor: d)
         s.player = PlayerControl(facts: facts)
         s.isPlaying = facts.status == .playing
         s.playingChangedAt = now
+        if let place, let order = place.activationOrder {
+            var taking = s
+            taking.state = .interrupted
+            taking.activationOrder = order
+            taking.spokenOrder = d.mode == .spokenAudio ? (place.spokenOrder ?? order) : nil
+            taking.interruptionReason = place.interruptionReason
+            taking.interruptedAt = place.interruptedAt
+            taking.wasPlayingWhenInterrupted = s.isPlaying
+            state.put(taking)
+            // Still interrupted by someone (the call holds on): told so, and A4 pauses it.
+            if state.isInterruptedByAnyone(taking) {
+                return fx + [.interruptionBegan(id, reason: place.interruptionReason ?? .call)]
+            }
+            state.remove(id)
+        }
         state.put(s)
-        return activate(&state, id, acceptsDelay: false, now: now, config: config)
+        return fx + activate(&state, id, acceptsDelay: false, now: now, config: config)
     }
 
     /// A player's facts (or the role of its streams, hence its descriptor) changed. During an

@@ -24,6 +24,10 @@ import InterludePolicy
         case vanish(String, at: Double)
         /// The daemon stops (``AudioPolicy/a5ResumePlayersAtStop(_:)``).
         case daemonStops
+        /// A stream's implicit session `name` plays (music, mixable), as before its player is seen.
+        case stream(String)
+        /// Player `p` appears and takes over the stream `from` (A10: one app, one session).
+        case appearTakingOver(String, PlayerFacts, from: String, at: Double)
     }
 
     struct Row: CustomTestStringConvertible, Sendable {
@@ -113,6 +117,25 @@ import InterludePolicy
             expected: [.pausePlayer(id("p"), rule: "A4"), .resumePlayer(id("p"), usePlayPause: false),
                        .pausePlayer(id("p"), rule: "A4"), .resumePlayer(id("p"), usePlayPause: false)],
             finalAction: ["p": .resumed]),
+        // A10 + A4: a player that takes over its stream's interrupted session takes its place (a
+        // daemon started again during a call found mpv's stream before mpv: mpv played on under
+        // the call, ducked, a stranger's find).
+        Row(name: "A10+A4: a player taking over a stream a call interrupted is paused, and resumed after",
+            steps: [.stream("s"), .call(at: 1), .appearTakingOver("p", playing, from: "s", at: 2), .status("p", .paused, at: 2.01),
+                    .callEnds(at: 4)],
+            expected: [.pausePlayer(id("p"), rule: "A4"), .resumePlayer(id("p"), usePlayPause: false)],
+            finalAction: ["p": .resumed]),
+        Row(name: "A10: a player taking over an uninterrupted stream is active; a later call pauses it",
+            steps: [.stream("s"), .appearTakingOver("p", playing, from: "s", at: 0.5), .call(at: 1), .status("p", .paused, at: 1.01),
+                    .callEnds(at: 4)],
+            expected: [.pausePlayer(id("p"), rule: "A4"), .resumePlayer(id("p"), usePlayPause: false)],
+            finalAction: ["p": .resumed]),
+        Row(name: "A10+A5: a player taking over a stream after the call ended is neither paused nor resumed",
+            steps: [.stream("s"), .call(at: 1), .callEnds(at: 2), .appearTakingOver("p", playing, from: "s", at: 3)],
+            expected: [.interruptionEnded(id("s"), shouldResume: true)], finalAction: ["p": .none]),
+        Row(name: "A10+A4: a paused player taking over a stream a call interrupted is left alone, not resumed",
+            steps: [.stream("s"), .call(at: 1), .appearTakingOver("p", pausedByUser, from: "s", at: 2), .callEnds(at: 4)],
+            expected: [], finalAction: ["p": .leftAlonePausedBefore]),
         // A5 at the daemon's stop (a stranger's mpv stayed paused for good when the daemon stopped
         // during a call): no pause of Interlude's outlives it, on A5's conditions.
         Row(name: "A5 at the stop: a player paused for a call still going on is resumed",
@@ -181,6 +204,14 @@ import InterludePolicy
             case let .tick(t): h.tick(to: t)
             case let .vanish(name, t): h.send(.playerVanished(id(name)), at: t)
             case .daemonStops: h.log += AudioPolicy.a5ResumePlayersAtStop(&h.state)
+            case let .stream(name):
+                h.start(name, AudioSessionDescriptor(app: name, category: .playback, options: [.mixWithOthers], implicit: true))
+            case let .appearTakingOver(name, f, old, t):
+                players.insert(name)
+                facts[name] = f
+                h.send(.playerAppeared(id(name), AudioPolicy.playerDescriptor(app: name, role: "music", spokenAudio: false), f,
+                                       takingOver: [id(old)]), at: t)
+                #expect(h.state.sessions[id(old)] == nil, "the stream's own session goes")
             }
         }
         #expect(h.log.filter { Self.relevant($0, players: players) } == row.expected)
