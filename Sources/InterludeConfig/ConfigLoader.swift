@@ -88,7 +88,20 @@ public struct InterludeConfig: Sendable {
     /// set it. Errors found by decoding (a time that is no HH:MM) named the line of the
     /// top-level key before (a stranger's `end: "9am"` on line 8 was reported on line 3).
     public func place(ofKeyPath path: String) -> (file: String, line: Int) {
+        walk(path).place
+    }
+
+    /// The value at a key path with list indices (``place(ofKeyPath:)``), nil when there is none:
+    /// what an error names as the value given (`must be a string, not 5`).
+    public func value(atKeyPath path: String) -> ConfigValue? {
+        walk(path).value
+    }
+
+    /// Follows a key path with list indices through the document: where its deepest key was
+    /// written, and the value at its end (nil when the path leads nowhere).
+    private func walk(_ path: String) -> (place: (file: String, line: Int), value: ConfigValue?) {
         var v: ConfigValue? = document
+        var reached = true
         var line: Int?
         var dotted = ""
         var file: String?
@@ -98,7 +111,7 @@ public struct InterludeConfig: Sendable {
             let key = part.prefix { $0 != "[" }
             let indices = part.dropFirst(key.count).split(separator: "]").compactMap { Int($0.drop { $0 == "[" }) }
             if !key.isEmpty {
-                guard case let .object(members)? = v, let m = members.last(where: { $0.key == key }) else { break walk }
+                guard case let .object(members)? = v, let m = members.last(where: { $0.key == key }) else { reached = false; break walk }
                 line = m.line
                 v = m.value
                 if !inList {
@@ -107,13 +120,13 @@ public struct InterludeConfig: Sendable {
                 }
             }
             for i in indices {
-                guard case let .array(items)? = v, items.indices.contains(i) else { break walk }
+                guard case let .array(items)? = v, items.indices.contains(i) else { reached = false; break walk }
                 v = items[i]
                 inList = true
             }
         }
-        guard let file, let line else { return ("the built-in defaults", 1) }
-        return (file, line)
+        guard let file, let line else { return (("the built-in defaults", 1), reached ? v : nil) }
+        return ((file, line), reached ? v : nil)
     }
 
     /// Records the file that set each dotted key of `value` (an object merged over the config).
@@ -377,7 +390,8 @@ public enum ConfigLoader {
         } catch let DecodingError.typeMismatch(t, c) {
             let key = ConfigLoader.keyPath(c.codingPath)
             let (file, line) = where_(key)
-            throw ConfigError(file: file, line: line, key: key, message: "must be \(ConfigLoader.plainType(t))", code: "configBadValue")
+            let given = document.value(atKeyPath: key).map { ", not \(ConfigLoader.shown($0))" } ?? ""
+            throw ConfigError(file: file, line: line, key: key, message: "must be \(ConfigLoader.plainType(t))\(given)", code: "configBadValue")
         } catch let DecodingError.keyNotFound(k, c) {
             let key = ConfigLoader.keyPath(c.codingPath + [k])
             let (file, line) = where_(ConfigLoader.keyPath(c.codingPath.isEmpty ? [k] : c.codingPath))  // the object it is missing from
@@ -474,13 +488,25 @@ public enum ConfigLoader {
         // `remote.broker`); a key with a default of its own (`authorization.default`) is named.
         case (.string(default: nil, _), .null): break
         case let (.strings, .array(items)):
-            for item in items { guard case .string = item else { throw bad("must be a list of strings, not one holding \(shown(item))") } }
+            // The item's index in the key (a plain value has no line of its own: the list's key's line).
+            for (i, item) in items.enumerated() {
+                guard case .string = item else {
+                    throw ConfigError(file: file, line: line, key: dotted + "[\(i)]", message: "must be a string (in a list of strings), not \(shown(item))",
+                                      code: "configBadValue")
+                }
+            }
         case (.object, .object):
             try validate(v, path: path, file: file, line: line)
+        case let (.json(def), .null) where def != "null":
+            // As for a string key: null is "not set" only where the default is unset.
+            throw bad("must not be null (its default is \(def))")
         case (.json, _): break
         case let (.objects, .array(items)):
             for (i, item) in items.enumerated() {
-                guard case .object = item else { throw bad("must be a list of objects, not one holding \(shown(item))") }
+                guard case .object = item else {
+                    throw ConfigError(file: file, line: line, key: dotted + "[\(i)]", message: "must be an object (in a list of objects), not \(shown(item))",
+                                      code: "configBadValue")
+                }
                 var p = path; p[p.count - 1] += "[]"
                 do { try validate(item, path: p, file: file, line: line) } catch {
                     // The schema's `cooldown[]` is the error's `cooldown[1]`: which one of the list.

@@ -250,8 +250,14 @@ import InterludePolicy
             ("{\n  authorization: { default: null },\n}", "authorization.default", "must be one of grant, deny, prompt, not null"),
             ("{\n  sounds: { default: null },\n}", "sounds.default", "must be a string, not null"),
             ("{\n  bus: { defaultSound: null },\n}", "bus.defaultSound", "must be a string, not null"),
+            // And for a key of any JSON with a default of its own (the fourteenth session's stranger).
+            ("{\n  entitledCriticalApps: null,\n}", "entitledCriticalApps", "must not be null (its default is [])"),
             // A list's item of the wrong kind too (the second stranger: `[1]` said only "a list of strings").
-            ("{\n  server: { userTools: ['org.interlude.CLI', 1] },\n}", "server.userTools", "must be a list of strings, not one holding 1"),
+            ("{\n  server: { userTools: ['org.interlude.CLI', 1] },\n}", "server.userTools[1]", "must be a string (in a list of strings), not 1"),
+            ("{\n  bursts: { cooldown: [{ within: 10, volume: 0 }, 7] },\n}", "bursts.cooldown[1]", "must be an object (in a list of objects), not 7"),
+            // A value the decoder finds of the wrong kind is named too (the fourteenth session's stranger).
+            ("{\n  entitledCriticalApps: ['a.b', { app: 'c.d', executablePath: 5 }],\n}", "entitledCriticalApps[1].executablePath",
+             "must be a string, not 5"),
             ("{\n  entitledCriticalApps: [{ app: 'org.example.Alarm', executablepath: '/usr/bin/alarm' }],\n}",
              "entitledCriticalApps[0].executablepath", "unknown key"),
           ])
