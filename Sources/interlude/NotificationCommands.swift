@@ -321,8 +321,12 @@ enum NotificationCommands {
         }
         let list = try await c.wholeCenter(app: app, all: app == nil)
         if a.has("json") { CommandOutput.printJSONLine(list); return 0 }
-        if list.notifications.isEmpty && list.pending.isEmpty { print("the notification center is empty") }
-        for (who, n) in list.badges.sorted(by: { $0.key < $1.key }) where n != 0 { print("badge  \(CommandOutput.text(who))  \(n)") }
+        let badges = list.badges.sorted(by: { $0.key < $1.key }).filter { $0.value != 0 }
+        if list.notifications.isEmpty && list.pending.isEmpty {
+            // A badge stays when the center is empty (the app set it, N12): not "empty" above it.
+            print(badges.isEmpty ? "the notification center is empty" : "no notification in the center; badges as the apps set them:")
+        }
+        for (who, n) in badges { print("badge  \(CommandOutput.text(who))  \(n)") }
         for n in list.notifications {
             let when = Date(timeIntervalSince1970: n.deliveredAt.secondsSince1970)
             print(CommandOutput.text("\(when)  \(n.app)  \(n.identifier)  [\(CommandOutput.name(n.level))]\(n.late ? " (late)" : "")  \(n.title)\(n.body.isEmpty ? "" : " — \(n.body)")"))

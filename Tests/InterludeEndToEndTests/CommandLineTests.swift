@@ -241,6 +241,20 @@ import InterludeTestSupport
         #expect(fireAt == Dictionary(uniqueKeysWithValues: cases.map { ($0.id, $0.fireAt) }), "\(fireAt)")
     }
 
+    /// An empty center with a badge left says so, not "empty" above the badge (a stranger's find).
+    @Test func anEmptyCenterWithABadgeSaysBoth() async throws {
+        let (w, daemon) = try grantingDaemon("cli-empty-badge")
+        defer { daemon.stop(); w.remove() }
+        let app = try await InterludeClient.connect(socket: w.socket, app: "org.example.Mail")
+        _ = try await app.call(NotificationMethod.requestAuthorization, RequestAuthorizationParams(options: [.alert, .badge]), as: JSONValue.self)
+        app.close()
+        #expect(try interlude(["--socket", w.socket, "badge", "org.example.Mail", "3"]).status == 0)
+        let shown = try interlude(["--socket", w.socket, "center", "--app", "org.example.Mail"])
+        #expect(shown.status == 0 && shown.out == "no notification in the center; badges as the apps set them:\nbadge  org.example.Mail  3\n", "\(shown)")
+        #expect(try interlude(["--socket", w.socket, "badge", "org.example.Mail", "0"]).status == 0)
+        #expect(try interlude(["--socket", w.socket, "center", "--app", "org.example.Mail"]).out == "the notification center is empty\n")
+    }
+
     /// `center respond ID ACTION` without `--app` finds the notification in the whole center, page
     /// by page (a stranger's, on the third page of a center of 8 apps, was "no notification … in the
     /// center": only the first page was read).
