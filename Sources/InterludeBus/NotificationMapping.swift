@@ -60,11 +60,16 @@ public enum NotificationMapping {
             case let v?: throw .invalidArgs("hint \(key) must be a string, not \(v.typeName)")
             }
         }
+        // A boolean, or 0/1 as an integer: `notify-send -h int:transient:1` is how many scripts
+        // send it (as urgency is taken as an integer too); anything else is refused.
         func bool(_ key: String) throws(BusCallError) -> Bool {
             switch h[key] {
             case nil: return false
             case let .bool(b)?: return b
-            case let v?: throw .invalidArgs("hint \(key) must be a boolean, not \(v.typeName)")
+            case let .byte(b)? where b <= 1: return b == 1
+            case let .int(i)? where i == 0 || i == 1: return i == 1
+            case let .uint(u)? where u <= 1: return u == 1
+            case let v?: throw .invalidArgs("hint \(key) must be a boolean (or 0 or 1), not \(v.typeName)")
             }
         }
         var urgency: UInt8 = 1

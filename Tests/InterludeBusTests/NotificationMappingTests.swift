@@ -54,7 +54,12 @@ final class NotificationMappingTests: XCTestCase {
         XCTAssertEqual(x.actions.map(\.title), ["Yes", "No"])
         XCTAssertTrue(x.transient)
         XCTAssertEqual(x.replacesID, 7)
-        XCTAssertThrowsError(try map(.init(appName: "a", hints: ["transient": .byte(1)])))
+        // 0/1 as an integer too (`notify-send -h int:transient:1`, a stranger's); other values are refused.
+        XCTAssertTrue(try map(.init(appName: "a", hints: ["transient": .int(1)])).transient)
+        XCTAssertTrue(try map(.init(appName: "a", hints: ["transient": .byte(1)])).transient)
+        XCTAssertFalse(try map(.init(appName: "a", hints: ["transient": .int(0)])).transient)
+        XCTAssertThrowsError(try map(.init(appName: "a", hints: ["transient": .int(2)])))
+        XCTAssertThrowsError(try map(.init(appName: "a", hints: ["transient": .string("true")])))
     }
 
     func testSenderPidHintIsIgnoredForEntitlements() throws {
