@@ -69,6 +69,9 @@ public enum NotificationMapping {
             case let .byte(b)? where b <= 1: return b == 1
             case let .int(i)? where i == 0 || i == 1: return i == 1
             case let .uint(u)? where u <= 1: return u == 1
+            case .byte(let n)?: throw .invalidArgs("hint \(key) must be a boolean (or 0 or 1), not \(n)")
+            case .int(let n)?: throw .invalidArgs("hint \(key) must be a boolean (or 0 or 1), not \(n)")
+            case .uint(let n)?: throw .invalidArgs("hint \(key) must be a boolean (or 0 or 1), not \(n)")
             case let v?: throw .invalidArgs("hint \(key) must be a boolean (or 0 or 1), not \(v.typeName)")
             }
         }

@@ -378,7 +378,6 @@ extension Engine {
             return
         }
         let audio = self.audio
-        let log = self.log
         var props = ["application.id": p.app, "interlude.notification": p.notificationIdentifier ?? ""]
         if let identity { props["interlude.daemon"] = identity }
         if p.bypassRingerAndFocus { props["interlude.critical"] = "1" }

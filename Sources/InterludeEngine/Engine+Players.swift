@@ -229,7 +229,7 @@ extension Engine {
         let n = mpris.nextCommand
         mpris.commands[n] = Task(priority: EngineExecutor.audioLanePriority) {
             await body()
-            await self.playerCommandReturned(n)
+            self.playerCommandReturned(n)  // the task runs on the engine (it inherits its isolation)
         }
     }
 

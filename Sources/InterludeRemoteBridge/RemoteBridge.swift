@@ -71,11 +71,13 @@ public final class RemoteBridge: Sendable {
         let url: MQTTBrokerURL
         do { url = try MQTTBrokerURL(broker) } catch { throw bad("broker", error.message) }
         var fallbacks: [MQTTBrokerURL] = []
-        for text in config.strings("remote.fallbackBrokers") {
+        for (i, text) in config.strings("remote.fallbackBrokers").enumerated() {
+            // Named by its index, as other lists' items are (the line is the list's).
             let other: MQTTBrokerURL
-            do { other = try MQTTBrokerURL(text) } catch { throw bad("fallbackBrokers", error.message) }
+            do { other = try MQTTBrokerURL(text) } catch { throw bad("fallbackBrokers[\(i)]", error.message, at: "fallbackBrokers") }
             guard other.tls == url.tls else {
-                throw bad("fallbackBrokers", "\(text) and the broker \(broker) must both be mqtt:// or both mqtts:// (one TLS setting serves all)")
+                throw bad("fallbackBrokers[\(i)]", "\(text) and the broker \(broker) must both be mqtt:// or both mqtts:// (one TLS setting serves all)",
+                          at: "fallbackBrokers")
             }
             fallbacks.append(other)
         }

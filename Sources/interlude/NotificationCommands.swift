@@ -17,6 +17,10 @@ enum NotificationCommands {
 
     static func notify(socket: String?, _ argv: [String]) async throws -> Int32 {
         let a = try Arguments(argv, flags: ["alert-once", "call", "json", "promotional"], options: ["app", "title", "subtitle", "body", "level", "sound", "critical-volume", "thread", "id", "sender", "in", "at", "repeats", "badge", "category", "relevance"])
+        // A stray word is a mistake (a quoted title split in two), not something to drop.
+        if let extra = a.positionals.first {
+            throw Arguments.UsageError(description: "notify takes no argument \(CommandOutput.text(extra)) (the text goes in --title, --subtitle, --body)")
+        }
         guard let app = a.value("app") else { throw Arguments.UsageError(description: "notify needs --app ID") }
         if let why = AppIdentifier.problem(app) { throw Arguments.UsageError(description: "--app: \(why)") }
         if a.value("id")?.isEmpty == true { throw Arguments.UsageError(description: "--id must not be empty") }

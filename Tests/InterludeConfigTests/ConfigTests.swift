@@ -258,6 +258,9 @@ import InterludePolicy
             // A value the decoder finds of the wrong kind is named too (the fourteenth session's stranger).
             ("{\n  entitledCriticalApps: ['a.b', { app: 'c.d', executablePath: 5 }],\n}", "entitledCriticalApps[1].executablePath",
              "must be a string, not 5"),
+            // An item that is neither an app id nor an object says both (the third stranger's `["a", 5]`).
+            ("{\n  entitledCriticalApps: ['a.b', 5],\n}", "entitledCriticalApps[1]", "must be an app id or an object {app, executablePath}"),
+            ("{\n  entitledCriticalApps: [null],\n}", "entitledCriticalApps[0]", "must be an app id or an object {app, executablePath}"),
             ("{\n  entitledCriticalApps: [{ app: 'org.example.Alarm', executablepath: '/usr/bin/alarm' }],\n}",
              "entitledCriticalApps[0].executablepath", "unknown key"),
           ])

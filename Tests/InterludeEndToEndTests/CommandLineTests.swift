@@ -241,6 +241,13 @@ import InterludeTestSupport
         #expect(fireAt == Dictionary(uniqueKeysWithValues: cases.map { ($0.id, $0.fireAt) }), "\(fireAt)")
     }
 
+    /// A stray word after `notify`'s options is refused (a stranger's `--title foo stray words`
+    /// was delivered as "foo", the rest dropped), as every other command refuses one.
+    @Test func notifyRefusesAStrayWord() throws {
+        let r = try interlude(["--socket", "/nonexistent/socket", "notify", "--app", "org.ex.A", "--title", "foo", "stray", "words"])
+        #expect(r.status == 2 && r.err.contains("notify takes no argument stray"), "\(r)")
+    }
+
     /// An empty center with a badge left says so, not "empty" above the badge (a stranger's find).
     @Test func anEmptyCenterWithABadgeSaysBoth() async throws {
         let (w, daemon) = try grantingDaemon("cli-empty-badge")

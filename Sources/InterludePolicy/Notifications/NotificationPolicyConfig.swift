@@ -205,8 +205,12 @@ public struct NotificationCriticalEntitlement: Codable, Sendable, Equatable {
             self.init(app: id)
             return
         }
+        // Neither a string nor an object: said in the config's words (it said "must be an object",
+        // though an app id is an entitlement too; a stranger's `["a", 5]`).
+        guard let any = try? decoder.container(keyedBy: AnyKey.self) else {
+            throw DecodingError.policyValue(at: decoder.codingPath, "must be an app id or an object {app, executablePath}")
+        }
         // Unknown keys are refused (a misspelt executablePath would otherwise drop the binding).
-        let any = try decoder.container(keyedBy: AnyKey.self)
         if let unknown = any.allKeys.first(where: { CodingKeys(rawValue: $0.stringValue) == nil }) {
             throw DecodingError.policyValue(at: any.codingPath + [unknown], "unknown key (an entitlement has app and executablePath)")
         }
